@@ -1,0 +1,124 @@
+"""Settings read from the environment; every default works on one machine with nothing but Python."""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+os.environ.setdefault("LANCE_LOG", "error")
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "docsmcp-dev-secret-change-me-in-production-0123456789")
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+VERSION = "0.1.0"
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "corpus",
+    "mcp_endpoint",
+    "evals",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "docsmcp_site.urls"
+APPEND_SLASH = True
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "docsmcp_site.wsgi.application"
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'var' / 'docsmcp.sqlite3'}"),
+        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+
+# Celery: a Redis broker when configured, otherwise tasks run inline in the caller.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL or None)
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+# The engine
+DOCSMCP_INDEX_ROOT = Path(os.environ.get("DOCSMCP_INDEX_ROOT", BASE_DIR / "var" / "indexes"))
+DOCSMCP_EMBEDDING_PROVIDER = os.environ.get("DOCSMCP_EMBEDDING_PROVIDER", "none")
+DOCSMCP_KEEP_BUILDS = int(os.environ.get("DOCSMCP_KEEP_BUILDS", "3"))
+DOCSMCP_DEFAULT_CORPUS = os.environ.get("DOCSMCP_DEFAULT_CORPUS", "")
+# Source directories a corpus may be registered from (comma-separated); empty means any.
+DOCSMCP_SOURCE_ROOTS = env_list("DOCSMCP_SOURCE_ROOTS", "")
+OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
+OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
+
+# MCP endpoint (names and defaults from the TechDoc contract)
+MCP_SERVER_HOST = os.environ.get("MCP_SERVER_HOST", "0.0.0.0")
+MCP_SERVER_PORT = int(os.environ.get("MCP_SERVER_PORT", "8001"))
+MCP_AUTH_REQUIRED = env_bool("MCP_AUTH_REQUIRED", False)
+MCP_API_KEY = os.environ.get("MCP_API_KEY", "")
+MCP_ALLOWED_ORIGINS = env_list("MCP_ALLOWED_ORIGINS", "*")
+MCP_MAX_BODY_BYTES = int(os.environ.get("MCP_MAX_BODY_BYTES", str(1024 * 1024)))
+MCP_RATE_LIMIT_PER_MINUTE = int(os.environ.get("MCP_RATE_LIMIT_PER_MINUTE", "600"))
+MCP_RATE_LIMIT_REDIS_URL = os.environ.get("MCP_RATE_LIMIT_REDIS_URL", CELERY_BROKER_URL)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MCP_MAX_BODY_BYTES
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "docsmcp": {"handlers": ["console"], "level": os.environ.get("DOCSMCP_LOG_LEVEL", "INFO")},
+        "retrieval": {"handlers": ["console"], "level": os.environ.get("DOCSMCP_LOG_LEVEL", "INFO")},
+    },
+}

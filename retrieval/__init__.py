@@ -1,0 +1,1 @@
+"""The docsmcp engine: parse, chunk, embed, index and search markdown. Plain Python, no Django."""

