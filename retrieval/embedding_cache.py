@@ -52,7 +52,8 @@ class EmbeddingCache:
         self.spec = spec
         self.directory = Path(directory) / _spec_dirname(spec)
         self._vectors: dict[str, np.ndarray] = {}
-        self._seen: set[str] = set()
+        self._seen: set[str] = set()  # shards read into _vectors
+        self._damaged: set[str] = set()  # shards that could not be read; never merged away
         self._lock = threading.RLock()
 
     def key(self, text: str) -> str:
@@ -68,6 +69,7 @@ class EmbeddingCache:
         keys = list(keys)
         # A copy: the cache must not change if the caller later writes into its array.
         vectors = np.array(vectors, dtype=np.float32)
+        vectors.setflags(write=False)
         if vectors.shape != (len(keys), self.spec.dimensions):
             raise EmbeddingError(
                 f"cannot cache {vectors.shape} vectors for {len(keys)} keys under {self.spec.describe()}"
@@ -94,7 +96,7 @@ class EmbeddingCache:
         """Loads shards written since the last look, including by other processes."""
         for _ in range(3):
             vanished = False
-            for name in sorted(self._shard_names() - self._seen):
+            for name in sorted(self._shard_names() - self._seen - self._damaged):
                 try:
                     keys, vectors = self._read_shard(self.directory / name)
                 except FileNotFoundError:
@@ -102,8 +104,8 @@ class EmbeddingCache:
                     vanished = True
                     continue
                 except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-                    # A cache may drop a damaged entry: it only costs re-embedding those texts.
-                    self._seen.add(name)
+                    # A cache may skip a damaged shard: it only costs re-embedding those texts.
+                    self._damaged.add(name)
                     continue
                 self._seen.add(name)
                 if vectors.shape == (len(keys), self.spec.dimensions):
@@ -114,8 +116,10 @@ class EmbeddingCache:
     @staticmethod
     def _read_shard(path: Path) -> tuple[list[str], np.ndarray]:
         with np.load(path, allow_pickle=False) as shard:
-            keys = [key.decode("ascii") for key in shard["keys"].tolist()]
+            keys = [key.decode("utf-8") for key in shard["keys"].tolist()]
             vectors = np.asarray(shard["vectors"], dtype=np.float32)
+        # Callers get views into this array; a caller writing into one must not change the cache.
+        vectors.setflags(write=False)
         return keys, vectors
 
     def _write_shard(self, keys: list[str], vectors: np.ndarray) -> str:
@@ -124,7 +128,7 @@ class EmbeddingCache:
         temp = self.directory / f".tmp-{uuid.uuid4().hex}.npz"
         try:
             with temp.open("wb") as handle:
-                np.savez(handle, keys=np.array([key.encode("ascii") for key in keys]), vectors=vectors)
+                np.savez(handle, keys=np.array([key.encode("utf-8") for key in keys]), vectors=vectors)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(temp, self.directory / name)

@@ -65,6 +65,7 @@ class FileResult:
     chunks: list[Chunk] = field(default_factory=list)
     outline: list[OutlineEntry] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    reused: bool = False  # rows come from the previous build; chunks/findings are not recomputed
 
 
 @dataclass
@@ -294,10 +295,11 @@ def _map_files(scan: CorpusScan, todo: list[tuple[str, str]], taxonomy: dict[str
         for relpath, key in todo:
             yield process_file(relpath, scan.files[relpath], key, scan.manifests, taxonomy)
         return
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     args = [(relpath, scan.files[relpath], key, scan.manifests, taxonomy) for relpath, key in todo]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
         yield from pool.map(_process_args, args, chunksize=32)
 
 

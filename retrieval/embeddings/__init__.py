@@ -65,7 +65,8 @@ def check_compatible(index_spec: EmbeddingSpec | None, provider: EmbeddingProvid
             f"{_describe(provider)} — rebuild the index with that provider or configure provider 'none'"
         )
     # Provider and model first: that comparison needs no network, unlike learning an API model's dimensions.
-    if (index_spec.provider, index_spec.model) == (provider.name, provider.model) and index_spec == provider.spec:
+    same_model = index_spec.provider == provider.name and index_spec.model == provider.model
+    if same_model and index_spec == provider.spec:
         return
     raise EmbeddingMismatch(
         f"index was built with {index_spec.describe()}; this server is configured for "

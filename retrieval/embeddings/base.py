@@ -27,9 +27,13 @@ class EmbeddingSpec:
     def from_dict(cls, data: dict) -> EmbeddingSpec:
         """Reads the {"provider","model","dimensions"} object stored in an index's metadata.json."""
         try:
-            return cls(provider=str(data["provider"]), model=str(data["model"]), dimensions=int(data["dimensions"]))
+            return cls(
+                provider=str(data["provider"]), model=str(data["model"]), dimensions=int(data["dimensions"])
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise EmbeddingError(f"embedding spec {data!r} needs provider, model and integer dimensions") from exc
+            raise EmbeddingError(
+                f"embedding spec {data!r} needs provider, model and integer dimensions"
+            ) from exc
 
     def describe(self) -> str:
         """Human wording used in mismatch messages, e.g. 'local/all-MiniLM-L6-v2 (384 dims)'."""
@@ -92,7 +96,9 @@ class EmbeddingProvider:
         """The order texts are sent in; a backend that benefits from grouping similar lengths overrides it."""
         return list(range(len(texts)))
 
-    def run_batches(self, texts: list[str], batches: list[list[int]]) -> Iterator[tuple[list[int], np.ndarray]]:
+    def run_batches(
+        self, texts: list[str], batches: list[list[int]]
+    ) -> Iterator[tuple[list[int], np.ndarray]]:
         """Yields (indices, vectors) per batch in any order; a backend with network latency overrides it to
         run batches concurrently."""
         for indices in batches:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import numpy as np
+import openai
 
 from retrieval.errors import EmbeddingError
 
@@ -69,10 +70,6 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
         timeout: float = 60.0,
         retry_base_delay: float = 0.5,
     ):
-        try:
-            import openai
-        except ImportError as exc:
-            raise EmbeddingError("the openai embedding provider needs the openai package; install requirements.txt") from exc
         if batch_size < 1 or concurrency < 1 or max_retries < 0:
             raise EmbeddingError(
                 f"openai embeddings need batch_size >= 1, concurrency >= 1 and max_retries >= 0 "
@@ -87,7 +84,6 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
                 "(any non-empty value for a local server that ignores it)"
             )
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self._openai = openai
         # The SDK's own retries are off: ours honour Retry-After per batch and report in our error types.
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
         self.base_url = str(self._client.base_url)
@@ -121,11 +117,18 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
             raise EmbeddingError(
                 f"embeddings API at {self.base_url} returned {len(data)} vectors for {len(texts)} inputs"
             )
-        vectors = np.asarray([item.embedding for item in data], dtype=np.float32)
+        try:
+            vectors = np.asarray([item.embedding for item in data], dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise EmbeddingError(
+                f"embeddings API at {self.base_url} returned malformed vectors: {exc}"
+            ) from exc
         self._learn_dimensions(vectors.shape[1] if vectors.ndim == 2 else 0)
         return vectors
 
-    def run_batches(self, texts: list[str], batches: list[list[int]]) -> Iterator[tuple[list[int], np.ndarray]]:
+    def run_batches(
+        self, texts: list[str], batches: list[list[int]]
+    ) -> Iterator[tuple[list[int], np.ndarray]]:
         if self.concurrency == 1 or len(batches) == 1:
             yield from super().run_batches(texts, batches)
             return
@@ -154,7 +157,6 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
             )
 
     def _call_with_retries(self, options: dict[str, object]):
-        openai = self._openai
         attempt = 0
         while True:
             try:
@@ -170,7 +172,9 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
             except openai.APIConnectionError as exc:
                 failure, wait_for = exc, None
             except (openai.OpenAIError, ValueError) as exc:
-                raise EmbeddingError(f"embeddings API at {self.base_url} gave an unusable answer: {exc}") from exc
+                raise EmbeddingError(
+                    f"embeddings API at {self.base_url} gave an unusable answer: {exc}"
+                ) from exc
             else:
                 if not response.data:
                     raise EmbeddingError(f"embeddings API at {self.base_url} returned no vectors")

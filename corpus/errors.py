@@ -1,0 +1,27 @@
+"""Errors of the corpus app; each surface (admin, CLI, REST, MCP) maps them to its own shape."""
+
+from retrieval.errors import RetrievalError
+
+
+class CorpusError(RetrievalError):
+    status = 400
+
+
+class CorpusNotFound(CorpusError):
+    status = 404
+
+
+class NoActiveBuild(CorpusError):
+    status = 503
+
+
+class BuildInProgress(CorpusError):
+    status = 409
+
+
+class BuildNotFound(CorpusError):
+    status = 404
+
+
+class SourceDirNotAllowed(CorpusError):
+    status = 400

@@ -1,0 +1,102 @@
+from django.db import models
+from django.db.models import Q
+
+
+class Corpus(models.Model):
+    """A documentation set: seed 002's collection, seed 003's doc_type, seed 004's project."""
+
+    KIND_MARKDOWN = "markdown"
+    KIND_CHUNKS = "chunks"
+    KIND_CHOICES = [(KIND_MARKDOWN, "Markdown directory"), (KIND_CHUNKS, "Stored chunks (store_chunks)")]
+
+    name = models.SlugField(max_length=100, unique=True)
+    kind = models.CharField(max_length=20, choices=KIND_CHOICES, default=KIND_MARKDOWN)
+    source_dir = models.CharField(max_length=1000, blank=True)
+    description = models.TextField(blank=True)
+    version = models.CharField(max_length=100, blank=True)
+    aliases = models.JSONField(default=list, blank=True, help_text="Other names clients may use (seed 002 aliases).")
+    settings = models.JSONField(default=dict, blank=True,
+                                help_text='e.g. {"embedding_provider": "local", "keep_builds": 3}')
+    active_build = models.ForeignKey("BuildRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "corpora"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TaxonomyKey(models.Model):
+    """Taxonomy keys and values found by the corpus's last activated build."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="taxonomy")
+    key = models.CharField(max_length=64)
+    description = models.TextField(blank=True)
+    values = models.JSONField(default=list)
+    vector_collapse = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["corpus", "key"]
+        constraints = [models.UniqueConstraint(fields=["corpus", "key"], name="unique_taxonomy_key")]
+
+    def __str__(self) -> str:
+        return f"{self.corpus.name}:{self.key}"
+
+
+class BuildRun(models.Model):
+    KIND_VALIDATE, KIND_INCREMENTAL, KIND_FULL = "validate", "incremental", "full"
+    KIND_CHOICES = [(KIND_VALIDATE, "Validate only"), (KIND_INCREMENTAL, "Incremental"), (KIND_FULL, "Full")]
+    QUEUED, RUNNING, COMPLETE, FAILED, CANCELLED = "queued", "running", "complete", "failed", "cancelled"
+    STATUS_CHOICES = [(s, s.capitalize()) for s in (QUEUED, RUNNING, COMPLETE, FAILED, CANCELLED)]
+    IN_FLIGHT = (QUEUED, RUNNING)
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="builds")
+    build_id = models.CharField(max_length=64, unique=True)
+    kind = models.CharField(max_length=20, choices=KIND_CHOICES, default=KIND_INCREMENTAL)
+    status = models.CharField(max_length=20, choices=STATUS_CHOICES, default=QUEUED, db_index=True)
+    embedding_provider = models.CharField(max_length=40, blank=True)
+    embedding = models.JSONField(null=True, blank=True)
+    stage = models.CharField(max_length=40, blank=True)
+    progress_done = models.IntegerField(default=0)
+    progress_total = models.IntegerField(default=0)
+    stats = models.JSONField(default=dict, blank=True)
+    timings = models.JSONField(default=dict, blank=True)
+    findings = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    index_path = models.CharField(max_length=1000, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    requested_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    activated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["corpus"], condition=Q(status__in=["queued", "running"]),
+                                    name="one_build_in_flight_per_corpus"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.corpus.name}@{self.build_id}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.corpus.active_build_id == self.pk
+
+    @property
+    def progress_percent(self) -> int:
+        return int(100 * self.progress_done / self.progress_total) if self.progress_total else 0
+
+    @property
+    def error_count(self) -> int:
+        return sum(1 for f in self.findings if f.get("severity") == "error")
+
+    @property
+    def warning_count(self) -> int:
+        return sum(1 for f in self.findings if f.get("severity") == "warning")

@@ -1,0 +1,123 @@
+"""Reads of the corpus app, including the one other apps need most: the active index of a corpus."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from django.conf import settings
+
+from retrieval.embeddings import check_compatible
+from retrieval.embeddings.base import EmbeddingProvider, EmbeddingSpec
+from retrieval.index import INDEXES, Index
+
+from .errors import CorpusNotFound, NoActiveBuild
+from .models import BuildRun, Corpus
+
+POINTER_TTL = 1.0  # seconds a worker trusts its cached active-build pointer
+_pointers: dict[str, tuple[float, str]] = {}
+_pointer_lock = threading.Lock()
+
+
+def corpus_list() -> list[Corpus]:
+    return list(Corpus.objects.select_related("active_build").order_by("name"))
+
+
+def corpus_get(name: str) -> Corpus:
+    """By name or alias."""
+    corpus = Corpus.objects.filter(name=name).select_related("active_build").first()
+    if corpus is None:
+        for candidate in Corpus.objects.exclude(aliases=[]).select_related("active_build"):
+            if name in (candidate.aliases or []):
+                return candidate
+        names = ", ".join(Corpus.objects.order_by("name").values_list("name", flat=True)) or "none yet"
+        raise CorpusNotFound(f"corpus {name!r} not found; available: {names}")
+    return corpus
+
+
+def default_corpus() -> Corpus:
+    name = settings.DOCSMCP_DEFAULT_CORPUS
+    if name:
+        return corpus_get(name)
+    corpus = Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN).order_by("created_at").select_related("active_build").first()
+    if corpus is None:
+        raise CorpusNotFound("no corpus is registered yet; run `manage.py build_index --corpus NAME --source DIR`")
+    return corpus
+
+
+def _active_path(name: str) -> str:
+    now = time.monotonic()
+    cached = _pointers.get(name)
+    if cached and now - cached[0] < POINTER_TTL:
+        return cached[1]
+    corpus = corpus_get(name)
+    build = corpus.active_build
+    if build is None or not build.index_path:
+        raise NoActiveBuild(f"corpus {corpus.name!r} has no active build yet; run "
+                            f"`manage.py build_index --corpus {corpus.name}` first")
+    with _pointer_lock:
+        _pointers[name] = (now, build.index_path)
+    return build.index_path
+
+
+def forget_active(name: str | None = None) -> None:
+    with _pointer_lock:
+        if name is None:
+            _pointers.clear()
+        else:
+            _pointers.pop(name, None)
+
+
+def active_index(name: str | None = None) -> Index:
+    """The active index of a corpus (default corpus when name is None), opened once per process."""
+    corpus_name = name or default_corpus().name
+    return INDEXES.get(Path(_active_path(corpus_name)))
+
+
+@lru_cache(maxsize=8)
+def _provider(provider: str, model: str, dimensions: int) -> EmbeddingProvider:
+    from .services import provider_for
+
+    return provider_for(provider)
+
+
+def query_embedder(index: Index) -> EmbeddingProvider | None:
+    """The provider that embeds queries for this index, or None for an FTS-only index."""
+    spec = index.metadata.embedding
+    if not spec:
+        return None
+    embedder = _provider(spec["provider"], spec["model"], int(spec["dimensions"]))
+    check_compatible(EmbeddingSpec.from_dict(spec), embedder)
+    return embedder
+
+
+@lru_cache(maxsize=1)
+def cursor_secret() -> bytes:
+    """Key for cursor HMACs, derived from the Django secret so it is shared by every worker."""
+    return hmac.new(settings.SECRET_KEY.encode(), b"docsmcp-cursor-v1", hashlib.sha256).digest()
+
+
+def health_summary() -> list[dict]:
+    out = []
+    for corpus in corpus_list():
+        build = corpus.active_build
+        out.append({
+            "corpus": corpus.name,
+            "active_build": build.build_id if build else None,
+            "chunks": (build.stats or {}).get("total_chunks") if build else None,
+            "activated_at": build.activated_at.isoformat() if build and build.activated_at else None,
+        })
+    return out
+
+
+def build_get(build_id: str) -> BuildRun:
+    from .errors import BuildNotFound
+
+    build = BuildRun.objects.filter(build_id=build_id).select_related("corpus").first()
+    if build is None:
+        raise BuildNotFound(f"build {build_id!r} not found")
+    return build

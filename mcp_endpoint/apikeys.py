@@ -1,0 +1,99 @@
+"""Bearer API keys: who is calling, with which scopes.
+
+`authenticate(request)` is the one entry point, shared by the MCP endpoint and (later) the REST
+API. A key is valid if it equals `MCP_API_KEY` (compared in constant time) or hashes to an
+unrevoked `ApiKey` row. Keys are looked up by SHA-256, never stored in clear.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.utils import timezone
+
+from mcp_endpoint.models import SCOPES, ApiKey
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+
+# last_used_at is a hint for the admin, not an audit log: one write per key per minute at most.
+_LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller. `name` is the key's name ('env' for MCP_API_KEY)."""
+
+    name: str
+    scopes: frozenset[str]
+    key_id: int | None = None
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes or "admin" in self.scopes
+
+    @property
+    def rate_limit_identity(self) -> str:
+        return f"key:{self.key_id}" if self.key_id is not None else f"key:{self.name}"
+
+
+def generate_key() -> str:
+    """A new random key (43 URL-safe characters, 256 bits)."""
+    return secrets.token_urlsafe(32)
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def bearer_token(request: HttpRequest) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, or None."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    token = token.strip()
+    return token or None
+
+
+def authenticate(request: HttpRequest) -> Principal | None:
+    """The principal behind the request's bearer key, or None if it has no valid key."""
+    token = bearer_token(request)
+    if token is None:
+        return None
+    env_key = getattr(settings, "MCP_API_KEY", "")
+    if env_key and hmac.compare_digest(token.encode("utf-8"), env_key.encode("utf-8")):
+        return Principal(name="env", scopes=frozenset(SCOPES))
+    row = (
+        ApiKey.objects.filter(key_hash=hash_key(token), revoked_at__isnull=True)
+        .only("id", "name", "scopes", "last_used_at")
+        .first()
+    )
+    if row is None:
+        return None
+    now = timezone.now()
+    if row.last_used_at is None or now - row.last_used_at > _LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=row.pk).update(last_used_at=now)
+    scopes = frozenset(s for s in (row.scopes or []) if isinstance(s, str))
+    return Principal(name=row.name, scopes=scopes, key_id=row.pk)
+
+
+def create_api_key(name: str, scopes: list[str] | None = None) -> tuple[ApiKey, str]:
+    """Create a key row and return it with the clear key, which is not recoverable afterwards."""
+    chosen = list(scopes) if scopes is not None else ["read"]
+    unknown = sorted(set(chosen) - set(SCOPES))
+    if unknown:
+        raise ValueError(f"Unknown scope(s): {', '.join(unknown)}. Allowed: {', '.join(SCOPES)}")
+    key = generate_key()
+    row = ApiKey.objects.create(name=name, prefix=key[:8], key_hash=hash_key(key), scopes=chosen)
+    return row, key
+
+
+def revoke_api_keys(queryset) -> int:
+    """Revoke every still-active key in `queryset`; returns how many were revoked."""
+    return queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())

@@ -1,0 +1,231 @@
+"""Tool profiles: the shapes a profile hands the transport, and the registry that names them.
+
+A profile is a thin adapter over the engine, one per contract (seed): argument schema in,
+engine call, result shape out. It is any module or object with
+
+    tools(context) -> list[ToolDef]                          (required)
+    instructions(context) -> str | None                      (optional; server instructions)
+    resources(context) -> list[ResourceDef]                  (optional)
+    resource_templates(context) -> list[ResourceTemplateDef] (optional)
+    read_resource(context, uri) -> list[ResourceContents]    (optional; raise ResourceNotFound)
+    prompts(context) -> list[PromptDef]                      (optional)
+    check_context(context) -> None                           (optional; raise UnknownCorpus)
+    SERVER_NAME: str                                         (optional; serverInfo.name)
+
+Every hook is called per request with a fresh `Context`, so a profile can follow the active
+build (new taxonomy values show in the next tools/list) and stays stateless across workers.
+Handlers report failures the agent should read by raising `ToolError` (or any
+`retrieval.errors.RetrievalError`): the transport turns them into `isError: true` results.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+
+    from mcp_endpoint.apikeys import Principal
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a profile may know about the request it serves."""
+
+    request: HttpRequest | None
+    profile: str
+    corpus: str | None = None  # from /mcp/c/<corpus>/; None means the default corpus
+    principal: Principal | None = None  # None when the caller is anonymous (auth not required)
+    protocol_version: str | None = None
+    client_info: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ToolAnnotations:
+    """Behaviour hints for clients; the defaults describe a documentation lookup."""
+
+    read_only: bool = True
+    destructive: bool = False
+    idempotent: bool = True
+    open_world: bool = False
+    title: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+        if self.title:
+            wire["title"] = self.title
+        return wire
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a handler returns. `structured` is sent as `structuredContent` when the tool has an output schema."""
+
+    content: list[dict[str, Any]]
+    structured: Any = None
+    is_error: bool = False
+
+    @classmethod
+    def text(cls, text: str, structured: Any = None) -> ToolResult:
+        return cls(content=[{"type": "text", "text": text}], structured=structured)
+
+    @classmethod
+    def json(cls, obj: Any, indent: int | None = 2) -> ToolResult:
+        """One text block holding `obj` as JSON, and the same object as structured content."""
+        return cls.text(json.dumps(obj, ensure_ascii=False, indent=indent), structured=obj)
+
+    @classmethod
+    def error(cls, message: str) -> ToolResult:
+        return cls(content=[{"type": "text", "text": message}], is_error=True)
+
+
+ToolHandler = Callable[[Context, dict[str, Any]], ToolResult]
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    """One tool. `handler(context, arguments)` gets arguments already validated against
+    `input_schema`, with top-level defaults filled in."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: ToolHandler
+    output_schema: dict[str, Any] | None = None
+    annotations: ToolAnnotations = field(default_factory=ToolAnnotations)
+    title: str | None = None
+    scope: str = "read"  # API-key scope a caller needs when it presents a key
+
+
+@dataclass(frozen=True)
+class ResourceDef:
+    uri: str
+    name: str
+    description: str = ""
+    mime_type: str | None = None
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class ResourceTemplateDef:
+    uri_template: str
+    name: str
+    description: str = ""
+    mime_type: str | None = None
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class ResourceContents:
+    """One item of a resources/read result: `text`, or `blob` (base64)."""
+
+    uri: str
+    text: str | None = None
+    blob: str | None = None
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True)
+class PromptArgument:
+    name: str
+    description: str = ""
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class PromptResult:
+    messages: list[dict[str, Any]]
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class PromptDef:
+    """One prompt. `handler(context, arguments)` gets string arguments, required ones checked."""
+
+    name: str
+    description: str
+    handler: Callable[[Context, dict[str, str]], PromptResult]
+    arguments: tuple[PromptArgument, ...] = ()
+    title: str | None = None
+
+
+def text_message(text: str, role: str = "user") -> dict[str, Any]:
+    """A prompt message with one text block."""
+    return {"role": role, "content": {"type": "text", "text": text}}
+
+
+class ToolError(Exception):
+    """A failure the agent should read and act on; becomes an `isError: true` tool result."""
+
+
+class ResourceNotFound(Exception):
+    """resources/read for a URI the profile does not serve; becomes -32602 with data.uri (SEP-2164)."""
+
+    def __init__(self, uri: str, message: str | None = None):
+        super().__init__(message or f"Resource not found: {uri}")
+        self.uri = uri
+
+
+class UnknownCorpus(Exception):
+    """The corpus named in /mcp/c/<corpus>/ does not exist; the transport answers 404."""
+
+
+class UnknownProfile(LookupError):
+    """No profile is registered under the requested name."""
+
+
+# name -> profile object, or dotted module path imported on first use (so profiles written
+# later only need their module to exist).
+_registry: dict[str, Any] = {
+    "docs": "mcp_endpoint.profiles.docs",
+    "documents": "mcp_endpoint.profiles.documents",
+    "techdoc": "mcp_endpoint.profiles.techdoc",
+    "citeloom": "mcp_endpoint.profiles.citeloom",
+}
+_lock = threading.Lock()
+
+DEFAULT_PROFILE = "docs"
+
+
+def register_profile(name: str, profile: Any) -> None:
+    """Serve `profile` (a module, an object, or a dotted module path) at /mcp/<name>/."""
+    with _lock:
+        _registry[name] = profile
+
+
+def unregister_profile(name: str) -> None:
+    with _lock:
+        _registry.pop(name, None)
+
+
+def profile_names() -> list[str]:
+    return sorted(_registry)
+
+
+def get_profile(name: str) -> Any:
+    """The profile registered as `name`; raises UnknownProfile if there is none (or its module is missing)."""
+    entry = _registry.get(name)
+    if entry is None:
+        raise UnknownProfile(name)
+    if isinstance(entry, str):
+        try:
+            module = importlib.import_module(entry)
+        except ModuleNotFoundError as exc:
+            if exc.name and entry.startswith(exc.name):
+                raise UnknownProfile(name) from None
+            raise
+        with _lock:
+            if _registry.get(name) == entry:
+                _registry[name] = module
+        return module
+    return entry

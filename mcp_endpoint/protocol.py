@@ -1,0 +1,386 @@
+"""MCP methods: protocol versions and negotiation, the handlers dict, and result shaping per era.
+
+Two eras share one stateless endpoint. The handshake era (2025-03-26, 2025-06-18, 2025-11-25)
+opens with `initialize`; nothing is remembered between requests, so every request stands on
+its own. The 2026-07-28 era has no handshake: `server/discover` replaces it, each request
+carries its own `_meta` envelope, and results carry `resultType`, cache hints and the server's
+identity. Handlers raise `jsonrpc.JsonRpcError` subclasses; `transport.py` puts them on the wire.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.conf import settings
+
+from mcp_endpoint import headers as mcp_headers
+from mcp_endpoint import schema
+from mcp_endpoint.jsonrpc import InvalidParams, MethodNotFound
+from mcp_endpoint.pagination import paginate
+from mcp_endpoint.profiles import (
+    Context,
+    PromptDef,
+    PromptResult,
+    ResourceContents,
+    ResourceNotFound,
+    ToolDef,
+    ToolError,
+    ToolResult,
+)
+from retrieval.errors import RetrievalError
+
+logger = logging.getLogger("docsmcp.mcp")
+
+HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-03-26", "2025-06-18", "2025-11-25")
+MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
+SUPPORTED_VERSIONS: tuple[str, ...] = HANDSHAKE_VERSIONS + MODERN_VERSIONS
+LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[-1]
+LATEST_VERSION = MODERN_VERSIONS[-1]
+# Streamable HTTP spec: a request without MCP-Protocol-Version is taken to be 2025-03-26.
+DEFAULT_VERSION = "2025-03-26"
+BATCH_VERSIONS: tuple[str, ...] = ("2025-03-26",)  # JSON-RPC batches were dropped in 2025-06-18
+# Handshake versions we know but do not serve (their transport was HTTP+SSE).
+RETIRED_VERSIONS: tuple[str, ...] = ("2024-11-05",)
+
+CACHEABLE_METHODS = frozenset(
+    {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+)
+LOG_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request being served: method, params (without `_meta`), the profile and its context."""
+
+    method: str
+    params: dict[str, Any]
+    context: Context
+    profile: Any
+    modern: bool
+
+    @property
+    def version(self) -> str:
+        return self.context.protocol_version or DEFAULT_VERSION
+
+
+def negotiate_version(requested: Any) -> str:
+    """initialize: the client's version if we speak it (handshake era), else our latest."""
+    return requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE_VERSION
+
+
+def _at_least(version: str, minimum: str) -> bool:
+    return SUPPORTED_VERSIONS.index(version) >= SUPPORTED_VERSIONS.index(minimum) if version in SUPPORTED_VERSIONS else False
+
+
+def server_info(call: Call) -> dict[str, Any]:
+    name = getattr(call.profile, "SERVER_NAME", "docsmcp")
+    info: dict[str, Any] = {"name": name, "version": settings.VERSION}
+    if _at_least(call.version, "2025-06-18"):
+        info["title"] = f"{name} ({call.context.profile} profile)"
+    return info
+
+
+def capabilities(call: Call) -> dict[str, Any]:
+    # Every list method answers (possibly with an empty list), so every capability is declared:
+    # 2026 clients are entitled to -32601 for anything undeclared.
+    caps: dict[str, Any] = {
+        "tools": {"listChanged": False},
+        "resources": {"subscribe": False, "listChanged": False},
+        "prompts": {"listChanged": False},
+    }
+    if not call.modern:
+        caps["logging"] = {}  # logging/setLevel is accepted; we never send log messages
+    return caps
+
+
+def instructions(call: Call) -> str | None:
+    hook = getattr(call.profile, "instructions", None)
+    return hook(call.context) if callable(hook) else None
+
+
+def _list(call: Call, hook_name: str) -> list[Any]:
+    hook = getattr(call.profile, hook_name, None)
+    return list(hook(call.context)) if callable(hook) else []
+
+
+def _scope(call: Call) -> str:
+    return f"{call.method}|{call.context.profile}|{call.context.corpus or ''}"
+
+
+def _paged(call: Call, key: str, items: list[Any], to_wire: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    page, next_cursor = paginate(items, call.params.get("cursor"), _scope(call))
+    result: dict[str, Any] = {key: [to_wire(item) for item in page]}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return result
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+
+def handle_initialize(call: Call) -> dict[str, Any]:
+    requested = call.params.get("protocolVersion")
+    if not isinstance(requested, str):
+        raise InvalidParams("Invalid params: initialize requires params.protocolVersion (a string)")
+    version = negotiate_version(requested)
+    negotiated = replace(call, context=replace(call.context, protocol_version=version))
+    result: dict[str, Any] = {
+        "protocolVersion": version,
+        "capabilities": capabilities(negotiated),
+        "serverInfo": server_info(negotiated),
+    }
+    text = instructions(negotiated)
+    if text:
+        result["instructions"] = text
+    return result
+
+
+
+def handle_discover(call: Call) -> dict[str, Any]:
+    result: dict[str, Any] = {"supportedVersions": list(MODERN_VERSIONS), "capabilities": capabilities(call)}
+    text = instructions(call)
+    if text:
+        result["instructions"] = text
+    return result
+
+
+def handle_ping(call: Call) -> dict[str, Any]:
+    return {}
+
+
+def handle_set_level(call: Call) -> dict[str, Any]:
+    level = call.params.get("level")
+    if level not in LOG_LEVELS:
+        raise InvalidParams(f"Invalid params: level must be one of {', '.join(sorted(LOG_LEVELS))}")
+    return {}
+
+
+# --- tools -------------------------------------------------------------------------------------
+
+
+def tool_to_wire(tool: ToolDef, version: str) -> dict[str, Any]:
+    wire: dict[str, Any] = {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+    if _at_least(version, "2025-06-18"):
+        if tool.title:
+            wire["title"] = tool.title
+        if tool.output_schema is not None:
+            wire["outputSchema"] = tool.output_schema
+    wire["annotations"] = tool.annotations.to_wire()
+    return wire
+
+
+def handle_tools_list(call: Call) -> dict[str, Any]:
+    return _paged(call, "tools", _list(call, "tools"), lambda tool: tool_to_wire(tool, call.version))
+
+
+def find_tool(call: Call, name: str) -> ToolDef:
+    tools = _list(call, "tools")
+    for tool in tools:
+        if tool.name == name:
+            return tool
+    available = ", ".join(t.name for t in tools) or "none"
+    raise InvalidParams(f"Unknown tool '{name}'. Available tools: {available}.", data={"name": name})
+
+
+def handle_tools_call(call: Call) -> dict[str, Any]:
+    name = call.params.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidParams("Invalid params: tools/call requires params.name (a string)")
+    arguments = call.params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise InvalidParams("Invalid params: params.arguments must be an object")
+    tool = find_tool(call, name)
+    if call.modern and call.context.request is not None:
+        mcp_headers.check_param_headers(tool.input_schema, arguments, call.context.request.headers)
+    errors = schema.validate(tool.input_schema, arguments)
+    if errors:
+        raise InvalidParams(f"Invalid arguments for tool '{name}': " + " ".join(errors), data={"errors": errors})
+    principal = call.context.principal
+    if principal is not None and tool.scope and not principal.has_scope(tool.scope):
+        result = ToolResult.error(f"Tool '{name}' needs an API key with the '{tool.scope}' scope.")
+    else:
+        result = run_tool(tool, call.context, schema.normalize(tool.input_schema, arguments))
+    return tool_result_to_wire(tool, result, call.version)
+
+
+def run_tool(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> ToolResult:
+    """Run a handler; failures it reports become isError results, never JSON-RPC errors."""
+    try:
+        result = tool.handler(context, arguments)
+    except InvalidParams:
+        raise
+    except (ToolError, RetrievalError) as exc:
+        return ToolResult.error(str(exc) or exc.__class__.__name__)
+    except Exception:
+        logger.exception("tool %s failed", tool.name)
+        return ToolResult.error(f"Tool '{tool.name}' failed with an internal error; the server log has details.")
+    if not isinstance(result, ToolResult):
+        logger.error("tool %s returned %s, not a ToolResult", tool.name, type(result).__name__)
+        return ToolResult.error(f"Tool '{tool.name}' failed with an internal error; the server log has details.")
+    return result
+
+
+def tool_result_to_wire(tool: ToolDef, result: ToolResult, version: str) -> dict[str, Any]:
+    wire: dict[str, Any] = {"content": list(result.content), "isError": result.is_error}
+    if (
+        tool.output_schema is not None
+        and not result.is_error
+        and result.structured is not None
+        and _at_least(version, "2025-06-18")
+    ):
+        wire["structuredContent"] = result.structured
+    return wire
+
+
+# --- resources ---------------------------------------------------------------------------------
+
+
+def _resource_to_wire(resource: Any) -> dict[str, Any]:
+    wire: dict[str, Any] = {"uri": resource.uri, "name": resource.name}
+    if resource.title:
+        wire["title"] = resource.title
+    if resource.description:
+        wire["description"] = resource.description
+    if resource.mime_type:
+        wire["mimeType"] = resource.mime_type
+    return wire
+
+
+def _template_to_wire(template: Any) -> dict[str, Any]:
+    wire: dict[str, Any] = {"uriTemplate": template.uri_template, "name": template.name}
+    if template.title:
+        wire["title"] = template.title
+    if template.description:
+        wire["description"] = template.description
+    if template.mime_type:
+        wire["mimeType"] = template.mime_type
+    return wire
+
+
+def _contents_to_wire(item: ResourceContents) -> dict[str, Any]:
+    wire: dict[str, Any] = {"uri": item.uri}
+    if item.mime_type:
+        wire["mimeType"] = item.mime_type
+    if item.blob is not None:
+        wire["blob"] = item.blob
+    else:
+        wire["text"] = item.text or ""
+    return wire
+
+
+def handle_resources_list(call: Call) -> dict[str, Any]:
+    return _paged(call, "resources", _list(call, "resources"), _resource_to_wire)
+
+
+def handle_resource_templates_list(call: Call) -> dict[str, Any]:
+    return _paged(call, "resourceTemplates", _list(call, "resource_templates"), _template_to_wire)
+
+
+def handle_resources_read(call: Call) -> dict[str, Any]:
+    uri = call.params.get("uri")
+    if not isinstance(uri, str) or not uri:
+        raise InvalidParams("Invalid params: resources/read requires params.uri (a string)")
+    hook = getattr(call.profile, "read_resource", None)
+    try:
+        if not callable(hook):
+            raise ResourceNotFound(uri)
+        contents = list(hook(call.context, uri))
+        if not contents:
+            raise ResourceNotFound(uri)
+    except ResourceNotFound as exc:
+        raise InvalidParams(str(exc), data={"uri": uri}) from None
+    return {"contents": [_contents_to_wire(item) for item in contents]}
+
+
+# --- prompts -----------------------------------------------------------------------------------
+
+
+def _prompt_to_wire(prompt: PromptDef) -> dict[str, Any]:
+    wire: dict[str, Any] = {"name": prompt.name, "description": prompt.description}
+    if prompt.title:
+        wire["title"] = prompt.title
+    if prompt.arguments:
+        wire["arguments"] = [
+            {"name": a.name, "description": a.description, "required": a.required} for a in prompt.arguments
+        ]
+    return wire
+
+
+def handle_prompts_list(call: Call) -> dict[str, Any]:
+    return _paged(call, "prompts", _list(call, "prompts"), _prompt_to_wire)
+
+
+def handle_prompts_get(call: Call) -> dict[str, Any]:
+    name = call.params.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidParams("Invalid params: prompts/get requires params.name (a string)")
+    prompts = _list(call, "prompts")
+    prompt = next((p for p in prompts if p.name == name), None)
+    if prompt is None:
+        available = ", ".join(p.name for p in prompts) or "none"
+        raise InvalidParams(f"Unknown prompt '{name}'. Available prompts: {available}.", data={"name": name})
+    arguments = call.params.get("arguments") or {}
+    if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
+        raise InvalidParams("Invalid params: prompt arguments must be an object of strings")
+    missing = [a.name for a in prompt.arguments if a.required and a.name not in arguments]
+    if missing:
+        raise InvalidParams(f"Missing required argument(s) for prompt '{name}': {', '.join(missing)}")
+    known = {a.name for a in prompt.arguments}
+    unknown = sorted(set(arguments) - known)
+    if unknown:
+        raise InvalidParams(f"Unknown argument(s) for prompt '{name}': {', '.join(unknown)}")
+    rendered: PromptResult = prompt.handler(call.context, arguments)
+    result: dict[str, Any] = {"messages": list(rendered.messages)}
+    if rendered.description:
+        result["description"] = rendered.description
+    return result
+
+
+# --- dispatch ----------------------------------------------------------------------------------
+
+Handler = Callable[[Call], dict[str, Any]]
+
+HANDLERS: dict[str, Handler] = {
+    "initialize": handle_initialize,
+    "ping": handle_ping,
+    "logging/setLevel": handle_set_level,
+    "server/discover": handle_discover,
+    "tools/list": handle_tools_list,
+    "tools/call": handle_tools_call,
+    "resources/list": handle_resources_list,
+    "resources/templates/list": handle_resource_templates_list,
+    "resources/read": handle_resources_read,
+    "prompts/list": handle_prompts_list,
+    "prompts/get": handle_prompts_get,
+}
+HANDSHAKE_ONLY = frozenset({"initialize", "ping", "logging/setLevel"})  # removed in 2026-07-28
+MODERN_ONLY = frozenset({"server/discover"})
+
+
+def dispatch(call: Call) -> dict[str, Any]:
+    """Run the handler for `call.method` in its era and shape the result for the wire."""
+    handler = HANDLERS.get(call.method)
+    unavailable = call.method in (HANDSHAKE_ONLY if call.modern else MODERN_ONLY)
+    if handler is None or unavailable:
+        raise MethodNotFound(f"Method not found: {call.method}", data={"method": call.method})
+    result = handler(call)
+    return shape_modern(call, result) if call.modern else result
+
+
+def shape_modern(call: Call, result: dict[str, Any]) -> dict[str, Any]:
+    """2026-07-28 results: resultType, cache hints on cacheable methods, serverInfo in `_meta`."""
+    shaped = dict(result)
+    shaped.setdefault("resultType", "complete")
+    if call.method in CACHEABLE_METHODS:
+        shaped.setdefault("ttlMs", max(0, int(getattr(settings, "MCP_CACHE_TTL_MS", 0))))
+        # Results may depend on who asks once keys carry scopes; never share them across keys.
+        shaped.setdefault("cacheScope", "private" if call.context.principal is not None else "public")
+    meta = dict(shaped.get("_meta") or {})
+    meta.setdefault(mcp_headers.SERVER_INFO_KEY, server_info(call))
+    shaped["_meta"] = meta
+    return shaped

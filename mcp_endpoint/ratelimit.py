@@ -1,0 +1,96 @@
+"""Per-caller request limits: a fixed one-minute window, counted in Redis when configured.
+
+With `MCP_RATE_LIMIT_REDIS_URL` every worker shares one counter per caller (INCR + EXPIRE);
+without it each process counts on its own, which is right for a single machine. A Redis that
+cannot be reached fails open (the request is served, a warning is logged): a broken limiter
+must not take the documentation offline.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+
+logger = logging.getLogger("docsmcp.mcp.ratelimit")
+
+WINDOW_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    limit: int
+    remaining: int
+    retry_after: int  # seconds until the window resets; 0 when allowed
+
+
+_memory_lock = threading.Lock()
+_memory_counts: dict[tuple[str, int], int] = {}
+_redis_clients: dict[str, object] = {}
+_last_redis_warning = 0.0
+
+
+def reset() -> None:
+    """Forget all in-memory counts (tests, and settings changes at run time)."""
+    with _memory_lock:
+        _memory_counts.clear()
+
+
+def _memory_hit(identity: str, window: int) -> int:
+    with _memory_lock:
+        if len(_memory_counts) > 10_000:
+            for key in [k for k in _memory_counts if k[1] < window]:
+                del _memory_counts[key]
+        count = _memory_counts.get((identity, window), 0) + 1
+        _memory_counts[(identity, window)] = count
+        return count
+
+
+def _redis_client(url: str):
+    client = _redis_clients.get(url)
+    if client is None:
+        import redis
+
+        client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
+        _redis_clients[url] = client
+    return client
+
+
+def _redis_hit(url: str, identity: str, window: int) -> int | None:
+    global _last_redis_warning
+    key = f"docsmcp:ratelimit:{identity}:{window}"
+    try:
+        pipe = _redis_client(url).pipeline()
+        pipe.incr(key)
+        pipe.expire(key, WINDOW_SECONDS + 1, nx=True)
+        count, _ = pipe.execute()
+        return int(count)
+    except Exception as exc:  # any Redis failure: serve the request, say so in the log
+        now = time.monotonic()
+        if now - _last_redis_warning > 60:
+            _last_redis_warning = now
+            logger.warning("rate limiter: Redis unavailable (%s); requests are not being limited", exc)
+        return None
+
+
+def hit(identity: str, limit: int | None = None) -> Decision:
+    """Count one request for `identity` and say whether it is within the per-minute limit."""
+    if limit is None:
+        limit = int(getattr(settings, "MCP_RATE_LIMIT_PER_MINUTE", 0) or 0)
+    if limit <= 0:
+        return Decision(True, 0, 0, 0)
+    now = time.time()
+    window = int(now // WINDOW_SECONDS)
+    url = getattr(settings, "MCP_RATE_LIMIT_REDIS_URL", "")
+    count = _redis_hit(url, identity, window) if url else _memory_hit(identity, window)
+    if count is None:
+        return Decision(True, limit, limit, 0)
+    if count <= limit:
+        return Decision(True, limit, limit - count, 0)
+    retry_after = max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
+    return Decision(False, limit, 0, retry_after)

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Fresh machine -> the sample corpus built and served at http://127.0.0.1:8001/mcp/
+# Embedded defaults: SQLite in var/, Celery tasks inline, LanceDB under var/indexes/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+.venv/bin/python manage.py migrate --noinput
+.venv/bin/python manage.py build_index --corpus sample --source corpus/sample_docs \
+    --embedding-provider "${DOCSMCP_EMBEDDING_PROVIDER:-local}"
+exec .venv/bin/python manage.py serve

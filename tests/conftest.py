@@ -1,0 +1,65 @@
+"""Shared fixtures: the sample corpus built once per session, and corpora registered against it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_DOCS = ROOT / "corpus" / "sample_docs"
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def sample_build_dir(tmp_path_factory) -> Path:
+    """The bundled sample corpus built once (hash embeddings, so the vector leg is exercised)."""
+    from retrieval.build import BuildRequest, build_index
+    from retrieval.embeddings import get_provider
+
+    out = tmp_path_factory.mktemp("sample-index") / "sample-build"
+    build_index(BuildRequest(SAMPLE_DOCS, out, "sample-build", "sample", provider=get_provider("hash"), workers=1))
+    return out
+
+
+@pytest.fixture
+def index_root(tmp_path, settings) -> Path:
+    root = tmp_path / "indexes"
+    settings.DOCSMCP_INDEX_ROOT = root
+    return root
+
+
+@pytest.fixture
+def sample_corpus(db, sample_build_dir, settings):
+    """A registered `sample` corpus whose active build is the session's prebuilt index."""
+    from corpus.models import BuildRun, Corpus
+    from corpus.selectors import forget_active
+    from corpus.services import build_activate
+    from retrieval.metadata import read_metadata
+
+    metadata = read_metadata(sample_build_dir)
+    corpus = Corpus.objects.create(name="sample", source_dir=str(SAMPLE_DOCS), description=metadata.corpus_description,
+                                   version="3.2", settings={"embedding_provider": "hash"})
+    build = BuildRun.objects.create(corpus=corpus, build_id=metadata.build_id, kind=BuildRun.KIND_FULL,
+                                    status=BuildRun.COMPLETE, index_path=str(sample_build_dir),
+                                    embedding_provider="hash", embedding=metadata.embedding, stats=metadata.stats)
+    build_activate(build=build)
+    forget_active()
+    corpus.refresh_from_db()
+    yield corpus
+    forget_active()
+
+
+@pytest.fixture
+def copy_sample_docs(tmp_path) -> Path:
+    """A writable copy of the sample corpus for tests that edit files."""
+    dest = tmp_path / "docs"
+    shutil.copytree(SAMPLE_DOCS, dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
