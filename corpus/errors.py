@@ -11,6 +11,10 @@ class CorpusNotFound(CorpusError):
     status = 404
 
 
+class CorpusExists(CorpusError):
+    status = 409
+
+
 class NoActiveBuild(CorpusError):
     status = 503
 
@@ -21,6 +25,12 @@ class BuildInProgress(CorpusError):
 
 class BuildNotFound(CorpusError):
     status = 404
+
+
+class BuildStateConflict(CorpusError):
+    """The build exists but its status does not allow the action (activate, cancel)."""
+
+    status = 409
 
 
 class SourceDirNotAllowed(CorpusError):

@@ -121,3 +121,20 @@ def build_get(build_id: str) -> BuildRun:
     if build is None:
         raise BuildNotFound(f"build {build_id!r} not found")
     return build
+
+
+def build_list(*, corpus: Corpus, status: str | None = None):
+    """A corpus's builds, newest first, optionally of one status (a QuerySet, for pagination)."""
+    builds = corpus.builds.select_related("corpus").order_by("-created_at", "-pk")
+    return builds.filter(status=status) if status else builds
+
+
+def corpus_build_get(*, corpus: Corpus, build_id: str) -> BuildRun:
+    """A build that belongs to `corpus`; another corpus's build is reported as not found."""
+    from .errors import BuildNotFound
+
+    build = corpus.builds.filter(build_id=build_id).select_related("corpus").first()
+    if build is None:
+        raise BuildNotFound(f"build {build_id!r} not found in corpus {corpus.name!r}; list its builds "
+                            "to find the ID")
+    return build

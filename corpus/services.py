@@ -26,7 +26,14 @@ from retrieval.embeddings import get_provider
 from retrieval.errors import BuildCancelled, ValidationFailed
 from retrieval.sources import validate_corpus
 
-from .errors import BuildInProgress, BuildNotFound, CorpusError, CorpusNotFound, SourceDirNotAllowed
+from .errors import (
+    BuildInProgress,
+    BuildStateConflict,
+    CorpusError,
+    CorpusExists,
+    CorpusNotFound,
+    SourceDirNotAllowed,
+)
 from .models import BuildRun, Corpus, TaxonomyKey
 
 log = logging.getLogger("docsmcp.build")
@@ -41,12 +48,22 @@ def corpus_dir(corpus: Corpus) -> Path:
 
 def check_source_dir(source_dir: str) -> Path:
     """A source directory must exist and, when DOCSMCP_SOURCE_ROOTS is set, sit inside one of them."""
-    path = Path(source_dir).expanduser().resolve()
+    if not (source_dir or "").strip():
+        raise CorpusError("source_dir is required: give the directory that holds the corpus's markdown")
+    try:
+        path = Path(source_dir).expanduser().resolve()
+    except (ValueError, OSError, RuntimeError) as exc:  # NUL byte, name too long, unknown ~user
+        raise CorpusError(f"source_dir {source_dir[:200]!r} is not a usable path ({exc.__class__.__name__}); "
+                          "give an absolute directory path") from None
     roots = [Path(r).expanduser().resolve() for r in settings.DOCSMCP_SOURCE_ROOTS]
     if roots and not any(path.is_relative_to(root) for root in roots):
         raise SourceDirNotAllowed(f"source_dir {path} is outside the allowed roots "
                                   f"({', '.join(map(str, roots))}); set DOCSMCP_SOURCE_ROOTS or move the docs")
-    if not path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except OSError:
+        is_dir = False
+    if not is_dir:
         raise CorpusError(f"source_dir {path} does not exist or is not a directory")
     return path
 
@@ -57,12 +74,82 @@ def corpus_create(*, name: str, source_dir: str = "", description: str = "", ver
     if not SLUG_RE.match(name or ""):
         raise CorpusError(f"corpus name {name!r} is not a slug: use lowercase letters, digits, '-' and '_' "
                           "(e.g. 'payments-docs')")
-    if Corpus.objects.filter(name=name).exists():
-        raise CorpusError(f"corpus {name!r} already exists")
+    if kind not in dict(Corpus.KIND_CHOICES):
+        raise CorpusError(f"unknown corpus kind {kind!r}; use one of {', '.join(dict(Corpus.KIND_CHOICES))}")
+    if Corpus.objects.filter(name=name).exists() or _alias_owner(name) is not None:
+        raise CorpusExists(f"corpus {name!r} already exists (as a name or an alias); choose another name")
     if kind == Corpus.KIND_MARKDOWN:
         source_dir = str(check_source_dir(source_dir))
+    aliases = check_aliases(aliases or [], name=name)
+    corpus_settings = check_corpus_settings(corpus_settings or {})
     return Corpus.objects.create(name=name, source_dir=source_dir, description=description, version=version,
-                                 kind=kind, aliases=aliases or [], settings=corpus_settings or {})
+                                 kind=kind, aliases=aliases, settings=corpus_settings)
+
+
+def _alias_owner(alias: str, exclude_pk: int | None = None) -> Corpus | None:
+    for corpus in Corpus.objects.exclude(aliases=[]).exclude(pk=exclude_pk):
+        if alias in (corpus.aliases or []):
+            return corpus
+    return None
+
+
+def check_aliases(aliases: list[str], *, name: str, exclude_pk: int | None = None) -> list[str]:
+    """Aliases are slugs that name no other corpus; duplicates are dropped, order kept."""
+    out: list[str] = []
+    for alias in aliases:
+        if not isinstance(alias, str) or not SLUG_RE.match(alias):
+            raise CorpusError(f"alias {alias!r} is not a slug: use lowercase letters, digits, '-' and '_'")
+        if alias == name or alias in out:
+            continue
+        if Corpus.objects.filter(name=alias).exclude(pk=exclude_pk).exists():
+            raise CorpusExists(f"alias {alias!r} is already the name of another corpus; choose another alias")
+        owner = _alias_owner(alias, exclude_pk)
+        if owner is not None:
+            raise CorpusExists(f"alias {alias!r} already belongs to corpus {owner.name!r}; choose another alias")
+        out.append(alias)
+    return out
+
+
+def check_corpus_settings(values: dict) -> dict:
+    """The settings a build reads are checked now rather than at build time."""
+    if not isinstance(values, dict):
+        raise CorpusError("settings must be a JSON object, e.g. {\"embedding_provider\": \"hash\"}")
+    if "embedding_provider" in values:
+        get_provider_name_check(values["embedding_provider"])
+    if "keep_builds" in values:
+        keep = values["keep_builds"]
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise CorpusError(f"settings.keep_builds must be a whole number >= 1, not {keep!r}")
+    if "embedding_options" in values and not isinstance(values["embedding_options"], dict):
+        raise CorpusError("settings.embedding_options must be a JSON object")
+    return values
+
+
+def corpus_update(*, corpus: Corpus, description: str | None = None, version: str | None = None,
+                  source_dir: str | None = None, aliases: list[str] | None = None,
+                  corpus_settings: dict | None = None) -> Corpus:
+    """Change what a host may change after registration; None leaves a field as it is."""
+    fields = []
+    if description is not None:
+        corpus.description = description
+        fields.append("description")
+    if version is not None:
+        corpus.version = version
+        fields.append("version")
+    if source_dir is not None:
+        if corpus.kind != Corpus.KIND_MARKDOWN:
+            raise CorpusError(f"corpus {corpus.name!r} is fed by store_chunks; it has no source_dir")
+        corpus.source_dir = str(check_source_dir(source_dir))
+        fields.append("source_dir")
+    if aliases is not None:
+        corpus.aliases = check_aliases(aliases, name=corpus.name, exclude_pk=corpus.pk)
+        fields.append("aliases")
+    if corpus_settings is not None:
+        corpus.settings = check_corpus_settings(corpus_settings)
+        fields.append("settings")
+    if fields:
+        corpus.save(update_fields=[*fields, "updated_at"])
+    return corpus
 
 
 def corpus_ensure(*, name: str, source_dir: str | None) -> Corpus:
@@ -225,7 +312,7 @@ def build_activate(*, build: BuildRun) -> BuildRun:
     from retrieval.metadata import read_metadata
 
     if build.status != BuildRun.COMPLETE or not build.index_path or not Path(build.index_path).exists():
-        raise BuildNotFound(f"build {build.build_id} is not a complete build with an index on disk; "
+        raise BuildStateConflict(f"build {build.build_id} is not a complete build with an index on disk; "
                             "only complete builds can be activated")
     metadata = read_metadata(Path(build.index_path))
     with transaction.atomic():
@@ -255,7 +342,8 @@ def build_cancel(*, build: BuildRun) -> BuildRun:
         BuildRun.objects.filter(pk=build.pk).update(cancel_requested=True)
         build.refresh_from_db()
     else:
-        raise CorpusError(f"build {build.build_id} is {build.status}; only queued or running builds can be cancelled")
+        raise BuildStateConflict(f"build {build.build_id} is {build.status}; only queued or running builds "
+                                 "can be cancelled")
     return build
 
 

@@ -39,6 +39,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: answers a Host outside ALLOWED_HOSTS on /mcp paths with a JSON 403 (DNS rebinding).
+    "mcp_endpoint.security.host_guard",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -111,6 +113,12 @@ MCP_MAX_BODY_BYTES = int(os.environ.get("MCP_MAX_BODY_BYTES", str(1024 * 1024)))
 MCP_RATE_LIMIT_PER_MINUTE = int(os.environ.get("MCP_RATE_LIMIT_PER_MINUTE", "600"))
 MCP_RATE_LIMIT_REDIS_URL = os.environ.get("MCP_RATE_LIMIT_REDIS_URL", CELERY_BROKER_URL)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MCP_MAX_BODY_BYTES
+# Page size of tools/list, resources/list, prompts/list (cursor-paginated).
+MCP_LIST_PAGE_SIZE = int(os.environ.get("MCP_LIST_PAGE_SIZE", "100"))
+# ttlMs on cacheable 2026-07-28 results; 0 = re-fetch each time (tool schemas follow the active build).
+MCP_CACHE_TTL_MS = int(os.environ.get("MCP_CACHE_TTL_MS", "0"))
+# Rate-limit anonymous callers by the last X-Forwarded-For hop (only behind a proxy you run).
+MCP_TRUST_X_FORWARDED_FOR = env_bool("MCP_TRUST_X_FORWARDED_FOR", False)
 
 LOGGING = {
     "version": 1,

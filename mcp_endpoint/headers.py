@@ -75,7 +75,11 @@ def has_modern_meta(body: Any) -> bool:
     if not isinstance(body, dict):
         return False
     params = body.get("params")
-    return isinstance(params, dict) and isinstance(params.get("_meta"), dict) and PROTOCOL_VERSION_KEY in params["_meta"]
+    return (
+        isinstance(params, dict)
+        and isinstance(params.get("_meta"), dict)
+        and PROTOCOL_VERSION_KEY in params["_meta"]
+    )
 
 
 def unsupported(requested: Any, supported: tuple[str, ...]) -> UnsupportedProtocolVersion:
@@ -156,7 +160,9 @@ def _matches(prop_type: Any, value: Any, rendered: str, decoded: str) -> bool:
     return decoded == rendered
 
 
-def check_param_headers(input_schema: dict[str, Any], arguments: Mapping[str, Any], headers: Mapping[str, str]) -> None:
+def check_param_headers(
+    input_schema: dict[str, Any], arguments: Mapping[str, Any], headers: Mapping[str, str]
+) -> None:
     """Check `Mcp-Param-*` headers against the arguments of a tools/call (top-level `x-mcp-header` properties)."""
     properties = input_schema.get("properties") or {}
     for name, prop in properties.items():
@@ -167,13 +173,17 @@ def check_param_headers(input_schema: dict[str, Any], arguments: Mapping[str, An
         value = arguments.get(name)
         if value is None:
             if raw is not None:
-                raise HeaderMismatch(f"Header mismatch: {header_name} is present but argument {name!r} is absent")
+                raise HeaderMismatch(
+                    f"Header mismatch: {header_name} is present but argument {name!r} is absent"
+                )
             continue
         rendered = _render(value)
         if rendered is None:
             continue
         if raw is None:
-            raise HeaderMismatch(f"Header mismatch: {header_name} is missing but argument {name!r} is present")
+            raise HeaderMismatch(
+                f"Header mismatch: {header_name} is missing but argument {name!r} is present"
+            )
         decoded = decode_header_value(raw)
         if decoded is None:
             raise HeaderMismatch(f"Header mismatch: {header_name} carries a malformed base64 value")

@@ -13,7 +13,9 @@ class ApiKey(models.Model):
     """One bearer key: shown once when created in the admin, kept only as its SHA-256 hash."""
 
     name = models.CharField(max_length=100, help_text="Who or what uses this key.")
-    prefix = models.CharField(max_length=8, editable=False, help_text="First 8 characters, to recognise the key.")
+    prefix = models.CharField(
+        max_length=8, editable=False, help_text="First 8 characters, to recognise the key."
+    )
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     scopes = models.JSONField(default=default_scopes, help_text="Any of: read, write, build, admin.")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -36,11 +36,17 @@ def paginate(items: Sequence[T], cursor: Any, scope: str) -> tuple[list[T], str 
             payload = signing.loads(cursor, salt=_SALT)
         except signing.BadSignature:
             raise InvalidParams("Invalid cursor: it is malformed or was not issued by this server") from None
-        if not isinstance(payload, dict) or payload.get("s") != scope or not isinstance(payload.get("o"), int):
+        if (
+            not isinstance(payload, dict)
+            or payload.get("s") != scope
+            or not isinstance(payload.get("o"), int)
+        ):
             raise InvalidParams("Invalid cursor: it belongs to a different listing")
         offset = max(0, payload["o"])
     size = page_size()
     page = list(items[offset : offset + size])
     next_offset = offset + size
-    next_cursor = signing.dumps({"o": next_offset, "s": scope}, salt=_SALT) if next_offset < len(items) else None
+    next_cursor = (
+        signing.dumps({"o": next_offset, "s": scope}, salt=_SALT) if next_offset < len(items) else None
+    )
     return page, next_cursor

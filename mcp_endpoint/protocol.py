@@ -42,11 +42,16 @@ LATEST_VERSION = MODERN_VERSIONS[-1]
 # Streamable HTTP spec: a request without MCP-Protocol-Version is taken to be 2025-03-26.
 DEFAULT_VERSION = "2025-03-26"
 BATCH_VERSIONS: tuple[str, ...] = ("2025-03-26",)  # JSON-RPC batches were dropped in 2025-06-18
-# Handshake versions we know but do not serve (their transport was HTTP+SSE).
-RETIRED_VERSIONS: tuple[str, ...] = ("2024-11-05",)
 
 CACHEABLE_METHODS = frozenset(
-    {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
 )
 LOG_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
 
@@ -72,7 +77,11 @@ def negotiate_version(requested: Any) -> str:
 
 
 def _at_least(version: str, minimum: str) -> bool:
-    return SUPPORTED_VERSIONS.index(version) >= SUPPORTED_VERSIONS.index(minimum) if version in SUPPORTED_VERSIONS else False
+    return (
+        SUPPORTED_VERSIONS.index(version) >= SUPPORTED_VERSIONS.index(minimum)
+        if version in SUPPORTED_VERSIONS
+        else False
+    )
 
 
 def server_info(call: Call) -> dict[str, Any]:
@@ -110,7 +119,9 @@ def _scope(call: Call) -> str:
     return f"{call.method}|{call.context.profile}|{call.context.corpus or ''}"
 
 
-def _paged(call: Call, key: str, items: list[Any], to_wire: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+def _paged(
+    call: Call, key: str, items: list[Any], to_wire: Callable[[Any], dict[str, Any]]
+) -> dict[str, Any]:
     page, next_cursor = paginate(items, call.params.get("cursor"), _scope(call))
     result: dict[str, Any] = {key: [to_wire(item) for item in page]}
     if next_cursor is not None:
@@ -138,7 +149,6 @@ def handle_initialize(call: Call) -> dict[str, Any]:
     return result
 
 
-
 def handle_discover(call: Call) -> dict[str, Any]:
     result: dict[str, Any] = {"supportedVersions": list(MODERN_VERSIONS), "capabilities": capabilities(call)}
     text = instructions(call)
@@ -162,7 +172,11 @@ def handle_set_level(call: Call) -> dict[str, Any]:
 
 
 def tool_to_wire(tool: ToolDef, version: str) -> dict[str, Any]:
-    wire: dict[str, Any] = {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+    wire: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": tool.input_schema,
+    }
     if _at_least(version, "2025-06-18"):
         if tool.title:
             wire["title"] = tool.title
@@ -199,7 +213,9 @@ def handle_tools_call(call: Call) -> dict[str, Any]:
         mcp_headers.check_param_headers(tool.input_schema, arguments, call.context.request.headers)
     errors = schema.validate(tool.input_schema, arguments)
     if errors:
-        raise InvalidParams(f"Invalid arguments for tool '{name}': " + " ".join(errors), data={"errors": errors})
+        raise InvalidParams(
+            f"Invalid arguments for tool '{name}': " + " ".join(errors), data={"errors": errors}
+        )
     principal = call.context.principal
     if principal is not None and tool.scope and not principal.has_scope(tool.scope):
         result = ToolResult.error(f"Tool '{name}' needs an API key with the '{tool.scope}' scope.")
@@ -218,10 +234,14 @@ def run_tool(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> Tool
         return ToolResult.error(str(exc) or exc.__class__.__name__)
     except Exception:
         logger.exception("tool %s failed", tool.name)
-        return ToolResult.error(f"Tool '{tool.name}' failed with an internal error; the server log has details.")
+        return ToolResult.error(
+            f"Tool '{tool.name}' failed with an internal error; the server log has details."
+        )
     if not isinstance(result, ToolResult):
         logger.error("tool %s returned %s, not a ToolResult", tool.name, type(result).__name__)
-        return ToolResult.error(f"Tool '{tool.name}' failed with an internal error; the server log has details.")
+        return ToolResult.error(
+            f"Tool '{tool.name}' failed with an internal error; the server log has details."
+        )
     return result
 
 

@@ -120,7 +120,9 @@ def _check_string(schema: dict[str, Any], value: str, path: str) -> list[str]:
         n = schema["minLength"]
         errors.append(f"{_label(path)} must be at least {n} character{'s' if n != 1 else ''} long.")
     if "maxLength" in schema and len(value) > schema["maxLength"]:
-        errors.append(f"{_label(path)} must be at most {schema['maxLength']} characters long; got {len(value)}.")
+        errors.append(
+            f"{_label(path)} must be at most {schema['maxLength']} characters long; got {len(value)}."
+        )
     if "pattern" in schema and not _compiled(schema["pattern"]).search(value):
         errors.append(f"{_label(path)} must match the pattern {schema['pattern']!r}; got {_show(value)}.")
     return errors

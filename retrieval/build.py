@@ -33,7 +33,6 @@ from .errors import BuildCancelled, ValidationFailed
 from .manifest import AutoInclude
 from .metadata import BuildMetadata, TaxonomyField, write_metadata
 from .sources import FileResult, Finding, OutlineEntry, process_corpus, scan_corpus
-from .terms import identifier_text
 
 log = logging.getLogger("retrieval.build")
 
@@ -209,17 +208,7 @@ def _chunk_table(results: list[FileResult], fresh: list[FileResult], vectors: np
     dims = provider.dimensions if provider else 0
     schema = _chunk_schema(taxonomy, dims)
     columns: dict[str, list] = {name: [] for name in schema.names if name != "vector"}
-    vector_rows: list[np.ndarray] = []
-    fresh_ids = {id(r) for r in fresh}
-    offset = 0
-    for result in results:
-        if id(result) not in fresh_ids:
-            rows, vecs = previous.rows_for(result.relpath, schema)
-            for name in columns:
-                columns[name].extend(rows[name])
-            if dims:
-                vector_rows.append(vecs)
-            continue
+    for result in fresh:
         total = len(result.chunks)
         for chunk in result.chunks:
             columns["chunk_id"].append(chunk.chunk_id)
@@ -229,7 +218,7 @@ def _chunk_table(results: list[FileResult], fresh: list[FileResult], vectors: np
             columns["heading_level"].append(chunk.heading_level)
             columns["breadcrumb"].append(chunk.breadcrumb)
             columns["content"].append(chunk.content)
-            columns["ident"].append(identifier_text(chunk.heading, chunk.content))
+            columns["ident"].append(chunk.ident)
             columns["chunk_index"].append(chunk.chunk_index)
             columns["total_chunks"].append(total)
             columns["start_line"].append(chunk.start_line)
@@ -237,14 +226,15 @@ def _chunk_table(results: list[FileResult], fresh: list[FileResult], vectors: np
             columns["file_key"].append(result.key)
             for key in taxonomy:
                 columns[taxonomy_column(key)].append(result.config.metadata.get(key) if result.config else None)
-        if dims and result.chunks:
-            vector_rows.append(vectors[offset: offset + total])
-            offset += total
     arrays = [pa.array(columns[name], type=schema.field(name).type) for name in schema.names if name != "vector"]
     if dims:
-        flat = np.concatenate(vector_rows).astype(np.float32) if vector_rows else np.zeros((0, dims), np.float32)
-        arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(flat.ravel(), pa.float32()), dims))
-    return pa.Table.from_arrays(arrays, schema=schema)
+        flat = vectors if vectors is not None else np.zeros((0, dims), np.float32)
+        arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(flat.astype(np.float32).ravel(), pa.float32()), dims))
+    table = pa.Table.from_arrays(arrays, schema=schema)
+    reused = [r.relpath for r in results if r.reused]
+    if previous is not None and reused:
+        table = pa.concat_tables([previous.rows_for(reused, schema), table])
+    return table
 
 
 DOCUMENT_SCHEMA = pa.schema([
@@ -319,19 +309,13 @@ class _PreviousBuild:
                           outline=[OutlineEntry(*e) for e in json.loads(doc["outline"])],
                           findings=[Finding(**f) for f in json.loads(doc["findings"] or "[]")])
 
-    def rows_for(self, relpath: str, schema: pa.Schema) -> tuple[dict[str, list], np.ndarray | None]:
-        idx = pa.array(self._by_file.get(relpath, []), pa.int64())
-        taken = self.chunks.take(idx)
-        rows = {}
-        for name in schema.names:
-            if name == "vector":
-                continue
-            rows[name] = taken[name].to_pylist() if name in taken.column_names else [None] * taken.num_rows
-        vectors = None
-        if "vector" in taken.column_names:
-            vectors = np.asarray(taken["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False),
-                                 dtype=np.float32).reshape(taken.num_rows, -1)
-        return rows, vectors
+    def rows_for(self, relpaths: list[str], schema: pa.Schema) -> pa.Table:
+        """The previous rows of these files, conformed to the new schema (taxonomy keys may differ)."""
+        rows = [i for path in relpaths for i in self._by_file.get(path, [])]
+        taken = self.chunks.take(pa.array(rows, pa.int64()))
+        arrays = [taken[f.name].cast(f.type) if f.name in taken.column_names else pa.nulls(taken.num_rows, f.type)
+                  for f in schema]
+        return pa.Table.from_arrays(arrays, schema=schema)
 
     def document(self, relpath: str) -> dict:
         return self.documents[relpath]

@@ -19,8 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .manifest import Strategy
-from .parsing import ParsedDocument
+from .parsing import HINT_RE, Block, ParsedDocument
 from .slugs import RESERVED_PREAMBLE, SlugScope, slugify, unique_ids
+from .terms import identifier_text
 
 
 @dataclass
@@ -35,6 +36,7 @@ class Chunk:
     end_line: int  # 1-based, inclusive
     chunk_index: int  # 0-based position in the file
     context: str  # "Title > Ancestor > Heading", prefixed to the embedding input only
+    ident: str = ""  # identifier terms (retrieval/terms.py) for the whitespace-tokenised FTS column
 
     @property
     def embed_text(self) -> str:
@@ -114,6 +116,8 @@ def _split(doc: ParsedDocument, headings: dict[int, _Heading], level: int,
             starts.append(index)
         if index in hints:
             active.append((heading.level, max(hints[index], heading.level)))
+    if not starts:  # every split-level heading sits inside a section hinted not to split
+        return [_Segment(0, n, 0, RESERVED_PREAMBLE, None)]
     segments = []
     if starts[0] > 0:
         segments.append(_Segment(0, starts[0], 0, RESERVED_PREAMBLE, None))
@@ -130,7 +134,7 @@ def _fold_heading_only(doc: ParsedDocument, segments: list[_Segment]) -> list[_S
     carry: int | None = None
     for k, segment in enumerate(segments):
         nxt = segments[k + 1] if k + 1 < len(segments) else None
-        only_headings = all(doc.blocks[i].kind == "heading" for i in range(segment.start, segment.end))
+        only_headings = all(_is_heading_or_hint(doc.blocks[i]) for i in range(segment.start, segment.end))
         deeper_next = nxt is not None and (nxt.level > segment.level or segment.level == 0)
         if only_headings and deeper_next:
             carry = segment.start if carry is None else carry
@@ -140,6 +144,11 @@ def _fold_heading_only(doc: ParsedDocument, segments: list[_Segment]) -> list[_S
             carry = None
         out.append(segment)
     return out
+
+
+def _is_heading_or_hint(block: Block) -> bool:
+    """Blocks that hold no content of their own: headings, and comments that are only chunking hints."""
+    return block.kind == "heading" or (block.kind == "html" and not HINT_RE.sub("", block.text).strip())
 
 
 def _size(doc: ParsedDocument, start: int, end: int) -> int:
@@ -172,7 +181,9 @@ def _refine(doc: ParsedDocument, headings: dict[int, _Heading], segment: _Segmen
 def _split_blocks(doc: ParsedDocument, segment: _Segment, limit: int) -> list[_Segment]:
     bounds = [segment.start]
     for index in range(segment.start + 1, segment.end):
-        if _size(doc, bounds[-1], index + 1) > limit:
+        # a heading stays with the block that follows it: never cut right after a part's headings
+        heading_only = all(doc.blocks[i].kind == "heading" for i in range(bounds[-1], index))
+        if not heading_only and _size(doc, bounds[-1], index + 1) > limit:
             bounds.append(index)
     bounds.append(segment.end)
     return [_Segment(a, b, segment.level, segment.path, segment.heading, n + 1)
@@ -230,5 +241,6 @@ def _materialize(filepath: str, doc: ParsedDocument, headings: dict[int, _Headin
             end_line=max(next_line, first_line + 1),
             chunk_index=index,
             context=" > ".join(context_parts),
+            ident=identifier_text(text, "\n".join(lines)),
         ))
     return chunks

@@ -8,14 +8,19 @@ still holding the old object finish on it (builds are immutable, so nothing brea
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import lancedb
 import numpy as np
 
+from .aio import LOOP
 from .build import CHUNKS_TABLE, DOCUMENTS_TABLE, taxonomy_column
+from .catalog import CATALOG_COLUMNS, Catalog
 from .errors import IndexUnavailable
 from .metadata import BuildMetadata, read_metadata
+
+MASK_CACHE_SIZE = 64
 
 
 class Index:
@@ -30,6 +35,9 @@ class Index:
             raise IndexUnavailable(f"index at {self.path} cannot be opened: {exc}") from exc
         self._lock = threading.Lock()
         self._vectors: tuple[np.ndarray, list[str]] | None = None
+        self._catalog: Catalog | None = None
+        self._async_chunks = None
+        self._masks: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @property
     def build_id(self) -> str:
@@ -43,21 +51,94 @@ class Index:
     def column(key: str) -> str:
         return taxonomy_column(key)
 
+    @property
+    def taxonomy_columns(self) -> list[str]:
+        return [taxonomy_column(key) for key in self.metadata.taxonomy]
+
+    def async_chunks(self):
+        """The chunks table through LanceDB's async API, opened on the process's private loop."""
+        if self._async_chunks is None:
+            with self._lock:
+                if self._async_chunks is None:
+                    async def _open():
+                        db = await lancedb.connect_async(self.path / "lancedb")
+                        return await db.open_table(CHUNKS_TABLE)
+
+                    self._async_chunks = LOOP.run(_open())
+        return self._async_chunks
+
+    def catalog(self) -> Catalog:
+        """Light columns of every chunk by position (see retrieval/catalog.py), loaded on first use."""
+        if self._catalog is None:
+            with self._lock:
+                if self._catalog is None:
+                    columns = [*CATALOG_COLUMNS, *self.taxonomy_columns]
+                    table = self.chunks.search().with_row_id(True).select(columns).limit(None).to_arrow()
+                    self._catalog = Catalog.from_arrow(table)
+        return self._catalog
+
     def vectors(self) -> tuple[np.ndarray, list[str]]:
-        """All chunk vectors (row-aligned with the returned chunk IDs), loaded on first use.
+        """All chunk vectors, row i belonging to catalog position i (and to the returned chunk_ids[i]).
 
         Exact search over an in-memory matrix costs a few ms at 100k chunks and loses no recall
         under filters, which an ANN index with a post-filter would.
         """
         if self._vectors is None:
+            catalog = self.catalog()
             with self._lock:
                 if self._vectors is None:
-                    table = self.chunks.search().select(["chunk_id", "vector"]).limit(None).to_arrow()
+                    table = self.chunks.search().with_row_id(True).select(["vector"]).limit(None).to_arrow()
                     dims = int(self.metadata.embedding["dimensions"]) if self.metadata.embedding else 0
                     flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
-                    matrix = np.ascontiguousarray(np.asarray(flat, dtype=np.float32).reshape(-1, dims))
-                    self._vectors = (matrix, table["chunk_id"].to_pylist())
+                    matrix = np.asarray(flat, dtype=np.float32).reshape(-1, dims)
+                    order = np.argsort(catalog.positions(table["_rowid"].to_numpy()), kind="stable")
+                    self._vectors = (np.ascontiguousarray(matrix[order]), catalog.chunk_ids)
         return self._vectors
+
+    def filter_mask(self, where: str | None) -> np.ndarray | None:
+        """Boolean mask over catalog positions for a WHERE clause (None: no filter), LRU-cached.
+
+        The clause is evaluated by LanceDB, so the vector leg filters with exactly the semantics
+        the full-text legs push down. The clause must come from retrieval.filters, never from input.
+        """
+        if where is None:
+            return None
+        mask = self._masks.get(where)
+        if mask is not None:
+            with self._lock:
+                if where in self._masks:
+                    self._masks.move_to_end(where)
+            return mask
+        catalog = self.catalog()
+        table = self.async_chunks()
+
+        async def _scan():
+            return await table.query().where(where).with_row_id().select([]).to_arrow()
+
+        rowids = LOOP.run(_scan())["_rowid"].to_numpy()
+        mask = np.zeros(len(catalog), dtype=bool)
+        mask[catalog.positions(rowids)] = True
+        mask.flags.writeable = False
+        with self._lock:
+            self._masks[where] = mask
+            while len(self._masks) > MASK_CACHE_SIZE:
+                self._masks.popitem(last=False)
+        return mask
+
+    def contents(self, positions: list[int]) -> list[str]:
+        """Chunk markdown for the given catalog positions, in that order (one read for all of them)."""
+        if not positions:
+            return []
+        catalog = self.catalog()
+        rowids = [int(catalog.rowids[p]) for p in positions]
+        table = self.async_chunks()
+
+        async def _take():
+            return await table.take_row_ids(rowids).select(["content"]).with_row_id().to_arrow()
+
+        found = LOOP.run(_take())
+        by_rowid = dict(zip(found["_rowid"].to_pylist(), found["content"].to_pylist(), strict=True))
+        return [by_rowid[r] for r in rowids]
 
 
 class IndexCache:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,8 +147,22 @@ def _load_manifest(scan: CorpusScan, path: Path, reldir: str, relpath: str) -> N
                 line = int(str(exc).split("line ")[1].split()[0])
             except ValueError:
                 line = None
+        if line is None:
+            line = _manifest_line(text, str(exc))
         scan.findings.append(Finding("error", "manifest-invalid", relpath, line, str(exc),
                                      "fix the manifest; see docs/manifests.md for the schema"))
+
+
+def _manifest_line(text: str, message: str) -> int | None:
+    """Line of the first name quoted in a schema error (`unknown key(s) 'colour'`, `chunk_by='h4'`),
+    looked up as a JSON key first, then as a JSON string value."""
+    for name in re.findall(r"'([^']+)'", message):
+        quoted = re.escape(json.dumps(name))
+        for pattern in (quoted + r"\s*:", quoted):
+            match = re.search(pattern, text)
+            if match:
+                return text.count("\n", 0, match.start()) + 1
+    return None
 
 
 def process_file(relpath: str, raw: bytes, key: str, manifests: dict[str, Manifest],
@@ -208,14 +223,14 @@ def _resolve_hints(relpath: str, doc: ParsedDocument, findings: list[Finding]) -
             continue
         following = hint.block_index + 1
         before_content = all(b.kind == "html" for b in doc.blocks[: hint.block_index])
-        if following < len(doc.blocks) and doc.blocks[following].kind == "heading":
+        if before_content:
+            file_hint = strategy
+        elif following < len(doc.blocks) and doc.blocks[following].kind == "heading":
             if strategy != Strategy(strategy.chunk_by):
                 findings.append(Finding("error", "hint-malformed", relpath, hint.line + 1,
                                         "a section hint takes only chunk_by; sizes belong in the manifest "
                                         "or a file-level hint", "remove max_chunk_size/min_chunk_size here"))
             sections[following] = strategy.level
-        elif before_content:
-            file_hint = strategy
         else:
             findings.append(Finding("error", "hint-orphan", relpath, hint.line + 1,
                                     "mcp_chunking_hint is not followed by a heading, so it attaches to nothing",
@@ -233,7 +248,8 @@ def _check_hints_used(relpath: str, doc: ParsedDocument, hints: dict[int, int], 
             if block.kind == "heading":
                 deeper.append(block.level)
         if level > heading.level and not any(heading.level < lv <= level for lv in deeper):
-            findings.append(Finding("error", "hint-dangling", relpath, heading.start,
+            line = next((h.line + 1 for h in doc.hints if h.block_index == index - 1), heading.start + 1)
+            findings.append(Finding("error", "hint-dangling", relpath, line,
                                     f"hint asks to split '{heading.text}' at h{level}, but that section has no "
                                     f"heading between h{heading.level + 1} and h{level}",
                                     "remove the hint or add the sub-headings it expects"))

@@ -13,20 +13,21 @@ import re
 
 _CANDIDATE = re.compile(r"[A-Za-z_$@][\w$@]*(?:(?:\.|::|->|-)[A-Za-z_$@0-9][\w$@]*)*")
 _SPLIT = re.compile(r"\.|::|->")
-_CAMEL = re.compile(r"[a-z0-9][A-Z]")
 MAX_TERM = 80
 
 
 def _is_compound(token: str) -> bool:
-    return ("_" in token.strip("_") or "." in token or "::" in token or "->" in token or "-" in token
-            or bool(_CAMEL.search(token)))
+    """Has a separator (`_ . :: -> -`) inside, or mixed case beyond a capitalised word (camelCase)."""
+    if "_" in token.strip("_") or "." in token or "-" in token or ":" in token:
+        return True
+    return not (token.islower() or token.isupper() or token.istitle())
 
 
 def identifier_terms(text: str) -> list[str]:
     """Lowercased compound identifiers in order of appearance, each followed by its dotted parts."""
     out: list[str] = []
-    for match in _CANDIDATE.finditer(text):
-        token = match.group().strip(".-")
+    for token in _CANDIDATE.findall(text):
+        token = token.strip(".-")
         if len(token) < 3 or len(token) > MAX_TERM or not _is_compound(token):
             continue
         out.append(token.lower())

@@ -14,6 +14,7 @@ import pytest
 
 from retrieval.embeddings import PROVIDERS, EmbeddingProvider, EmbeddingSpec, check_compatible, get_provider
 from retrieval.embeddings import local as local_module
+from retrieval.embeddings.openai_api import MAX_RETRY_AFTER, _retry_after
 from retrieval.errors import EmbeddingError, EmbeddingMismatch
 from tests.openai_stub import openai_stub, stub_vector
 
@@ -354,6 +355,14 @@ def test_openai_honours_retry_after_on_429():
         first, second = stub.embedding_requests
     assert (first.status, second.status) == (429, 200)
     assert second.at - first.at >= 0.95
+
+
+def test_retry_after_header_parsing():
+    assert _retry_after({"retry-after": "2"}) == 2.0
+    assert _retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert _retry_after({"retry-after": "7200"}) == MAX_RETRY_AFTER
+    assert _retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) is None
+    assert _retry_after({}) is None
 
 
 def test_openai_401_fails_at_once_with_the_servers_message():

@@ -17,7 +17,7 @@ from retrieval.errors import EmbeddingError
 from .base import EmbeddingProvider
 
 DEFAULT_MODEL = "text-embedding-3-small"
-# Longest wait we accept from a Retry-After header; beyond that the batch fails rather than hanging a build.
+# Longest wait taken from a Retry-After header, so a server asking for an hour cannot stall a build that long.
 MAX_RETRY_AFTER = 120.0
 MAX_BACKOFF = 30.0
 
@@ -27,7 +27,8 @@ def _is_retryable_status(status: int) -> bool:
 
 
 def _retry_after(headers) -> float | None:
-    """Seconds the server asked us to wait, from retry-after-ms or retry-after (seconds form only)."""
+    """Seconds the server asked us to wait, from retry-after-ms or retry-after (seconds form; an HTTP date
+    falls back to our own backoff)."""
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         raw = headers.get(name) if headers is not None else None
         if raw is None:
@@ -36,8 +37,8 @@ def _retry_after(headers) -> float | None:
             seconds = float(raw) * scale
         except ValueError:
             continue
-        if 0 <= seconds <= MAX_RETRY_AFTER:
-            return seconds
+        if seconds >= 0:
+            return min(seconds, MAX_RETRY_AFTER)
     return None
 
 

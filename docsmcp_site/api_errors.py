@@ -1,0 +1,189 @@
+"""One error shape for the REST API: `{"error": {"code": ..., "message": ..., "details": {...}}}`.
+
+Every failure under /api/v1/ renders to it: service and engine errors (each carries its HTTP
+status), ninja's request validation (422), auth (401/403), unknown routes (404), wrong
+methods (405) and unexpected crashes (500, logged, no traceback in the body). `install(api)`
+registers the exception handlers; `api_error_shape` is a middleware that reshapes the few
+answers Django or ninja produce outside those handlers (URL resolver 404, 405, 413, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Throttled, ValidationError
+
+from corpus.errors import CorpusError
+from retrieval import errors as engine
+
+if TYPE_CHECKING:
+    from ninja import NinjaAPI
+
+log = logging.getLogger("docsmcp.api")
+API_PREFIX = "/api/v1/"
+
+# Engine errors have no HTTP status of their own; the corpus app's do (`CorpusError.status`).
+ENGINE_STATUS: dict[type[Exception], int] = {
+    engine.InvalidArgument: 400,  # also InvalidFilter, InvalidCursor, InvalidChunkId
+    engine.ConfigError: 400,
+    engine.ValidationFailed: 422,
+    engine.NotFound: 404,
+    engine.EmbeddingMismatch: 409,
+    engine.BuildCancelled: 409,
+    engine.IndexUnavailable: 503,
+    engine.EmbeddingError: 502,
+}
+
+# Codes of generic statuses (used for HttpError, Django's own answers and base classes).
+STATUS_CODES = {
+    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+    409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type", 422: "validation_error",
+    429: "rate_limited", 500: "internal_error", 502: "bad_gateway", 503: "service_unavailable",
+}
+_GENERIC_CLASSES = {"RetrievalError", "CorpusError"}
+
+
+def error_body(code: str, message: str, details: dict | None = None) -> dict:
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+def error_response(status: int, code: str, message: str, details: dict | None = None) -> JsonResponse:
+    return JsonResponse(error_body(code, message, details), status=status)
+
+
+def snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def status_of(exc: engine.RetrievalError) -> int:
+    """The HTTP status of a corpus or engine error (the most specific class wins)."""
+    if isinstance(exc, CorpusError):
+        return exc.status
+    for cls in type(exc).__mro__:
+        if cls in ENGINE_STATUS:
+            return ENGINE_STATUS[cls]
+    return 400
+
+
+def code_of(exc: Exception, status: int) -> str:
+    """A stable machine-readable code: the error class in snake_case (`build_in_progress`)."""
+    name = type(exc).__name__
+    if name in _GENERIC_CLASSES:
+        return STATUS_CODES.get(status, "error")
+    return snake_case(name)
+
+
+def validation_details(errors: list[dict]) -> tuple[str, dict]:
+    """ninja's validation errors as a readable message plus the per-field list."""
+    items = []
+    for error in errors:
+        loc = [str(part) for part in error.get("loc", ())]
+        # ninja prefixes the source and the parameter name: ("body", "payload", "name")
+        field = ".".join(loc[2:] if len(loc) > 2 and loc[0] == "body" else loc[1:] or loc)
+        items.append({"field": field, "location": loc[0] if loc else "", "message": error.get("msg", ""),
+                      "type": error.get("type", "")})
+    parts = []
+    for item in items:
+        message = item["message"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown field; remove it (see the schema at /api/v1/openapi.json)"
+        parts.append(f"{item['field'] or item['location']}: {message}")
+    return "invalid request: " + "; ".join(parts), {"errors": items}
+
+
+def install(api: NinjaAPI) -> None:
+    """Replace ninja's default handlers so every error renders to the one shape."""
+
+    def respond(request: HttpRequest, status: int, code: str, message: str, details: dict | None = None):
+        return api.create_response(request, error_body(code, message, details), status=status)
+
+    @api.exception_handler(engine.RetrievalError)
+    def engine_error(request: HttpRequest, exc: engine.RetrievalError):
+        status = status_of(exc)
+        details = {}
+        if isinstance(exc, engine.ValidationFailed):
+            details["findings"] = [f.as_dict() if hasattr(f, "as_dict") else f for f in exc.findings]
+        return respond(request, status, code_of(exc, status), str(exc), details)
+
+    @api.exception_handler(ValidationError)
+    def request_invalid(request: HttpRequest, exc: ValidationError):
+        message, details = validation_details(list(exc.errors))
+        return respond(request, 422, "validation_error", message, details)
+
+    @api.exception_handler(AuthenticationError)
+    def unauthenticated(request: HttpRequest, exc: AuthenticationError):
+        message = exc.message if exc.message != "Unauthorized" else (
+            "a valid API key is required: send `Authorization: Bearer <key>`")
+        response = respond(request, 401, "unauthorized", message)
+        response["WWW-Authenticate"] = 'Bearer realm="docsmcp"'
+        return response
+
+    @api.exception_handler(AuthorizationError)
+    def forbidden(request: HttpRequest, exc: AuthorizationError):
+        return respond(request, 403, "forbidden", exc.message)
+
+    @api.exception_handler(Throttled)
+    def throttled(request: HttpRequest, exc: Throttled):
+        return respond(request, 429, "rate_limited", exc.message, {"retry_after": exc.wait})
+
+    @api.exception_handler(HttpError)
+    def http_error(request: HttpRequest, exc: HttpError):
+        message = exc.message
+        if message == "Cannot parse request body":
+            message = "the request body is not valid JSON; send a JSON object with Content-Type: application/json"
+        return respond(request, exc.status_code, STATUS_CODES.get(exc.status_code, "error"), message)
+
+    @api.exception_handler(Http404)
+    def not_found(request: HttpRequest, exc: Http404):
+        return respond(request, 404, "not_found", str(exc) or f"no such resource: {request.path}")
+
+    @api.exception_handler(Exception)
+    def crashed(request: HttpRequest, exc: Exception):
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return respond(request, 500, "internal_error",
+                       "the server failed to answer this request; the error is in the server log")
+
+
+def _reshaped(response: HttpResponse, request: HttpRequest) -> HttpResponse:
+    status = response.status_code
+    code = STATUS_CODES.get(status, "error")
+    if status == 404:
+        message = f"no API route matches {request.method} {request.path}; see /api/v1/docs for the routes"
+    elif status == 405:
+        allowed = response.get("Allow", "")
+        message = f"method {request.method} is not allowed on {request.path}; use {allowed or 'another method'}"
+    else:
+        text = response.content.decode("utf-8", "replace").strip() if not response.streaming else ""
+        message = text if text and len(text) < 300 and "<" not in text else (response.reason_phrase or code)
+    reshaped = error_response(status, code, message)
+    for header in ("Allow", "WWW-Authenticate", "Retry-After"):
+        if header in response:
+            reshaped[header] = response[header]
+    return reshaped
+
+
+def _is_error_shaped(response: HttpResponse) -> bool:
+    if response.streaming or not response.get("Content-Type", "").startswith("application/json"):
+        return False
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return False
+    return isinstance(body, dict) and isinstance(body.get("error"), dict)
+
+
+def api_error_shape(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], Any]:
+    """Middleware: an error answered under /api/v1/ by Django or ninja itself gets the API's shape."""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        response = get_response(request)
+        if request.path.startswith(API_PREFIX) and response.status_code >= 400 and not _is_error_shaped(response):
+            return _reshaped(response, request)
+        return response
+
+    return middleware

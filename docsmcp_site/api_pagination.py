@@ -1,0 +1,50 @@
+"""Pagination and request-schema conventions shared by every REST router.
+
+Every list takes `limit` (1-200, default 50) and `offset` (>= 0) and answers
+`{items, total, limit, offset, has_more}`. Request bodies forbid unknown fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
+from django.db.models import QuerySet
+from ninja import Field, Schema
+from pydantic import ConfigDict
+
+T = TypeVar("T")
+MAX_LIMIT = 200
+DEFAULT_LIMIT = 50
+
+
+class Input(Schema):
+    """Base of request schemas: an unknown field is a 422, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class PageParams(Input):
+    limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="Page size, 1-200.")
+    offset: int = Field(0, ge=0, le=2**31 - 1, description="Items to skip.")
+
+
+class Page(Schema, Generic[T]):
+    items: list[T]
+    total: int
+    limit: int
+    offset: int
+    has_more: bool
+
+
+def paginate(items: QuerySet | Sequence, page: PageParams, serialize: Callable | None = None) -> dict:
+    """One page of a queryset (counted and sliced in the database) or of a list."""
+    total = items.count() if isinstance(items, QuerySet) else len(items)
+    chunk = list(items[page.offset:page.offset + page.limit])
+    return {
+        "items": [serialize(item) for item in chunk] if serialize else chunk,
+        "total": total,
+        "limit": page.limit,
+        "offset": page.offset,
+        "has_more": page.offset + len(chunk) < total,
+    }

@@ -1,0 +1,324 @@
+"""The MCP endpoint: one Django view speaking stateless Streamable HTTP for every protocol era.
+
+A POST carries one JSON-RPC message (or, at 2025-03-26 only, a batch). Requests get one JSON
+response; notifications and client responses get 202 with no body. No session is kept or
+minted, so any worker can answer any request. GET/DELETE (the session stream and session
+teardown of the handshake era) answer 405.
+
+Order of checks, cheapest refusal first: HTTP method, profile, Origin (403), API key (401),
+rate limit (429), Content-Type (415), Accept (406), body size (413), then JSON-RPC. Every
+typed error raised below is put on the wire here, once; anything unexpected is logged with
+its traceback and answered -32603 without one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from mcp_endpoint import headers as mcp_headers
+from mcp_endpoint import jsonrpc, profiles, protocol, ratelimit, security
+from mcp_endpoint.apikeys import Principal, authenticate
+from mcp_endpoint.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    SERVER_ERROR,
+    InternalError,
+    InvalidRequest,
+    JsonRpcError,
+    Notification,
+    Request,
+    Response,
+)
+
+logger = logging.getLogger("docsmcp.mcp")
+
+# 2026-07-28: the HTTP status that goes with each JSON-RPC error code (spec: 400 for envelope,
+# header and version failures, 404 for an unknown method).
+MODERN_ERROR_STATUS = {
+    jsonrpc.PARSE_ERROR: 400,
+    jsonrpc.INVALID_REQUEST: 400,
+    jsonrpc.INVALID_PARAMS: 400,
+    jsonrpc.HEADER_MISMATCH: 400,
+    jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    jsonrpc.UNSUPPORTED_PROTOCOL_VERSION: 400,
+    jsonrpc.METHOD_NOT_FOUND: 404,
+    jsonrpc.INTERNAL_ERROR: 500,
+}
+# Handshake era: JSON-RPC errors ride on 200, except a body that is not a usable message at all.
+LEGACY_ERROR_STATUS = {jsonrpc.PARSE_ERROR: 400, jsonrpc.INVALID_REQUEST: 400}
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Who is asking which profile for what: the part of a request every message shares."""
+
+    request: HttpRequest
+    profile_name: str
+    profile: Any
+    corpus: str | None
+    principal: Principal | None
+
+    def context(self, version: str | None, client_info: dict[str, Any] | None = None) -> profiles.Context:
+        return profiles.Context(
+            request=self.request,
+            profile=self.profile_name,
+            corpus=self.corpus,
+            principal=self.principal,
+            protocol_version=version,
+            client_info=client_info,
+        )
+
+
+def _json(payload: Any, status: int = 200) -> HttpResponse:
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return HttpResponse(body, status=status, content_type="application/json")
+
+
+def _accepted() -> HttpResponse:
+    return HttpResponse(status=202)
+
+
+@csrf_exempt
+def mcp_view(
+    request: HttpRequest, profile: str = profiles.DEFAULT_PROFILE, corpus: str | None = None
+) -> HttpResponse:
+    try:
+        response = _serve(request, profile, corpus)
+    except Exception:
+        logger.exception("MCP request failed")
+        response = _json(jsonrpc.error_body(INTERNAL_ERROR, "Internal error"), status=500)
+    for name, value in security.cors_headers(request).items():
+        response[name] = value
+    return response
+
+
+def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpResponse:
+    if request.method == "OPTIONS":
+        return security.preflight(request)
+    if request.method != "POST":
+        response = _json(
+            jsonrpc.error_body(INVALID_REQUEST, "Method Not Allowed: send JSON-RPC messages with POST"), 405
+        )
+        response["Allow"] = "POST"
+        return response
+    try:
+        profile = profiles.get_profile(profile_name)
+    except profiles.UnknownProfile:
+        names = ", ".join(profiles.profile_names())
+        return JsonResponse(
+            {"detail": f"Unknown MCP profile '{profile_name}'. Available: {names}."}, status=404
+        )
+    if not security.origin_allowed(request.headers.get("Origin")):
+        return security.forbidden_origin()
+
+    principal = authenticate(request)
+    if principal is None and getattr(settings, "MCP_AUTH_REQUIRED", False):
+        response = JsonResponse({"detail": "Invalid API key"}, status=401)
+        response["WWW-Authenticate"] = 'Bearer realm="docsmcp"'
+        return response
+
+    identity = principal.rate_limit_identity if principal else f"ip:{security.client_ip(request)}"
+    decision = ratelimit.hit(identity)
+    if not decision.allowed:
+        message = (
+            f"Rate limit exceeded: {decision.limit} requests per minute. "
+            f"Retry after {decision.retry_after} seconds."
+        )
+        response = _json(jsonrpc.error_body(SERVER_ERROR, message, {"retryAfter": decision.retry_after}), 429)
+        response["Retry-After"] = str(decision.retry_after)
+        return response
+
+    if not security.is_json_content_type(request):
+        return _json(
+            jsonrpc.error_body(
+                INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
+            ),
+            415,
+        )
+    if not security.accepts_json(request):
+        return _json(
+            jsonrpc.error_body(
+                INVALID_REQUEST, "Not Acceptable: the Accept header must allow application/json"
+            ),
+            406,
+        )
+    try:
+        raw = _read_body(request)
+    except BodyTooLarge:
+        limit = settings.MCP_MAX_BODY_BYTES
+        return _json(
+            jsonrpc.error_body(INVALID_REQUEST, f"Payload Too Large: the body exceeds {limit} bytes"), 413
+        )
+
+    endpoint = Endpoint(request, profile_name, profile, corpus, principal)
+    try:
+        check = getattr(profile, "check_context", None)
+        if callable(check):
+            check(endpoint.context(None))
+        return _handle_payload(endpoint, raw)
+    except profiles.UnknownCorpus as exc:
+        return _json(jsonrpc.error_body(INVALID_REQUEST, str(exc) or f"Unknown corpus '{corpus}'"), 404)
+
+
+def _read_body(request: HttpRequest) -> bytes:
+    """The body, refusing more than MCP_MAX_BODY_BYTES without reading past the limit."""
+    limit = int(settings.MCP_MAX_BODY_BYTES)
+    declared = request.META.get("CONTENT_LENGTH")
+    if declared:
+        try:
+            if int(declared) > limit:
+                raise BodyTooLarge
+        except ValueError:
+            pass
+    data = request.read(limit + 1)
+    if len(data) > limit:
+        raise BodyTooLarge
+    return data
+
+
+def _handle_payload(endpoint: Endpoint, raw: bytes) -> HttpResponse:
+    version_header = mcp_headers.header(endpoint.request.headers, mcp_headers.PROTOCOL_VERSION_HEADER)
+    try:
+        body = jsonrpc.parse_body(raw)
+    except JsonRpcError as exc:
+        return _json(jsonrpc.failure(None, exc), 400)
+
+    if version_header in protocol.HANDSHAKE_VERSIONS:
+        return _handle_legacy(endpoint, body, version_header)
+    if version_header in protocol.MODERN_VERSIONS or mcp_headers.has_modern_meta(body):
+        return _handle_modern(endpoint, body, version_header)
+    if version_header is not None:
+        # Neither era's version: tell the client every version it could use instead.
+        error = mcp_headers.unsupported(version_header, protocol.SUPPORTED_VERSIONS)
+        return _json(jsonrpc.failure(_request_id(body), error), 400)
+    return _handle_legacy(endpoint, body, None)
+
+
+# --- handshake era (2025-03-26 .. 2025-11-25) ------------------------------------------------
+
+
+def _request_id(body: Any) -> jsonrpc.RequestId | None:
+    raw = body.get("id") if isinstance(body, dict) else None
+    return raw if isinstance(raw, str) or (isinstance(raw, int) and not isinstance(raw, bool)) else None
+
+
+def _handle_legacy(endpoint: Endpoint, body: Any, version_header: str | None) -> HttpResponse:
+    version = version_header or protocol.DEFAULT_VERSION
+    if isinstance(body, list):
+        if version not in protocol.BATCH_VERSIONS:
+            error = InvalidRequest(
+                f"Invalid Request: JSON-RPC batches are not supported in protocol version {version}"
+            )
+            return _json(jsonrpc.failure(None, error), 400)
+        if not body:
+            return _json(jsonrpc.failure(None, InvalidRequest("Invalid Request: empty batch")), 400)
+        replies = [
+            reply
+            for reply in (_legacy_message(endpoint, item, version, batch=True) for item in body)
+            if reply
+        ]
+        return _json(replies) if replies else _accepted()
+    reply = _legacy_message(endpoint, body, version, batch=False)
+    if reply is None:
+        return _accepted()
+    status = LEGACY_ERROR_STATUS.get(reply["error"]["code"], 200) if "error" in reply else 200
+    return _json(reply, status)
+
+
+def _legacy_message(endpoint: Endpoint, obj: Any, version: str, batch: bool) -> dict[str, Any] | None:
+    try:
+        message = jsonrpc.classify(obj)
+    except JsonRpcError as exc:
+        if isinstance(obj, dict) and "id" not in obj and "method" in obj:
+            return None  # a malformed notification: nobody to answer
+        return jsonrpc.failure(exc.request_id, exc)
+    if isinstance(message, Notification | Response):
+        return None
+    if batch and message.method == "initialize":
+        return jsonrpc.failure(
+            message.id, InvalidRequest("Invalid Request: initialize must not be part of a batch")
+        )
+    call = protocol.Call(
+        method=message.method,
+        params=dict(message.params or {}),
+        context=endpoint.context(version, _client_info(message)),
+        profile=endpoint.profile,
+        modern=False,
+    )
+    return _run(call, message.id)
+
+
+def _client_info(message: Request) -> dict[str, Any] | None:
+    if message.method == "initialize" and isinstance(message.params, dict):
+        info = message.params.get("clientInfo")
+        return info if isinstance(info, dict) else None
+    return None
+
+
+def _run(call: protocol.Call, request_id: jsonrpc.RequestId) -> dict[str, Any]:
+    try:
+        return jsonrpc.success(request_id, protocol.dispatch(call))
+    except JsonRpcError as exc:
+        return jsonrpc.failure(request_id, exc)
+    except profiles.UnknownCorpus:
+        raise
+    except Exception:
+        logger.exception("MCP method %s failed", call.method)
+        return jsonrpc.failure(request_id, InternalError("Internal error"))
+
+
+# --- 2026-07-28 ------------------------------------------------------------------------------
+
+
+def _modern_reply(reply: dict[str, Any]) -> HttpResponse:
+    status = MODERN_ERROR_STATUS.get(reply["error"]["code"], 400) if "error" in reply else 200
+    return _json(reply, status)
+
+
+def _handle_modern(endpoint: Endpoint, body: Any, version_header: str | None) -> HttpResponse:
+    if not isinstance(body, dict):
+        error = InvalidRequest(
+            "Invalid Request: the body must be a single JSON-RPC request or notification object"
+        )
+        return _modern_reply(jsonrpc.failure(None, error))
+    try:
+        message = jsonrpc.classify(body)
+    except JsonRpcError as exc:
+        return _modern_reply(jsonrpc.failure(exc.request_id, exc))
+    if isinstance(message, Response):
+        error = InvalidRequest("Invalid Request: clients must not send JSON-RPC responses at 2026-07-28")
+        return _modern_reply(jsonrpc.failure(message.id, error))
+    if isinstance(message, Notification):
+        # No client-to-server notification means anything statelessly; acknowledge what we serve.
+        if version_header not in protocol.MODERN_VERSIONS:
+            return _modern_reply(
+                jsonrpc.failure(None, mcp_headers.unsupported(version_header, protocol.MODERN_VERSIONS))
+            )
+        return _accepted()
+    try:
+        envelope = mcp_headers.check_request(
+            message.method, message.params, endpoint.request.headers, protocol.MODERN_VERSIONS
+        )
+    except JsonRpcError as exc:
+        return _modern_reply(jsonrpc.failure(message.id, exc))
+    params = dict(message.params or {})
+    params.pop("_meta", None)
+    call = protocol.Call(
+        method=message.method,
+        params=params,
+        context=endpoint.context(envelope.protocol_version, envelope.client_info),
+        profile=endpoint.profile,
+        modern=True,
+    )
+    return _modern_reply(_run(call, message.id))

@@ -1,0 +1,21 @@
+"""Routes of the MCP endpoint and the health checks (included at the site root).
+
+Both `/mcp` and `/mcp/` (and each profile path with and without the slash) route to the view
+directly: a redirect would turn a client's POST into a GET.
+"""
+
+from django.urls import path
+
+from mcp_endpoint.health import health
+from mcp_endpoint.transport import mcp_view
+
+urlpatterns = [
+    path("mcp", mcp_view, name="mcp-noslash"),
+    path("mcp/", mcp_view, name="mcp"),
+    path("mcp/c/<str:corpus>", mcp_view, name="mcp-corpus-noslash"),
+    path("mcp/c/<str:corpus>/", mcp_view, name="mcp-corpus"),
+    path("mcp/<slug:profile>", mcp_view, name="mcp-profile-noslash"),
+    path("mcp/<slug:profile>/", mcp_view, name="mcp-profile"),
+    path("health/", health, name="health"),
+    path("", health, name="root-health"),
+]

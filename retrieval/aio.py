@@ -1,0 +1,51 @@
+"""One private event loop thread per process, for LanceDB's async API.
+
+Why async at all: LanceDB's sync wrapper makes about six round trips to its own loop per query
+(schema reads, projection checks) and cannot run a search's legs concurrently. Going through
+`AsyncTable` on one loop lets a search submit all of its full-text legs with a single
+`asyncio.gather` and pay one thread hop. Measured at 124k chunks: the three lexical legs
+sequentially through the sync API about 11 ms, gathered here about 5 ms.
+
+The loop is restarted after a fork (gunicorn preloads, Celery prefork): a child inherits the
+loop object but not its thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def _ensure(self) -> asyncio.AbstractEventLoop:
+        if self._loop is not None and self._pid == os.getpid():
+            return self._loop
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="retrieval-aio", daemon=True)
+                thread.start()
+                self._loop, self._pid = loop, os.getpid()
+        return self._loop
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        """Starts `coro` on the loop and returns at once; the caller may do other work meanwhile."""
+        return asyncio.run_coroutine_threadsafe(coro, self._ensure())
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Runs `coro` to completion and returns its result (re-raising its exception)."""
+        return self.submit(coro).result()
+
+
+LOOP = _LoopThread()
