@@ -1,8 +1,11 @@
 from django.contrib import admin, messages
-from django.utils.html import format_html
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
 
 from .errors import CorpusError
-from .models import BuildRun, Corpus, TaxonomyKey
+from .models import BuildRun, Corpus, FixProposal, TaxonomyKey
 from .services import build_activate, build_cancel, build_start, builds_prune
 
 
@@ -15,6 +18,28 @@ def _dispatch(request, corpora, kind: str) -> None:
             messages.error(request, f"{corpus.name}: {exc}")
 
 
+def _propose(request, corpora, use_llm: bool) -> None:
+    from django.conf import settings
+
+    from .tasks import run_fix
+
+    for corpus in corpora:
+        try:
+            result = run_fix.delay(corpus.pk, use_llm)
+        except CorpusError as exc:
+            messages.error(request, f"{corpus.name}: {exc}")
+            continue
+        url = reverse("admin:corpus_fixproposal_changelist") + f"?corpus__id__exact={corpus.pk}&status__exact=pending"
+        if settings.CELERY_TASK_ALWAYS_EAGER:
+            summary = result.get()
+            messages.success(request, format_html(
+                '{}: {} proposal(s), {} new, {} went stale, {} LLM failure(s). <a href="{}">Review them</a>.',
+                corpus.name, len(summary["proposals"]), summary["created"], summary["stale"],
+                summary["llm_failures"], url))
+        else:
+            messages.info(request, format_html('{}: fix scan queued. <a href="{}">Proposals</a>', corpus.name, url))
+
+
 class TaxonomyInline(admin.TabularInline):
     model = TaxonomyKey
     extra = 0
@@ -24,23 +49,52 @@ class TaxonomyInline(admin.TabularInline):
 
 @admin.register(Corpus)
 class CorpusAdmin(admin.ModelAdmin):
-    list_display = ("name", "kind", "version", "active_build_link", "last_build_status", "updated_at")
+    list_display = ("name", "kind", "source_dir", "version", "taxonomy_found", "active_build_link",
+                    "last_build_status", "findings_link", "open_fixes", "updated_at")
     search_fields = ("name", "description")
-    readonly_fields = ("active_build", "created_at", "updated_at")
+    fields = ("name", "kind", "source_dir", "description", "version", "aliases", "settings", "active_build_link",
+              "last_build_status", "taxonomy_found", "findings_link", "open_fixes", "created_at", "updated_at")
+    readonly_fields = ("active_build_link", "last_build_status", "taxonomy_found", "findings_link", "open_fixes",
+                       "created_at", "updated_at")
     inlines = [TaxonomyInline]
-    actions = ["validate", "build", "rebuild"]
+    actions = ["validate", "build", "rebuild", "propose_fixes", "propose_fixes_llm"]
 
     @admin.display(description="active build")
     def active_build_link(self, obj):
         build = obj.active_build
         if build is None:
             return "—"
-        return format_html('<a href="../buildrun/{}/change/">{}</a>', build.pk, build.build_id)
+        return format_html('<a href="{}">{}</a>', reverse("admin:corpus_buildrun_change", args=[build.pk]),
+                           build.build_id)
 
     @admin.display(description="last build")
     def last_build_status(self, obj):
         last = obj.builds.first()
-        return f"{last.status} ({last.kind})" if last else "—"
+        if last is None:
+            return "—"
+        return format_html('<a href="{}">{} ({})</a>', reverse("admin:corpus_buildrun_change", args=[last.pk]),
+                           last.status, last.kind)
+
+    @admin.display(description="taxonomy")
+    def taxonomy_found(self, obj):
+        keys = list(obj.taxonomy.all())
+        if not keys:
+            return "—"
+        return "; ".join(f"{t.key}: {', '.join(t.values[:8])}{' …' if len(t.values) > 8 else ''}" for t in keys)
+
+    @admin.display(description="findings")
+    def findings_link(self, obj):
+        last = obj.builds.first()
+        if last is None:
+            return "—"
+        url = reverse("admin:corpus_buildrun_change", args=[last.pk]) + "#findings"
+        return format_html('<a href="{}">{} error(s), {} warning(s)</a>', url, last.error_count, last.warning_count)
+
+    @admin.display(description="open fixes")
+    def open_fixes(self, obj):
+        count = obj.fix_proposals.filter(status=FixProposal.PENDING).count()
+        url = reverse("admin:corpus_fixproposal_changelist") + f"?corpus__id__exact={obj.pk}&status__exact=pending"
+        return format_html('<a href="{}">{} pending</a>', url, count)
 
     @admin.action(description="Validate selected corpora")
     def validate(self, request, queryset):
@@ -54,23 +108,74 @@ class CorpusAdmin(admin.ModelAdmin):
     def rebuild(self, request, queryset):
         _dispatch(request, queryset, BuildRun.KIND_FULL)
 
+    @admin.action(description="Propose fixes (heuristics)")
+    def propose_fixes(self, request, queryset):
+        _propose(request, queryset, use_llm=False)
+
+    @admin.action(description="Propose fixes (heuristics + LLM)")
+    def propose_fixes_llm(self, request, queryset):
+        _propose(request, queryset, use_llm=True)
+
+
+def _table(rows) -> str:
+    return format_html('<table class="kv">{}</table>', format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", rows)) \
+        if rows else "—"
+
 
 @admin.register(BuildRun)
 class BuildRunAdmin(admin.ModelAdmin):
     list_display = ("build_id", "corpus", "kind", "status", "progress", "is_active_build", "chunks",
                     "errors_warnings", "created_at", "duration")
     list_filter = ("corpus", "status", "kind")
-    readonly_fields = [f.name for f in BuildRun._meta.fields] + ["findings_list"]
+    fieldsets = [
+        (None, {"fields": ("build_id", "corpus", "kind", "status", "live_progress", "is_active_build",
+                           "requested_by", "embedding_provider")}),
+        ("Timings", {"fields": ("created_at", "started_at", "finished_at", "activated_at", "duration",
+                                "timings_table")}),
+        ("Counts", {"fields": ("stats_table",)}),
+        ("Findings", {"fields": ("findings_list",)}),
+        ("Errors", {"fields": ("error",)}),
+        ("Details", {"classes": ("collapse",), "fields": ("index_path", "embedding", "stage", "progress_done",
+                                                          "progress_total", "heartbeat_at", "cancel_requested")}),
+    ]
+    readonly_fields = [f.name for f in BuildRun._meta.fields] + [
+        "findings_list", "live_progress", "timings_table", "stats_table", "is_active_build", "duration"]
     actions = ["activate", "cancel", "delete_old"]
 
     def has_add_permission(self, request):
         return False
+
+    def get_urls(self):
+        return [path("<int:pk>/progress.json", self.admin_site.admin_view(self.progress_json),
+                     name="corpus_buildrun_progress"), *super().get_urls()]
+
+    def progress_json(self, request, pk: int):
+        """Polled by the change page while a build runs (staff only, through admin_view)."""
+        build = get_object_or_404(BuildRun, pk=pk)
+        if not self.has_view_permission(request, build):
+            return JsonResponse({"error": "forbidden"}, status=403)
+        return JsonResponse({
+            "status": build.status, "stage": build.stage, "done": build.progress_done,
+            "total": build.progress_total, "percent": build.progress_percent,
+            "in_flight": build.status in BuildRun.IN_FLIGHT, "error": build.error,
+        })
 
     @admin.display(description="progress")
     def progress(self, obj):
         if obj.status in BuildRun.IN_FLIGHT:
             return f"{obj.stage} {obj.progress_done}/{obj.progress_total} ({obj.progress_percent}%)"
         return obj.status
+
+    @admin.display(description="live progress")
+    def live_progress(self, obj):
+        in_flight = obj.status in BuildRun.IN_FLIGHT
+        percent = obj.progress_percent if in_flight else (100 if obj.status == BuildRun.COMPLETE else obj.progress_percent)
+        label = (f"{obj.status}: {obj.stage} {obj.progress_done}/{obj.progress_total} ({obj.progress_percent}%)"
+                 if in_flight else obj.status)
+        return format_html(
+            '<div id="build-progress" data-url="{}" data-in-flight="{}"><progress max="100" value="{}"></progress> '
+            '<span class="label">{}</span></div>',
+            reverse("admin:corpus_buildrun_progress", args=[obj.pk]), "1" if in_flight else "0", percent, label)
 
     @admin.display(description="active", boolean=True)
     def is_active_build(self, obj):
@@ -87,15 +192,30 @@ class BuildRunAdmin(admin.ModelAdmin):
     @admin.display(description="duration")
     def duration(self, obj):
         total = (obj.timings or {}).get("total")
-        return f"{total:.1f}s" if total else "—"
+        if total:
+            return f"{total:.1f}s"
+        if obj.started_at and obj.finished_at:
+            return f"{(obj.finished_at - obj.started_at).total_seconds():.1f}s"
+        return "—"
+
+    @admin.display(description="timings (seconds)")
+    def timings_table(self, obj):
+        return _table([(stage, f"{seconds:.3f}") for stage, seconds in (obj.timings or {}).items()
+                       if isinstance(seconds, int | float)])
+
+    @admin.display(description="counts")
+    def stats_table(self, obj):
+        rows = [(key, value) for key, value in (obj.stats or {}).items() if isinstance(value, int | float | str)]
+        return _table(rows + [("errors", obj.error_count), ("warnings", obj.warning_count)])
 
     @admin.display(description="findings")
     def findings_list(self, obj):
-        rows = "".join(
-            format_html("<li><b>{}</b> <code>{}</code> {} <i>{}</i></li>", f["severity"],
-                        f"{f['file']}:{f['line']}" if f.get("line") else f["file"], f["message"], f.get("suggestion", ""))
-            for f in obj.findings[:500])
-        return format_html("<ul>{}</ul>", format_html(rows)) if rows else "none"
+        rows = format_html_join(
+            "", "<li><b>{}</b> <code>{}</code> {} <i>{}</i> <small>[{}]</small></li>",
+            ((f["severity"], f"{f['file']}:{f['line']}" if f.get("line") else f["file"], f["message"],
+              f.get("suggestion", ""), f.get("code", "")) for f in obj.findings[:500]))
+        more = f" … and {len(obj.findings) - 500} more" if len(obj.findings) > 500 else ""
+        return format_html('<ul id="findings">{}</ul>{}', rows, more) if obj.findings else "none"
 
     @admin.action(description="Activate (roll back to) the selected build")
     def activate(self, request, queryset):
@@ -122,3 +242,6 @@ class BuildRunAdmin(admin.ModelAdmin):
         for corpus in {b.corpus for b in queryset}:
             removed = builds_prune(corpus=corpus)
             messages.info(request, f"{corpus.name}: removed {len(removed)} old build(s)")
+
+
+from . import admin_fixes  # noqa: E402,F401  (registers FixProposalAdmin)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db.models import Prefetch, prefetch_related_objects
 from django.http import HttpRequest, HttpResponse
-from ninja import Query, Router
+from ninja import Query, Router, Status
 
 from docsmcp_site.api_auth import ADMIN, BUILD, READ, caller
 from docsmcp_site.api_pagination import Page, PageParams, paginate
@@ -62,7 +62,7 @@ def create_corpus(request: HttpRequest, response: HttpResponse, payload: CorpusI
                                     aliases=payload.aliases, corpus_settings=payload.settings)
     body = corpus_out(_corpus(corpus.name))
     response["Location"] = body["url"]
-    return 201, body
+    return Status(201, body)
 
 
 @router.get("/corpora/{name}", response=CorpusOut, auth=READ, url_name="corpus")
@@ -84,7 +84,7 @@ def update_corpus(request: HttpRequest, name: str, payload: CorpusPatch):
 def delete_corpus(request: HttpRequest, name: str):
     """Unregister a corpus and delete its indexes; refused (409) while a build is queued or running."""
     services.corpus_delete(corpus=selectors.corpus_get(name))
-    return 204, None
+    return Status(204, None)
 
 
 @builds.post("/corpora/{name}/builds", response={202: BuildOut}, auth=BUILD)
@@ -94,7 +94,7 @@ def start_build(request: HttpRequest, response: HttpResponse, name: str, payload
                                  embedding_provider=payload.embedding_provider, requested_by=caller(request))
     build.refresh_from_db()  # with no broker the build ran inline on commit: report where it got to
     response["Location"] = build_url(build)
-    return 202, build_out(build)
+    return Status(202, build_out(build))
 
 
 @builds.get("/corpora/{name}/builds", response=Page[BuildOut], auth=READ, url_name="builds")
@@ -130,4 +130,4 @@ def cancel_build(request: HttpRequest, name: str, build_id: str):
     """Cancel a queued build (200, cancelled) or ask a running one to stop (202, it stops at its next step)."""
     build = selectors.corpus_build_get(corpus=selectors.corpus_get(name), build_id=build_id)
     build = services.build_cancel(build=build)
-    return (202 if build.status == BuildRun.RUNNING else 200), build_out(build)
+    return Status(202 if build.status == BuildRun.RUNNING else 200, build_out(build))

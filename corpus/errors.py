@@ -35,3 +35,15 @@ class BuildStateConflict(CorpusError):
 
 class SourceDirNotAllowed(CorpusError):
     status = 400
+
+
+class FixError(CorpusError):
+    """A fix proposal cannot be scanned, approved or rejected as asked."""
+
+    status = 400
+
+
+class UnsafeFixTarget(FixError):
+    """The proposal's target would be written outside the corpus root or through a link."""
+
+    status = 403

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -100,3 +101,68 @@ class BuildRun(models.Model):
     @property
     def warning_count(self) -> int:
         return sum(1 for f in self.findings if f.get("severity") == "warning")
+
+
+class FixProposal(models.Model):
+    """One reviewed change to a corpus file: a manifest, a file's front matter or an inline hint.
+
+    Applied only when the target still has the content it had when proposed (`base_hash`);
+    otherwise it goes stale and nothing is written.
+    """
+
+    PENDING, APPROVED, REJECTED, APPLIED, STALE = "pending", "approved", "rejected", "applied", "stale"
+    STATUS_CHOICES = [(s, s.capitalize()) for s in (PENDING, APPROVED, REJECTED, APPLIED, STALE)]
+    OPEN = (PENDING, APPROVED)
+    SOURCE_HEURISTIC = "heuristic"
+    ABSENT_HASH = ""  # base_hash when the target did not exist (bootstrapping a manifest)
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="fix_proposals")
+    file = models.CharField(max_length=1000, help_text="The file the fix is about, relative to the corpus root.")
+    kind = models.CharField(max_length=40, db_index=True)
+    rationale = models.TextField()
+    diff = models.TextField(help_text="Unified diff of target_path.")
+    target_path = models.CharField(max_length=1000, help_text="The file written on approval, relative to the root.")
+    old_content = models.TextField(blank=True, help_text="The target's text when proposed (empty if it did not exist).")
+    new_content = models.TextField(help_text="The target's full new text.")
+    base_hash = models.CharField(max_length=64, blank=True,
+                                 help_text="sha256 of the target when proposed; empty: it did not exist.")
+    source = models.CharField(max_length=100, default=SOURCE_HEURISTIC, db_index=True,
+                              help_text='"heuristic" or the LLM model name.')
+    finding = models.JSONField(null=True, blank=True, help_text="The validate finding that motivated the fix.")
+    status = models.CharField(max_length=20, choices=STATUS_CHOICES, default=PENDING, db_index=True)
+    decided_by = models.CharField(max_length=150, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_note = models.TextField(blank=True, help_text="Reject reason, or why the proposal went stale.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["corpus", "status"])]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.kind} {self.file}"
+
+    @property
+    def target_existed(self) -> bool:
+        return self.base_hash != self.ABSENT_HASH
+
+
+class FixDecision(models.Model):
+    """History of a proposal: every approve, reject, apply and staleness, with who and when."""
+
+    APPROVE, REJECT, STALE, REFUSE = "approve", "reject", "stale", "refuse"
+    ACTION_CHOICES = [(APPROVE, "Approved"), (REJECT, "Rejected"), (STALE, "Went stale"), (REFUSE, "Refused")]
+
+    proposal = models.ForeignKey(FixProposal, on_delete=models.CASCADE, related_name="decisions")
+    action = models.CharField(max_length=20, choices=ACTION_CHOICES)
+    status_after = models.CharField(max_length=20)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    username = models.CharField(max_length=150, help_text='Kept when the user is deleted; "system" when automatic.')
+    note = models.TextField(blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.username} {self.action} #{self.proposal_id}"

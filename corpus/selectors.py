@@ -79,10 +79,12 @@ def active_index(name: str | None = None) -> Index:
 
 
 @lru_cache(maxsize=8)
-def _provider(provider: str, model: str, dimensions: int) -> EmbeddingProvider:
+def _provider(provider: str, model: str, dimensions: int, corpus_name: str) -> EmbeddingProvider:
+    """Built with the corpus's `embedding_options`, as the build was; a rebuild with other options changes
+    the spec, hence the cache key, so a cached provider never outlives the index it matches."""
     from .services import provider_for
 
-    return provider_for(provider)
+    return provider_for(provider, Corpus.objects.filter(name=corpus_name).first())
 
 
 def query_embedder(index: Index) -> EmbeddingProvider | None:
@@ -90,7 +92,7 @@ def query_embedder(index: Index) -> EmbeddingProvider | None:
     spec = index.metadata.embedding
     if not spec:
         return None
-    embedder = _provider(spec["provider"], spec["model"], int(spec["dimensions"]))
+    embedder = _provider(spec["provider"], spec["model"], int(spec["dimensions"]), index.metadata.corpus)
     check_compatible(EmbeddingSpec.from_dict(spec), embedder)
     return embedder
 

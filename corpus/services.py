@@ -224,6 +224,8 @@ class _ProgressWriter:
     def __call__(self, stage: str, done: int, total: int) -> None:
         if self.echo:
             self.echo(stage, done, total)
+        # kept on the instance too, so the build's final save() does not reset the progress it reached
+        self.build.stage, self.build.progress_done, self.build.progress_total = stage, done, total
         now = time.monotonic()
         if now - self.last < 0.5 and done < total:
             return

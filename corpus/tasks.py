@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from .models import BuildRun
+from .models import BuildRun, Corpus
 from .services import build_execute
 
 
@@ -8,3 +8,12 @@ from .services import build_execute
 def run_build(build_pk: int) -> str:
     build = BuildRun.objects.select_related("corpus").get(pk=build_pk)
     return build_execute(build=build).status
+
+
+@shared_task(name="corpus.run_fix")
+def run_fix(corpus_pk: int, use_llm: bool = False, model: str | None = None) -> dict:
+    from .fixes import fix_scan_report
+
+    report = fix_scan_report(corpus=Corpus.objects.get(pk=corpus_pk), use_llm=use_llm, model=model)
+    return {"proposals": [p.pk for p in report.proposals], "created": report.created,
+            "stale": report.marked_stale, "llm_failures": len(report.llm_failures)}

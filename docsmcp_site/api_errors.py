@@ -48,6 +48,36 @@ STATUS_CODES = {
 _GENERIC_CLASSES = {"RetrievalError", "CorpusError"}
 
 
+ERROR_SCHEMA = {
+    "title": "Error",
+    "type": "object",
+    "required": ["error"],
+    "properties": {"error": {
+        "type": "object",
+        "required": ["code", "message", "details"],
+        "properties": {
+            "code": {"type": "string", "description": "Stable, machine-readable, e.g. corpus_not_found."},
+            "message": {"type": "string", "description": "What went wrong and what to change."},
+            "details": {"type": "object", "description": "Extra data, e.g. `errors` for a 422."},
+        },
+    }},
+}
+
+
+def document_errors(schema: dict) -> dict:
+    """Add the error shape to an OpenAPI schema: a 4XX and a 5XX answer on every operation."""
+    schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    content = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            responses.setdefault("4XX", {"description": "The request was refused; see error.message.",
+                                         "content": content})
+            responses.setdefault("5XX", {"description": "The server failed or the index is unavailable.",
+                                         "content": content})
+    return schema
+
+
 def error_body(code: str, message: str, details: dict | None = None) -> dict:
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
@@ -84,15 +114,18 @@ def validation_details(errors: list[dict]) -> tuple[str, dict]:
     for error in errors:
         loc = [str(part) for part in error.get("loc", ())]
         # ninja prefixes the source and the parameter name: ("body", "payload", "name")
-        field = ".".join(loc[2:] if len(loc) > 2 and loc[0] == "body" else loc[1:] or loc)
-        items.append({"field": field, "location": loc[0] if loc else "", "message": error.get("msg", ""),
+        location = loc[0] if loc else ""
+        field = ".".join(loc[2:] if location == "body" else loc[1:])
+        items.append({"field": field, "location": location, "message": error.get("msg", ""),
                       "type": error.get("type", "")})
     parts = []
     for item in items:
         message = item["message"]
         if item["type"] == "extra_forbidden":
             message = "unknown field; remove it (see the schema at /api/v1/openapi.json)"
-        parts.append(f"{item['field'] or item['location']}: {message}")
+        elif item["location"] == "body" and not item["field"]:
+            message = "send a JSON object" if item["type"] == "missing" else f"must be a JSON object ({message})"
+        parts.append(f"{item['field'] or 'request ' + item['location']}: {message}")
     return "invalid request: " + "; ".join(parts), {"errors": items}
 
 

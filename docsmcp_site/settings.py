@@ -41,6 +41,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: answers a Host outside ALLOWED_HOSTS on /mcp paths with a JSON 403 (DNS rebinding).
     "mcp_endpoint.security.host_guard",
+    # Gives errors Django or ninja answer under /api/v1/ (404, 405, 413...) the REST API's JSON shape.
+    "docsmcp_site.api_errors.api_error_shape",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -102,6 +104,9 @@ DOCSMCP_DEFAULT_CORPUS = os.environ.get("DOCSMCP_DEFAULT_CORPUS", "")
 DOCSMCP_SOURCE_ROOTS = env_list("DOCSMCP_SOURCE_ROOTS", "")
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
+# The LLM fixer (manage.py fix_docs --llm): chat model, and how many files one run may send it.
+DOCSMCP_FIX_MODEL = os.environ.get("DOCSMCP_FIX_MODEL", "gpt-4o-mini")
+DOCSMCP_FIX_LLM_MAX_FILES = int(os.environ.get("DOCSMCP_FIX_LLM_MAX_FILES", "20"))
 
 # MCP endpoint (names and defaults from the TechDoc contract)
 MCP_SERVER_HOST = os.environ.get("MCP_SERVER_HOST", "0.0.0.0")

@@ -1,8 +1,11 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from docsmcp_site.api import api
+
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
     path("", include("mcp_endpoint.urls")),
     path("evals/", include("evals.urls")),
 ]

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
 from mcp_endpoint.protocol import LATEST_VERSION, SUPPORTED_VERSIONS
@@ -53,6 +54,7 @@ def health_payload() -> tuple[dict[str, Any], bool]:
     return payload, healthy
 
 
+@csrf_exempt  # read-only; lets a stray POST get 405 rather than a CSRF page
 @require_safe
 def health(request: HttpRequest) -> JsonResponse:
     """GET /health/ and GET /: 200 when the database answers, 503 otherwise."""

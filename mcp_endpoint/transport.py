@@ -240,8 +240,6 @@ def _legacy_message(endpoint: Endpoint, obj: Any, version: str, batch: bool) -> 
     try:
         message = jsonrpc.classify(obj)
     except JsonRpcError as exc:
-        if isinstance(obj, dict) and "id" not in obj and "method" in obj:
-            return None  # a malformed notification: nobody to answer
         return jsonrpc.failure(exc.request_id, exc)
     if isinstance(message, Notification | Response):
         return None

@@ -109,9 +109,13 @@ def _where(metadata: BuildMetadata, filters: dict[str, str]) -> tuple[str | None
     return " OR ".join(f"({d})" for d in disjuncts), tuple(applied)
 
 
-def where_without(metadata: BuildMetadata, filters: Mapping[str, str], key: str) -> str | None:
-    """The clause for `filters` minus `key` (auto-include re-evaluated): used by zero-hit hints."""
-    return _where(metadata, {k: v for k, v in filters.items() if k != key})[0]
+def plain_where(filters: Mapping[str, str]) -> str | None:
+    """The bare conjunction, no auto-include: a chunk it matches matches these filters under any rule.
+
+    Zero-result hints rely on that: a chunk found with every filter but K, carrying K = v,
+    proves that `filters with K = v` has a match.
+    """
+    return _conjunction(filters)
 
 
 def describe_filters(filters: Mapping[str, str]) -> str:

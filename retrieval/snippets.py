@@ -18,6 +18,7 @@ import re
 from .terms import identifier_terms
 
 SNIPPET_CHARS = 300
+MAX_OCCURRENCES = 400  # enough to place a window; bounds the work on very long chunks
 _WORD = re.compile(r"[\w$@]+")
 _SPACE = re.compile(r"\s+")
 _HEADING_LINE = re.compile(r"\A\s*#{1,6}\s+[^\n]*\n?")
@@ -63,10 +64,12 @@ def _occurrences(text: str, terms: list[str]) -> list[tuple[int, int, int]]:
 
 
 def make_snippet(content: str, query: str, max_chars: int = SNIPPET_CHARS) -> str:
+    """At most `max_chars` characters, ellipses included."""
     text = _body(content)
     if len(text) <= max_chars:
         return text
-    hits = _occurrences(text, query_terms(query))
+    max_chars -= 2  # room for the ellipses
+    hits = _occurrences(text, query_terms(query))[:MAX_OCCURRENCES]
     start = 0
     if hits:
         best, best_count = 0, -1

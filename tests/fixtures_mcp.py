@@ -132,7 +132,11 @@ def _read_resource(context: Context, uri: str) -> list[ResourceContents]:
     if uri.startswith("echo://item/"):
         return [ResourceContents(uri, text=f"item {uri.rsplit('/', 1)[1]}", mime_type="text/plain")]
     if uri == "echo://blob":
-        return [ResourceContents(uri, blob=base64.b64encode(b"\x00\x01").decode(), mime_type="application/octet-stream")]
+        return [
+            ResourceContents(
+                uri, blob=base64.b64encode(b"\x00\x01").decode(), mime_type="application/octet-stream"
+            )
+        ]
     raise ResourceNotFound(uri)
 
 
@@ -165,8 +169,11 @@ def echo_profile() -> Iterator[EchoProfile]:
 
 
 @pytest.fixture
-def mcp_server(live_server, transactional_db, echo_profile, settings) -> Iterator[str]:
-    """Base URL of a live server with the echo profile at /mcp/echo/; limits reset per test."""
+def mcp_server(live_server, echo_profile, settings) -> Iterator[str]:
+    """Base URL of a live server with the echo profile at /mcp/echo/; limits reset per test.
+
+    No database: a request that touches it fails loudly. Use `mcp_db_server` for API keys and health.
+    """
     settings.MCP_RATE_LIMIT_REDIS_URL = ""
     ratelimit.reset()
     yield live_server.url
@@ -174,7 +181,13 @@ def mcp_server(live_server, transactional_db, echo_profile, settings) -> Iterato
 
 
 @pytest.fixture
-def http() -> Iterator[httpx.Client]:
+def mcp_db_server(transactional_db, mcp_server) -> str:
+    """`mcp_server` with the test database open to the server thread (API keys, health checks)."""
+    return mcp_server
+
+
+@pytest.fixture
+def mcp_http() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=30) as client:
         yield client
 

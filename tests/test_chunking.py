@@ -14,7 +14,7 @@ from retrieval.chunking import chunk_document
 from retrieval.manifest import Strategy
 from retrieval.parsing import parse_markdown
 from retrieval.slugs import slugify
-from retrieval.sources import process_file, process_corpus, scan_corpus
+from retrieval.sources import process_corpus, process_file, scan_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = ROOT / "corpus" / "sample_docs"
@@ -201,12 +201,12 @@ def test_block_splitting_never_cuts_inside_a_list_or_table():
 
 def test_min_chunk_size_merges_a_small_trailing_part_into_the_previous_part():
     para = " ".join(["word"] * 28)  # 139 characters
-    text = f"## S\n\n{para}\n\n{para}\n\ntiny\n"
+    text = f"## S\n\n{para}\n\n{para}\n\nshort tail\n"
     assert spans(chunk(text, max_chunk_size=150)) == [
         ("doc.md#s", 1, 3), ("doc.md#s-part-2", 5, 5), ("doc.md#s-part-3", 7, 7)]
     merged = chunk(text, max_chunk_size=150, min_chunk_size=20)
     assert spans(merged) == [("doc.md#s", 1, 3), ("doc.md#s-part-2", 5, 7)]
-    assert merged[1].content == f"{para}\n\ntiny"
+    assert merged[1].content == f"{para}\n\nshort tail"
 
 
 def test_min_chunk_size_never_merges_separate_sections():

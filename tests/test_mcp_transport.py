@@ -19,16 +19,14 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_endpoint import profiles
 from mcp_endpoint.schema import validate
-from tests.fixtures_mcp import (  # noqa: F401  (pytest fixtures)
-    META,
-    MODERN,
-    EchoProfile,
-    echo_profile,
-    http,
-    mcp_server,
-    modern_post,
-    post,
-)
+from tests import fixtures_mcp
+from tests.fixtures_mcp import META, MODERN, EchoProfile, modern_post, post
+
+# pytest fixtures, bound here so the tests below can request them by name
+echo_profile = fixtures_mcp.echo_profile
+mcp_server = fixtures_mcp.mcp_server
+mcp_http = fixtures_mcp.mcp_http
+mcp_db_server = fixtures_mcp.mcp_db_server
 
 REPO = Path(__file__).resolve().parent.parent
 LEGACY_VERSIONS = ["2025-03-26", "2025-06-18", "2025-11-25"]
@@ -45,14 +43,16 @@ def echo_url(base: str) -> str:
     return f"{base}/mcp/echo/"
 
 
-def assert_alive(http: httpx.Client, url: str) -> None:
-    response = post(http, url, rpc("ping", request_id="alive"))
+def assert_alive(mcp_http: httpx.Client, url: str) -> None:
+    response = post(mcp_http, url, rpc("ping", request_id="alive"))
     assert response.status_code == 200, response.text
     assert response.json() == {"jsonrpc": "2.0", "id": "alive", "result": {}}
 
 
-def call_tool(http: httpx.Client, url: str, name: str, arguments, version: str = "2025-06-18") -> httpx.Response:
-    return post(http, url, rpc("tools/call", {"name": name, "arguments": arguments}), version=version)
+def call_tool(
+    mcp_http: httpx.Client, url: str, name: str, arguments, version: str = "2025-06-18"
+) -> httpx.Response:
+    return post(mcp_http, url, rpc("tools/call", {"name": name, "arguments": arguments}), version=version)
 
 
 # --- handshake era ------------------------------------------------------------------------------
@@ -62,9 +62,9 @@ def call_tool(http: httpx.Client, url: str, name: str, arguments, version: str =
     ("requested", "negotiated"),
     [(v, v) for v in LEGACY_VERSIONS] + [("2024-11-05", "2025-11-25"), ("2099-01-01", "2025-11-25")],
 )
-def test_initialize_negotiates_version(mcp_server, http, requested, negotiated):
+def test_initialize_negotiates_version(mcp_server, mcp_http, requested, negotiated):
     params = {"protocolVersion": requested, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    response = post(http, echo_url(mcp_server), rpc("initialize", params))
+    response = post(mcp_http, echo_url(mcp_server), rpc("initialize", params))
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
     assert "mcp-session-id" not in response.headers  # stateless: never minted
@@ -75,20 +75,24 @@ def test_initialize_negotiates_version(mcp_server, http, requested, negotiated):
     assert set(result["capabilities"]) >= {"tools", "resources", "prompts"}
 
 
-def test_requests_need_no_session(mcp_server, http):
+def test_requests_need_no_session(mcp_server, mcp_http):
     """Any request works without initialize and without (or with a stale) Mcp-Session-Id."""
     url = echo_url(mcp_server)
-    response = post(http, url, rpc("tools/list"), version="2025-11-25", headers={"Mcp-Session-Id": "stale-123"})
+    response = post(
+        mcp_http, url, rpc("tools/list"), version="2025-11-25", headers={"Mcp-Session-Id": "stale-123"}
+    )
     assert response.status_code == 200
     assert [t["name"] for t in response.json()["result"]["tools"]][:2] == ["echo", "fail"]
     assert "mcp-session-id" not in response.headers
 
 
-@pytest.mark.parametrize("path", ["/mcp", "/mcp/", "/mcp/echo", "/mcp/echo/", "/mcp/c/kubernetes", "/mcp/c/kubernetes/"])
-def test_every_route_answers_post_without_redirect(mcp_server, http, path, monkeypatch):
+@pytest.mark.parametrize(
+    "path", ["/mcp", "/mcp/", "/mcp/echo", "/mcp/echo/", "/mcp/c/kubernetes", "/mcp/c/kubernetes/"]
+)
+def test_every_route_answers_post_without_redirect(mcp_server, mcp_http, path, monkeypatch):
     profiles.register_profile("docs", EchoProfile())  # the docs profile, stood in for by the echo profile
     try:
-        response = post(http, f"{mcp_server}{path}", rpc("initialize", {"protocolVersion": "2025-06-18"}))
+        response = post(mcp_http, f"{mcp_server}{path}", rpc("initialize", {"protocolVersion": "2025-06-18"}))
     finally:
         profiles.unregister_profile("docs")
         profiles.register_profile("docs", "mcp_endpoint.profiles.docs")
@@ -97,27 +101,27 @@ def test_every_route_answers_post_without_redirect(mcp_server, http, path, monke
     assert ("kubernetes" in instructions) == ("/c/" in path)
 
 
-def test_unknown_profile_is_404(mcp_server, http):
-    response = post(http, f"{mcp_server}/mcp/nope/", rpc("ping"))
+def test_unknown_profile_is_404(mcp_server, mcp_http):
+    response = post(mcp_http, f"{mcp_server}/mcp/nope/", rpc("ping"))
     assert response.status_code == 404
     assert "Unknown MCP profile 'nope'" in response.json()["detail"]
 
 
-def test_default_docs_profile_serves(mcp_server, http):
-    response = post(http, f"{mcp_server}/mcp/", rpc("initialize", {"protocolVersion": "2025-11-25"}))
+def test_default_docs_profile_serves(mcp_server, mcp_http):
+    response = post(mcp_http, f"{mcp_server}/mcp/", rpc("initialize", {"protocolVersion": "2025-11-25"}))
     assert response.status_code == 200
     assert response.json()["result"]["serverInfo"]["name"] == "docsmcp"
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
-def test_other_http_methods_are_405(mcp_server, http, method):
-    response = http.request(method, echo_url(mcp_server), headers={"Accept": "text/event-stream"})
+def test_other_http_methods_are_405(mcp_server, mcp_http, method):
+    response = mcp_http.request(method, echo_url(mcp_server), headers={"Accept": "text/event-stream"})
     assert response.status_code == 405
     assert response.headers["Allow"] == "POST"
-    assert_alive(http, echo_url(mcp_server))
+    assert_alive(mcp_http, echo_url(mcp_server))
 
 
-def test_notifications_and_client_responses_get_202(mcp_server, http):
+def test_notifications_and_client_responses_get_202(mcp_server, mcp_http):
     url = echo_url(mcp_server)
     for body in (
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
@@ -125,43 +129,49 @@ def test_notifications_and_client_responses_get_202(mcp_server, http):
         {"jsonrpc": "2.0", "id": 7, "result": {}},
         {"jsonrpc": "2.0", "id": 8, "error": {"code": -1, "message": "no"}},
     ):
-        response = post(http, url, body, version="2025-06-18")
+        response = post(mcp_http, url, body, version="2025-06-18")
         assert response.status_code == 202
         assert response.content == b""
-    assert_alive(http, url)
+    assert_alive(mcp_http, url)
 
 
-def test_sse_capable_accept_gets_plain_json(mcp_server, http):
-    response = post(http, echo_url(mcp_server), rpc("ping"), headers={"Accept": "application/json, text/event-stream"})
+def test_sse_capable_accept_gets_plain_json(mcp_server, mcp_http):
+    response = post(
+        mcp_http, echo_url(mcp_server), rpc("ping"), headers={"Accept": "application/json, text/event-stream"}
+    )
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
 
 
-def test_batch_allowed_at_2025_03_26(mcp_server, http):
+def test_batch_allowed_at_2025_03_26(mcp_server, mcp_http):
     url = echo_url(mcp_server)
-    batch = [rpc("ping", request_id=1), {"jsonrpc": "2.0", "method": "notifications/initialized"}, rpc("tools/list", request_id=2)]
+    batch = [
+        rpc("ping", request_id=1),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        rpc("tools/list", request_id=2),
+    ]
     for version in (None, "2025-03-26"):
-        response = post(http, url, batch, version=version)
+        response = post(mcp_http, url, batch, version=version)
         assert response.status_code == 200
         replies = response.json()
         assert [r["id"] for r in replies] == [1, 2]
         assert replies[0]["result"] == {}
     only_notes = [{"jsonrpc": "2.0", "method": "notifications/initialized"}]
-    assert post(http, url, only_notes).status_code == 202
-    mixed = post(http, url, [rpc("nope/method", request_id=3), 42])
+    assert post(mcp_http, url, only_notes).status_code == 202
+    mixed = post(mcp_http, url, [rpc("nope/method", request_id=3), 42])
     assert [r["error"]["code"] for r in mixed.json()] == [-32601, -32600]
-    empty = post(http, url, [])
+    empty = post(mcp_http, url, [])
     assert empty.status_code == 400 and empty.json()["error"]["code"] == -32600
 
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", MODERN])
-def test_batch_rejected_after_2025_03_26(mcp_server, http, version):
+def test_batch_rejected_after_2025_03_26(mcp_server, mcp_http, version):
     url = echo_url(mcp_server)
-    response = post(http, url, [rpc("ping")], version=version)
+    response = post(mcp_http, url, [rpc("ping")], version=version)
     assert response.status_code == 400
     body = response.json()
     assert body["error"]["code"] == -32600 and body["id"] is None
-    assert_alive(http, url)
+    assert_alive(mcp_http, url)
 
 
 @pytest.mark.parametrize(
@@ -182,52 +192,59 @@ def test_batch_rejected_after_2025_03_26(mcp_server, http, version):
         (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": [1, 2]}', -32602, 200),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "echo"}', -32602, 200),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "no/such/method"}', -32601, 200),
+        (b'{"jsonrpc": "1.0", "method": "notifications/initialized"}', -32600, 400),
+        (b'{"jsonrpc": "2.0", "method": "notifications/initialized", "params": 3}', -32600, 400),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "server/discover"}', -32601, 200),
     ],
 )
-def test_malformed_messages(mcp_server, http, raw, code, status):
+def test_malformed_messages(mcp_server, mcp_http, raw, code, status):
     url = echo_url(mcp_server)
-    response = post(http, url, None, version="2025-06-18", raw=raw)
+    response = post(mcp_http, url, None, version="2025-06-18", raw=raw)
     assert response.status_code == status, response.text
     body = response.json()
     assert body["jsonrpc"] == "2.0"
     assert body["error"]["code"] == code
     assert "Traceback" not in response.text
-    assert_alive(http, url)
+    assert_alive(mcp_http, url)
 
 
-def test_error_keeps_request_id(mcp_server, http):
-    response = post(http, echo_url(mcp_server), rpc("no/such", request_id="abc"))
+def test_error_keeps_request_id(mcp_server, mcp_http):
+    response = post(mcp_http, echo_url(mcp_server), rpc("no/such", request_id="abc"))
     assert response.json()["id"] == "abc"
-    response = post(http, echo_url(mcp_server), raw=b'{"jsonrpc": "1.0", "id": 9, "method": "ping"}', body=None)
+    response = post(
+        mcp_http, echo_url(mcp_server), raw=b'{"jsonrpc": "1.0", "id": 9, "method": "ping"}', body=None
+    )
     assert response.json()["id"] == 9
 
 
-def test_unsupported_protocol_version_header(mcp_server, http):
+def test_unsupported_protocol_version_header(mcp_server, mcp_http):
     url = echo_url(mcp_server)
-    response = post(http, url, rpc("tools/list"), version="2024-11-05")
+    response = post(mcp_http, url, rpc("tools/list"), version="2024-11-05")
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32022
-    response = post(http, url, rpc("tools/list"), version="1999-01-01")
+    response = post(mcp_http, url, rpc("tools/list"), version="1999-01-01")
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == -32022 and error["data"]["requested"] == "1999-01-01"
-    assert_alive(http, url)
+    assert_alive(mcp_http, url)
 
 
-def test_logging_set_level(mcp_server, http):
+def test_logging_set_level(mcp_server, mcp_http):
     url = echo_url(mcp_server)
-    assert post(http, url, rpc("logging/setLevel", {"level": "info"}), version="2025-06-18").json()["result"] == {}
-    bad = post(http, url, rpc("logging/setLevel", {"level": "loud"}), version="2025-06-18").json()
+    assert (
+        post(mcp_http, url, rpc("logging/setLevel", {"level": "info"}), version="2025-06-18").json()["result"]
+        == {}
+    )
+    bad = post(mcp_http, url, rpc("logging/setLevel", {"level": "loud"}), version="2025-06-18").json()
     assert bad["error"]["code"] == -32602
 
 
 # --- tools ----------------------------------------------------------------------------------------
 
 
-def test_tools_list_shapes_per_version(mcp_server, http):
+def test_tools_list_shapes_per_version(mcp_server, mcp_http):
     url = echo_url(mcp_server)
-    tools = post(http, url, rpc("tools/list"), version="2025-06-18").json()["result"]["tools"]
+    tools = post(mcp_http, url, rpc("tools/list"), version="2025-06-18").json()["result"]["tools"]
     echo = tools[0]
     assert echo["inputSchema"] == json.loads(json.dumps(EchoProfile.tools(None)[0].input_schema))
     assert echo["outputSchema"]["type"] == "object"
@@ -237,17 +254,17 @@ def test_tools_list_shapes_per_version(mcp_server, http):
         "idempotentHint": True,
         "openWorldHint": False,
     }
-    old = post(http, url, rpc("tools/list"), version="2025-03-26").json()["result"]["tools"]
+    old = post(mcp_http, url, rpc("tools/list"), version="2025-03-26").json()["result"]["tools"]
     assert "outputSchema" not in old[0]  # introduced in 2025-06-18
 
 
-def test_tools_list_pagination(mcp_server, http, settings):
+def test_tools_list_pagination(mcp_server, mcp_http, settings):
     settings.MCP_LIST_PAGE_SIZE = 2
     url = echo_url(mcp_server)
     names, cursor, pages = [], None, 0
     while True:
         params = {"cursor": cursor} if cursor else {}
-        result = post(http, url, rpc("tools/list", params), version="2025-11-25").json()["result"]
+        result = post(mcp_http, url, rpc("tools/list", params), version="2025-11-25").json()["result"]
         names += [t["name"] for t in result["tools"]]
         pages += 1
         cursor = result.get("nextCursor")
@@ -256,21 +273,25 @@ def test_tools_list_pagination(mcp_server, http, settings):
     assert names == ["echo", "fail", "engine_fail", "crash", "store"]
     assert pages == 3
     for forged in ("garbage", "eyJvIjo0fQ:1abc:def", 12):
-        error = post(http, url, rpc("tools/list", {"cursor": forged}), version="2025-11-25").json()["error"]
+        error = post(mcp_http, url, rpc("tools/list", {"cursor": forged}), version="2025-11-25").json()[
+            "error"
+        ]
         assert error["code"] == -32602
     # a cursor from another listing is refused too
-    first = post(http, url, rpc("resources/templates/list"), version="2025-11-25").json()["result"]
+    first = post(mcp_http, url, rpc("resources/templates/list"), version="2025-11-25").json()["result"]
     assert "nextCursor" not in first
-    assert_alive(http, url)
+    assert_alive(mcp_http, url)
 
 
-def test_call_tool_success_has_structured_content(mcp_server, http):
-    response = call_tool(http, echo_url(mcp_server), "echo", {"text": "hi", "mode": "upper"})
+def test_call_tool_success_has_structured_content(mcp_server, mcp_http):
+    response = call_tool(mcp_http, echo_url(mcp_server), "echo", {"text": "hi", "mode": "upper"})
     result = response.json()["result"]
     assert result["isError"] is False
     assert result["structuredContent"] == {"text": "HI", "limit": 10, "corpus": None, "principal": None}
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
-    old = call_tool(http, echo_url(mcp_server), "echo", {"text": "hi"}, version="2025-03-26").json()["result"]
+    old = call_tool(mcp_http, echo_url(mcp_server), "echo", {"text": "hi"}, version="2025-03-26").json()[
+        "result"
+    ]
     assert "structuredContent" not in old
 
 
@@ -282,26 +303,29 @@ def test_call_tool_success_has_structured_content(mcp_server, http):
         ({"text": "x", "limit": "10"}, "Argument 'limit' must be an integer; got \"10\"."),
         ({"text": "x", "limit": True}, "Argument 'limit' must be an integer; got true."),
         ({"text": "x", "limit": 2.5}, "Argument 'limit' must be an integer; got 2.5."),
-        ({"text": "x", "mode": "shout"}, "Argument 'mode' must be one of \"plain\", \"upper\"; got \"shout\"."),
-        ({"text": "x", "extra": 1}, "Unknown argument 'extra'. Allowed arguments: text, limit, mode, region."),
+        ({"text": "x", "mode": "shout"}, 'Argument \'mode\' must be one of "plain", "upper"; got "shout".'),
+        (
+            {"text": "x", "extra": 1},
+            "Unknown argument 'extra'. Allowed arguments: text, limit, mode, region.",
+        ),
         ({}, "Missing required argument 'text'."),
         ({"text": ""}, "Argument 'text' must be at least 1 character long."),
         ({"text": 5}, "Argument 'text' must be a string; got 5."),
     ],
 )
-def test_call_tool_invalid_arguments(mcp_server, http, arguments, fragment):
+def test_call_tool_invalid_arguments(mcp_server, mcp_http, arguments, fragment):
     url = echo_url(mcp_server)
-    response = call_tool(http, url, "echo", arguments)
+    response = call_tool(mcp_http, url, "echo", arguments)
     assert response.status_code == 200
     error = response.json()["error"]
     assert error["code"] == -32602
     assert fragment in error["message"]
     assert fragment in error["data"]["errors"]
-    assert_alive(http, url)
+    assert_alive(mcp_http, url)
 
 
-def test_call_tool_integral_float_is_an_integer(mcp_server, http):
-    result = call_tool(http, echo_url(mcp_server), "echo", {"text": "x", "limit": 5.0}).json()["result"]
+def test_call_tool_integral_float_is_an_integer(mcp_server, mcp_http):
+    result = call_tool(mcp_http, echo_url(mcp_server), "echo", {"text": "x", "limit": 5.0}).json()["result"]
     assert result["structuredContent"]["limit"] == 5
 
 
@@ -314,18 +338,20 @@ def test_call_tool_integral_float_is_an_integer(mcp_server, http):
         {"name": "echo", "arguments": ["text"]},
     ],
 )
-def test_call_tool_bad_params(mcp_server, http, params):
+def test_call_tool_bad_params(mcp_server, mcp_http, params):
     url = echo_url(mcp_server)
-    error = post(http, url, rpc("tools/call", params), version="2025-06-18").json()["error"]
+    error = post(mcp_http, url, rpc("tools/call", params), version="2025-06-18").json()["error"]
     assert error["code"] == -32602
     if params.get("name") == "nope":
-        assert error["message"] == "Unknown tool 'nope'. Available tools: echo, fail, engine_fail, crash, store."
-    assert_alive(http, url)
+        assert (
+            error["message"] == "Unknown tool 'nope'. Available tools: echo, fail, engine_fail, crash, store."
+        )
+    assert_alive(mcp_http, url)
 
 
-def test_tool_failures_are_results_not_errors(mcp_server, http):
+def test_tool_failures_are_results_not_errors(mcp_server, mcp_http):
     url = echo_url(mcp_server)
-    fail = call_tool(http, url, "fail", {"chunk_id": "guides/retries.md#nope"}).json()
+    fail = call_tool(mcp_http, url, "fail", {"chunk_id": "guides/retries.md#nope"}).json()
     assert "error" not in fail
     assert fail["result"]["isError"] is True
     assert fail["result"]["content"] == [
@@ -334,38 +360,44 @@ def test_tool_failures_are_results_not_errors(mcp_server, http):
             "text": "Chunk ID 'guides/retries.md#nope' not found. Use search_docs to discover valid chunk IDs.",
         }
     ]
-    engine = call_tool(http, url, "engine_fail", {}).json()["result"]
+    engine = call_tool(mcp_http, url, "engine_fail", {}).json()["result"]
     assert engine["isError"] is True and engine["content"][0]["text"] == "No such document: missing.md"
-    crash = call_tool(http, url, "crash", {})
+    crash = call_tool(mcp_http, url, "crash", {})
     assert crash.json()["result"]["isError"] is True
     assert "secret" not in crash.text and "Traceback" not in crash.text
-    assert_alive(http, url)
+    assert_alive(mcp_http, url)
 
 
 # --- resources and prompts ----------------------------------------------------------------------
 
 
-def test_resources(mcp_server, http):
+def test_resources(mcp_server, mcp_http):
     url = echo_url(mcp_server)
-    listed = post(http, url, rpc("resources/list"), version="2025-11-25").json()["result"]
+    listed = post(mcp_http, url, rpc("resources/list"), version="2025-11-25").json()["result"]
     assert listed["resources"] == [
         {"uri": "echo://readme", "name": "readme", "description": "The readme.", "mimeType": "text/markdown"}
     ]
-    templates = post(http, url, rpc("resources/templates/list"), version="2025-11-25").json()["result"]
+    templates = post(mcp_http, url, rpc("resources/templates/list"), version="2025-11-25").json()["result"]
     assert templates["resourceTemplates"][0]["uriTemplate"] == "echo://item/{id}"
-    read = post(http, url, rpc("resources/read", {"uri": "echo://item/42"}), version="2025-11-25").json()["result"]
+    read = post(mcp_http, url, rpc("resources/read", {"uri": "echo://item/42"}), version="2025-11-25").json()[
+        "result"
+    ]
     assert read["contents"] == [{"uri": "echo://item/42", "mimeType": "text/plain", "text": "item 42"}]
-    blob = post(http, url, rpc("resources/read", {"uri": "echo://blob"}), version="2025-11-25").json()["result"]
+    blob = post(mcp_http, url, rpc("resources/read", {"uri": "echo://blob"}), version="2025-11-25").json()[
+        "result"
+    ]
     assert blob["contents"][0]["blob"] == "AAE="
-    missing = post(http, url, rpc("resources/read", {"uri": "echo://nope"}), version="2025-11-25").json()["error"]
+    missing = post(mcp_http, url, rpc("resources/read", {"uri": "echo://nope"}), version="2025-11-25").json()[
+        "error"
+    ]
     assert missing["code"] == -32602 and missing["data"] == {"uri": "echo://nope"}
-    no_uri = post(http, url, rpc("resources/read", {}), version="2025-11-25").json()["error"]
+    no_uri = post(mcp_http, url, rpc("resources/read", {}), version="2025-11-25").json()["error"]
     assert no_uri["code"] == -32602
 
 
-def test_prompts(mcp_server, http):
+def test_prompts(mcp_server, mcp_http):
     url = echo_url(mcp_server)
-    listed = post(http, url, rpc("prompts/list"), version="2025-11-25").json()["result"]["prompts"]
+    listed = post(mcp_http, url, rpc("prompts/list"), version="2025-11-25").json()["result"]["prompts"]
     assert listed == [
         {
             "name": "greet",
@@ -373,24 +405,29 @@ def test_prompts(mcp_server, http):
             "arguments": [{"name": "name", "description": "Who to greet.", "required": True}],
         }
     ]
-    got = post(http, url, rpc("prompts/get", {"name": "greet", "arguments": {"name": "Ada"}}), version="2025-11-25")
+    got = post(
+        mcp_http,
+        url,
+        rpc("prompts/get", {"name": "greet", "arguments": {"name": "Ada"}}),
+        version="2025-11-25",
+    )
     assert got.json()["result"]["messages"][0]["content"]["text"] == "Say hello to Ada."
     for params in ({"name": "greet"}, {"name": "nope"}, {"name": "greet", "arguments": {"name": 3}}):
-        error = post(http, url, rpc("prompts/get", params), version="2025-11-25").json()["error"]
+        error = post(mcp_http, url, rpc("prompts/get", params), version="2025-11-25").json()["error"]
         assert error["code"] == -32602
 
 
-def test_docs_profile_has_empty_lists(mcp_server, http):
+def test_docs_profile_has_empty_lists(mcp_server, mcp_http):
     url = f"{mcp_server}/mcp/"
     for method, key in (("resources/list", "resources"), ("prompts/list", "prompts")):
-        assert post(http, url, rpc(method), version="2025-11-25").json()["result"][key] == []
+        assert post(mcp_http, url, rpc(method), version="2025-11-25").json()["result"][key] == []
 
 
 # --- 2026-07-28 ---------------------------------------------------------------------------------
 
 
-def test_discover(mcp_server, http):
-    response = modern_post(http, echo_url(mcp_server), "server/discover")
+def test_discover(mcp_server, mcp_http):
+    response = modern_post(mcp_http, echo_url(mcp_server), "server/discover")
     assert response.status_code == 200
     result = response.json()["result"]
     assert result["supportedVersions"] == [MODERN]
@@ -401,40 +438,54 @@ def test_discover(mcp_server, http):
     assert "logging" not in result["capabilities"]
 
 
-def test_modern_results_carry_result_type_and_cache_hints(mcp_server, http, settings):
+def test_modern_results_carry_result_type_and_cache_hints(mcp_server, mcp_http, settings):
     settings.MCP_CACHE_TTL_MS = 5000
     url = echo_url(mcp_server)
     for method in ("tools/list", "resources/list", "resources/templates/list", "prompts/list"):
-        result = modern_post(http, url, method).json()["result"]
+        result = modern_post(mcp_http, url, method).json()["result"]
         assert result["resultType"] == "complete"
         assert result["ttlMs"] == 5000 and result["cacheScope"] == "public"
-    read = modern_post(http, url, "resources/read", {"uri": "echo://readme"}).json()["result"]
+    read = modern_post(mcp_http, url, "resources/read", {"uri": "echo://readme"}).json()["result"]
     assert read["ttlMs"] == 5000
-    called = modern_post(http, url, "tools/call", {"name": "echo", "arguments": {"text": "a"}}).json()["result"]
+    called = modern_post(mcp_http, url, "tools/call", {"name": "echo", "arguments": {"text": "a"}}).json()[
+        "result"
+    ]
     assert called["resultType"] == "complete" and "ttlMs" not in called
     assert called["structuredContent"]["text"] == "a"
-    prompt = modern_post(http, url, "prompts/get", {"name": "greet", "arguments": {"name": "x"}}).json()["result"]
+    prompt = modern_post(mcp_http, url, "prompts/get", {"name": "greet", "arguments": {"name": "x"}}).json()[
+        "result"
+    ]
     assert prompt["resultType"] == "complete"
 
 
-@pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel", "resources/subscribe", "unknown/method"])
-def test_modern_removed_or_unknown_methods_are_404(mcp_server, http, method):
-    response = modern_post(http, echo_url(mcp_server), method, request_id=77)
+@pytest.mark.parametrize(
+    "method", ["initialize", "ping", "logging/setLevel", "resources/subscribe", "unknown/method"]
+)
+def test_modern_removed_or_unknown_methods_are_404(mcp_server, mcp_http, method):
+    response = modern_post(mcp_http, echo_url(mcp_server), method, request_id=77)
     assert response.status_code == 404
     body = response.json()
     assert body["id"] == 77 and body["error"]["code"] == -32601
 
 
-def _modern_raw(http, url, body: dict, headers: dict) -> httpx.Response:
-    return post(http, url, body, headers=headers)
+def _modern_raw(mcp_http, url, body: dict, headers: dict) -> httpx.Response:
+    return post(mcp_http, url, body, headers=headers)
 
 
 @pytest.mark.parametrize(
     ("meta", "headers", "code"),
     [
         (None, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"}, -32602),
-        ({"io.modelcontextprotocol/clientCapabilities": {}}, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"}, -32602),
-        ({"io.modelcontextprotocol/protocolVersion": MODERN}, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"}, -32602),
+        (
+            {"io.modelcontextprotocol/clientCapabilities": {}},
+            {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"},
+            -32602,
+        ),
+        (
+            {"io.modelcontextprotocol/protocolVersion": MODERN},
+            {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"},
+            -32602,
+        ),
         (META, {"Mcp-Method": "tools/list"}, -32020),
         (META, {"MCP-Protocol-Version": MODERN}, -32020),
         (META, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "prompts/list"}, -32020),
@@ -447,19 +498,19 @@ def _modern_raw(http, url, body: dict, headers: dict) -> httpx.Response:
         ),
     ],
 )
-def test_modern_envelope_and_header_checks(mcp_server, http, meta, headers, code):
+def test_modern_envelope_and_header_checks(mcp_server, mcp_http, meta, headers, code):
     url = echo_url(mcp_server)
     params = {} if meta is None else {"_meta": meta}
-    response = _modern_raw(http, url, rpc("tools/list", params, request_id=5), headers)
+    response = _modern_raw(mcp_http, url, rpc("tools/list", params, request_id=5), headers)
     assert response.status_code == 400, response.text
     body = response.json()
     assert body["id"] == 5 and body["error"]["code"] == code
     if code == -32022:
         assert body["error"]["data"] == {"supported": [MODERN], "requested": "v999.0.0"}
-    assert_alive(http, url)
+    assert_alive(mcp_http, url)
 
 
-def test_modern_header_names_are_case_insensitive(mcp_server, http):
+def test_modern_header_names_are_case_insensitive(mcp_server, mcp_http):
     url = echo_url(mcp_server)
     body = rpc("tools/call", {"name": "echo", "arguments": {"text": "x"}, "_meta": META})
     for headers in (
@@ -467,84 +518,101 @@ def test_modern_header_names_are_case_insensitive(mcp_server, http):
         {"MCP-PROTOCOL-VERSION": MODERN, "MCP-METHOD": "tools/call", "MCP-NAME": "echo"},
         {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "=?base64?ZWNobw==?="},
     ):
-        response = post(http, url, body, headers=headers)
+        response = post(mcp_http, url, body, headers=headers)
         assert response.status_code == 200, response.text
     for name_header in (None, "wrong", "=?base64?ZWNobw?="):
         headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call"}
         if name_header:
             headers["Mcp-Name"] = name_header
-        response = post(http, url, body, headers=headers)
+        response = post(mcp_http, url, body, headers=headers)
         assert response.status_code == 400 and response.json()["error"]["code"] == -32020
 
 
-def test_modern_param_headers(mcp_server, http):
+def test_modern_param_headers(mcp_server, mcp_http):
     url = echo_url(mcp_server)
     params = {"name": "echo", "arguments": {"text": "x", "region": "us-west1"}}
-    ok = modern_post(http, url, "tools/call", params, headers={"Mcp-Param-Region": "us-west1"})
+    ok = modern_post(mcp_http, url, "tools/call", params, headers={"Mcp-Param-Region": "us-west1"})
     assert ok.status_code == 200
     for headers in ({}, {"Mcp-Param-Region": "eu-west1"}, {"Mcp-Param-Region": "=?base64?SGVsbG8?="}):
-        response = modern_post(http, url, "tools/call", params, headers=headers)
+        response = modern_post(mcp_http, url, "tools/call", params, headers=headers)
         assert response.status_code == 400 and response.json()["error"]["code"] == -32020
-    stray = modern_post(http, url, "tools/call", {"name": "echo", "arguments": {"text": "x"}}, headers={"Mcp-Param-Region": "x"})
+    stray = modern_post(
+        mcp_http,
+        url,
+        "tools/call",
+        {"name": "echo", "arguments": {"text": "x"}},
+        headers={"Mcp-Param-Region": "x"},
+    )
     assert stray.status_code == 400
 
 
-def test_modern_invalid_params_are_400(mcp_server, http):
+def test_modern_invalid_params_are_400(mcp_server, mcp_http):
     url = echo_url(mcp_server)
-    response = modern_post(http, url, "tools/call", {"name": "echo", "arguments": {"text": "x", "limit": 51}})
+    response = modern_post(
+        mcp_http, url, "tools/call", {"name": "echo", "arguments": {"text": "x", "limit": 51}}
+    )
     assert response.status_code == 400 and response.json()["error"]["code"] == -32602
-    response = modern_post(http, url, "tools/call", {"name": "nope", "arguments": {}})
+    response = modern_post(mcp_http, url, "tools/call", {"name": "nope", "arguments": {}})
     assert response.status_code == 400 and response.json()["error"]["code"] == -32602
-    failed = modern_post(http, url, "tools/call", {"name": "fail", "arguments": {"chunk_id": "x"}})
+    failed = modern_post(mcp_http, url, "tools/call", {"name": "fail", "arguments": {"chunk_id": "x"}})
     assert failed.status_code == 200 and failed.json()["result"]["isError"] is True
 
 
-def test_modern_notifications_and_bodies(mcp_server, http):
+def test_modern_notifications_and_bodies(mcp_server, mcp_http):
     url = echo_url(mcp_server)
-    note = post(http, url, {"jsonrpc": "2.0", "method": "notifications/cancelled"}, version=MODERN)
+    note = post(mcp_http, url, {"jsonrpc": "2.0", "method": "notifications/cancelled"}, version=MODERN)
     assert note.status_code == 202 and note.content == b""
-    unsupported = post(http, url, {"jsonrpc": "2.0", "method": "notifications/x"}, version="v9")
+    unsupported = post(mcp_http, url, {"jsonrpc": "2.0", "method": "notifications/x"}, version="v9")
     assert unsupported.status_code == 400 and unsupported.json()["error"]["code"] == -32022
-    reply = post(http, url, {"jsonrpc": "2.0", "id": 3, "result": {}}, version=MODERN)
+    reply = post(mcp_http, url, {"jsonrpc": "2.0", "id": 3, "result": {}}, version=MODERN)
     assert reply.status_code == 400 and reply.json()["error"]["code"] == -32600
     # a body carrying the 2026 envelope without the version header is a mismatch, not a legacy request
-    response = post(http, url, rpc("tools/list", {"_meta": META}), headers={"Mcp-Method": "tools/list"})
+    response = post(mcp_http, url, rpc("tools/list", {"_meta": META}), headers={"Mcp-Method": "tools/list"})
     assert response.status_code == 400 and response.json()["error"]["code"] == -32020
 
 
 # --- HTTP-level limits --------------------------------------------------------------------------
 
 
-def test_body_too_large_is_413(mcp_server, http, settings):
+def test_body_too_large_is_413(mcp_server, mcp_http, settings):
     url = echo_url(mcp_server)
-    big = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "' + b"x" * (10 * 1024 * 1024) + b'"}}'
-    response = post(http, url, None, raw=big)
+    big = (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "'
+        + b"x" * (10 * 1024 * 1024)
+        + b'"}}'
+    )
+    response = post(mcp_http, url, None, raw=big)
     assert response.status_code == 413
     assert response.json()["error"]["code"] == -32600
-    assert_alive(http, url)
+    assert_alive(mcp_http, url)
 
 
-def test_content_type_and_accept(mcp_server, http):
+def test_content_type_and_accept(mcp_server, mcp_http):
     url = echo_url(mcp_server)
-    response = http.post(url, content=json.dumps(rpc("ping")), headers={"Content-Type": "text/plain"})
+    response = mcp_http.post(url, content=json.dumps(rpc("ping")), headers={"Content-Type": "text/plain"})
     assert response.status_code == 415
-    response = post(http, url, rpc("ping"), headers={"Accept": "text/html"})
+    response = post(mcp_http, url, rpc("ping"), headers={"Accept": "text/html"})
     assert response.status_code == 406
-    response = post(http, url, rpc("ping"), headers={"Content-Type": "application/json; charset=utf-8", "Accept": "*/*"})
+    response = post(
+        mcp_http,
+        url,
+        rpc("ping"),
+        headers={"Content-Type": "application/json; charset=utf-8", "Accept": "*/*"},
+    )
     assert response.status_code == 200
-    assert_alive(http, url)
+    assert_alive(mcp_http, url)
 
 
-def test_health(mcp_server, http):
+def test_health(mcp_db_server, mcp_http):
     for path in ("/health/", "/"):
-        response = http.get(f"{mcp_server}{path}")
+        response = mcp_http.get(f"{mcp_db_server}{path}")
         assert response.status_code == 200, response.text
         body = response.json()
         assert body["status"] == "healthy"
         assert body["service"] == "docsmcp"
         assert body["version"]
         assert isinstance(body["corpora"], list)
-    assert http.post(f"{mcp_server}/health/").status_code == 405
+    assert mcp_http.post(f"{mcp_db_server}/health/").status_code == 405
 
 
 # --- the schema validator on its own ------------------------------------------------------------
@@ -554,16 +622,25 @@ def test_validator_subset():
     schema = {
         "type": "object",
         "properties": {
-            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "minItems": 1, "maxItems": 2},
+            "tags": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["a", "b"]},
+                "minItems": 1,
+                "maxItems": 2,
+            },
             "score": {"type": "number", "minimum": 0},
             "flag": {"type": "boolean"},
-            "nested": {"type": "object", "properties": {"x": {"type": "integer"}}, "additionalProperties": False},
+            "nested": {
+                "type": "object",
+                "properties": {"x": {"type": "integer"}},
+                "additionalProperties": False,
+            },
         },
     }
     assert validate(schema, {"tags": ["a"], "score": 1.5, "flag": False, "nested": {"x": 1}}) == []
     errors = validate(schema, {"tags": ["c", "a", "b"], "score": -1, "flag": 1, "nested": {"y": 2}})
     assert "Argument 'tags' must have at most 2 item(s); got 3." in errors
-    assert "Argument 'tags[0]' must be one of \"a\", \"b\"; got \"c\"." in errors
+    assert 'Argument \'tags[0]\' must be one of "a", "b"; got "c".' in errors
     assert "Argument 'score' must be a number >= 0; got -1." in errors
     assert "Argument 'flag' must be a boolean; got 1." in errors
     assert "Unknown argument 'nested.y'. Allowed arguments: x." in errors
@@ -605,8 +682,9 @@ async def _client_session(url: str, mode: str) -> dict:
 def test_official_client(mcp_server, mode, version):
     outcome = asyncio.run(_client_session(echo_url(mcp_server), mode))
     assert outcome["version"] == version
-    assert outcome["server"] == "docsmcp-test"
-    assert outcome["instructions"] == "Echo test profile serving corpus default."
+    if mode != MODERN:  # a pinned version skips server/discover, so the client has no server info
+        assert outcome["server"] == "docsmcp-test"
+        assert outcome["instructions"] == "Echo test profile serving corpus default."
     assert outcome["tools"] == ["echo", "fail", "engine_fail", "crash", "store"]
     assert outcome["echo_annotations"].read_only_hint is True
     assert outcome["echo_annotations"].open_world_hint is False
@@ -664,3 +742,13 @@ def test_conformance_suite(mcp_server, tmp_path):
         env={**os.environ, "CONFORMANCE_OUTPUT_DIR": str(tmp_path)},
     )
     assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-4000:]
+
+
+def test_header_values_are_trimmed_and_decoded():
+    from mcp_endpoint.headers import check_request
+
+    params = {"name": "echo", "_meta": META}
+    headers = {"MCP-Protocol-Version": f" {MODERN} ", "Mcp-Method": "tools/call ", "Mcp-Name": "  echo  "}
+    envelope = check_request("tools/call", params, headers, (MODERN,))
+    assert envelope.protocol_version == MODERN
+    assert envelope.client_info == {"name": "pytest", "version": "1.0"}

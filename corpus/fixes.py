@@ -1,0 +1,260 @@
+"""Fix proposals: scan a corpus for fixes (heuristic, optionally LLM), approve (apply safely) or reject.
+
+The admin, `manage.py fix_docs`, the Celery task `corpus.run_fix` and the REST API all call these.
+Applying is the only place docsmcp writes to a corpus's source files, so its rules are strict:
+the target must be inside the corpus root (no `..`, no absolute path, no symbolic link), and it
+must still have the sha256 it had when the fix was proposed, or the proposal goes stale and
+nothing is written. Every decision is recorded as a FixDecision (who, when, what).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from retrieval.errors import ConfigError
+from retrieval.fix_apply import UnsafeTarget, atomic_write, current_hash, resolve_target
+from retrieval.fix_base import ProposedFix
+from retrieval.fix_preview import Preview, preview_change
+from retrieval.fixes import analyse_corpus, heuristic_fixes
+from retrieval.llm_fixer import LLMFixer, LLMFixError, llm_candidates
+
+from .errors import FixError, UnsafeFixTarget
+from .models import Corpus, FixDecision, FixProposal
+
+log = logging.getLogger("docsmcp.fixes")
+SYSTEM = "system"
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class FixScanReport:
+    proposals: list[FixProposal] = field(default_factory=list)  # new or already pending, in proposal order
+    created: int = 0
+    marked_stale: int = 0
+    llm_failures: list[tuple[str, str]] = field(default_factory=list)  # (file, why)
+    skipped: list[str] = field(default_factory=list)  # proposals not stored, with the reason
+
+
+def _username(user) -> str:
+    if user is None or not getattr(user, "is_authenticated", False):
+        return SYSTEM
+    return user.get_username()
+
+
+def _record(proposal: FixProposal, *, action: str, status: str, user, note: str = "") -> None:
+    proposal.status = status
+    proposal.decided_by = _username(user)
+    proposal.decided_at = timezone.now()
+    proposal.decision_note = note
+    proposal.save(update_fields=["status", "decided_by", "decided_at", "decision_note"])
+    FixDecision.objects.create(proposal=proposal, action=action, status_after=status, note=note,
+                               user=user if getattr(user, "is_authenticated", False) else None,
+                               username=proposal.decided_by)
+
+
+def _root(corpus: Corpus) -> Path:
+    if corpus.kind != Corpus.KIND_MARKDOWN or not corpus.source_dir:
+        raise FixError(f"corpus {corpus.name!r} has no markdown source directory to fix")
+    root = Path(corpus.source_dir)
+    if not root.is_dir():
+        raise FixError(f"source_dir {root} of corpus {corpus.name!r} does not exist")
+    return root.resolve()
+
+
+def llm_fixer(*, corpus: Corpus | None = None, model: str | None = None) -> LLMFixer:
+    """The configured LLM fixer: model from the argument, the corpus settings or DOCSMCP_FIX_MODEL."""
+    chosen = model or (corpus.settings.get("fix_model") if corpus else None) or settings.DOCSMCP_FIX_MODEL
+    try:
+        return LLMFixer(model=chosen, base_url=settings.OPENAI_BASE_URL or None, api_key=settings.OPENAI_API_KEY)
+    except LLMFixError as exc:
+        raise FixError(str(exc)) from exc
+
+
+def fix_mark_stale(*, corpus: Corpus) -> int:
+    """Open proposals whose target changed since they were proposed go stale (nothing is written)."""
+    root = _root(corpus)
+    count = 0
+    for proposal in corpus.fix_proposals.filter(status__in=FixProposal.OPEN):
+        try:
+            digest = current_hash(resolve_target(root, proposal.target_path))
+        except (UnsafeTarget, FileNotFoundError):
+            continue
+        if digest != proposal.base_hash:
+            _record(proposal, action=FixDecision.STALE, status=FixProposal.STALE, user=None,
+                    note=f"{proposal.target_path} changed since the proposal was made")
+            count += 1
+    return count
+
+
+def fix_scan_report(*, corpus: Corpus, use_llm: bool = False, model: str | None = None,
+                    files: list[str] | None = None, progress: Progress | None = None) -> FixScanReport:
+    """Run the heuristic fixer (and the LLM fixer when asked) and store new pending proposals."""
+    root = _root(corpus)
+    fixer = llm_fixer(corpus=corpus, model=model) if use_llm else None
+    report = FixScanReport(marked_stale=fix_mark_stale(corpus=corpus))
+    try:
+        ctx = analyse_corpus(root, progress=(lambda d, t: progress("scan", d, t)) if progress else None,
+                             workers=os.cpu_count() or 1)
+    except ConfigError as exc:
+        raise FixError(str(exc)) from exc
+    found = heuristic_fixes(ctx, description=corpus.description)
+    if fixer is not None:
+        candidates = [f for f in files if f in ctx.results] if files else \
+            llm_candidates(ctx, limit=settings.DOCSMCP_FIX_LLM_MAX_FILES)
+        for n, relpath in enumerate(candidates):
+            if progress:
+                progress("llm", n, len(candidates))
+            outcome = fixer.propose(ctx, relpath)
+            if outcome.failure:
+                report.llm_failures.append((relpath, outcome.failure))
+            elif outcome.fix is not None:
+                found.append(outcome.fix)
+        if progress:
+            progress("llm", len(candidates), len(candidates))
+    for n, fix in enumerate(found):
+        if progress:
+            progress("store", n, len(found))
+        _store(corpus, root, fix, report)
+    if progress:
+        progress("store", len(found), len(found))
+    log.info("fix scan of %s: %d proposal(s), %d new, %d went stale, %d LLM failure(s)", corpus.name,
+             len(report.proposals), report.created, report.marked_stale, len(report.llm_failures))
+    return report
+
+
+def fix_scan(*, corpus: Corpus, use_llm: bool = False, model: str | None = None,
+             progress: Progress | None = None) -> list[FixProposal]:
+    """The corpus's current proposals: newly created ones and identical ones already pending."""
+    return fix_scan_report(corpus=corpus, use_llm=use_llm, model=model, progress=progress).proposals
+
+
+def _store(corpus: Corpus, root: Path, fix: ProposedFix, report: FixScanReport) -> None:
+    try:
+        resolve_target(root, fix.target_path)
+    except UnsafeTarget as exc:
+        report.skipped.append(f"{fix.kind} {fix.file}: {exc}")
+        log.warning("fix for %s not stored: %s", fix.file, exc)
+        return
+    same = corpus.fix_proposals.filter(file=fix.file, kind=fix.kind, diff=fix.diff)
+    existing = same.filter(status=FixProposal.PENDING).first()
+    if existing is not None:
+        report.proposals.append(existing)
+        return
+    if same.filter(status=FixProposal.REJECTED, base_hash=fix.base_hash).exists():
+        report.skipped.append(f"{fix.kind} {fix.file}: the same change was rejected before")
+        return
+    proposal = FixProposal.objects.create(
+        corpus=corpus, file=fix.file, kind=fix.kind, rationale=fix.rationale, diff=fix.diff,
+        target_path=fix.target_path, old_content=fix.old_text or "", new_content=fix.new_text,
+        base_hash=fix.base_hash, source=fix.source, finding=fix.finding)
+    report.proposals.append(proposal)
+    report.created += 1
+
+
+def fix_approve(*, proposal: FixProposal, user) -> FixProposal:
+    """Apply the change if the target still has its base hash; otherwise the proposal goes stale.
+
+    Raises FixError when the proposal is not open, UnsafeFixTarget when the target is outside the
+    corpus root (the proposal is then rejected), and FixError when the write itself fails (the
+    proposal stays approved, so it can be approved again).
+    """
+    failure: FixError | None = None
+    with transaction.atomic():
+        corpus = Corpus.objects.select_for_update().get(pk=proposal.corpus_id)  # one apply per corpus at a time
+        locked = FixProposal.objects.select_for_update().get(pk=proposal.pk)
+        if locked.status not in FixProposal.OPEN:
+            raise FixError(f"proposal #{locked.pk} is {locked.status}; only pending proposals can be approved")
+        try:
+            target = resolve_target(_root(corpus), locked.target_path)
+        except UnsafeTarget as exc:
+            _record(locked, action=FixDecision.REFUSE, status=FixProposal.REJECTED, user=user, note=str(exc))
+            failure = UnsafeFixTarget(f"proposal #{locked.pk} refused: {exc}")
+        else:
+            if current_hash(target) != locked.base_hash:
+                _record(locked, action=FixDecision.STALE, status=FixProposal.STALE, user=user,
+                        note=f"{locked.target_path} changed since the proposal was made; nothing was written")
+            else:
+                try:
+                    new_hash = atomic_write(target, locked.new_content)
+                except OSError as exc:
+                    _record(locked, action=FixDecision.APPROVE, status=FixProposal.APPROVED, user=user,
+                            note=f"approved, but writing {locked.target_path} failed: {exc}")
+                    failure = FixError(f"proposal #{locked.pk}: writing {locked.target_path} failed: {exc}")
+                else:
+                    _record(locked, action=FixDecision.APPROVE, status=FixProposal.APPLIED, user=user)
+                    _stale_siblings(locked, new_hash)
+    log.info("fix #%s (%s %s) %s by %s", locked.pk, locked.kind, locked.target_path, locked.status,
+             _username(user))
+    if failure is not None:
+        raise failure
+    return locked
+
+
+def _stale_siblings(applied: FixProposal, new_hash: str) -> None:
+    others = FixProposal.objects.filter(corpus_id=applied.corpus_id, target_path=applied.target_path,
+                                        status__in=FixProposal.OPEN).exclude(pk=applied.pk)
+    for other in others:
+        if other.base_hash != new_hash:
+            _record(other, action=FixDecision.STALE, status=FixProposal.STALE, user=None,
+                    note=f"{applied.target_path} changed when proposal #{applied.pk} was applied")
+
+
+def fix_reject(*, proposal: FixProposal, user, reason: str) -> FixProposal:
+    reason = (reason or "").strip()
+    if not reason:
+        raise FixError("a rejection needs a reason")
+    with transaction.atomic():
+        locked = FixProposal.objects.select_for_update().get(pk=proposal.pk)
+        if locked.status not in FixProposal.OPEN:
+            raise FixError(f"proposal #{locked.pk} is {locked.status}; only pending proposals can be rejected")
+        _record(locked, action=FixDecision.REJECT, status=FixProposal.REJECTED, user=user, note=reason)
+    log.info("fix #%s rejected by %s: %s", locked.pk, _username(user), reason)
+    return locked
+
+
+def fix_approve_many(*, proposals: Iterable[FixProposal], user) -> list[FixProposal]:
+    """Oldest first. Each is applied, goes stale or is refused on its own; the statuses tell which."""
+    out = []
+    for proposal in sorted(proposals, key=lambda p: (p.created_at, p.pk)):
+        try:
+            out.append(fix_approve(proposal=proposal, user=user))
+        except FixError as exc:
+            log.warning("bulk approve: %s", exc)
+            proposal.refresh_from_db()
+            out.append(proposal)
+    return out
+
+
+def fix_reject_many(*, proposals: Iterable[FixProposal], user, reason: str) -> list[FixProposal]:
+    if not (reason or "").strip():
+        raise FixError("a rejection needs a reason")
+    out = []
+    for proposal in proposals:
+        try:
+            out.append(fix_reject(proposal=proposal, user=user, reason=reason))
+        except FixError as exc:
+            log.warning("bulk reject: %s", exc)
+            proposal.refresh_from_db()
+            out.append(proposal)
+    return out
+
+
+def fix_preview(*, proposal: FixProposal, limit: int = 10) -> Preview:
+    """Chunks before and after the change, per affected file: what the agent will see (read-only)."""
+    try:
+        root = _root(proposal.corpus)
+    except FixError as exc:
+        return Preview(error=str(exc))
+    old = proposal.old_content if proposal.target_existed else None
+    try:
+        return preview_change(root, proposal.target_path, old, proposal.new_content, focus=proposal.file, limit=limit)
+    except (OSError, ConfigError, ValueError) as exc:
+        return Preview(error=f"preview unavailable: {exc}")

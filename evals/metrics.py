@@ -1,0 +1,215 @@
+"""Ranking and latency metrics: small pure functions, no Django.
+
+Binary relevance, the definitions of the shared harness (`../shared/bench/harness/mcp_eval.py`),
+so a run here and a run of the harness against the same server give the same numbers:
+
+    hit@k      1 if a relevant item is in the top k, else 0
+    mrr@10     1 / rank of the first relevant item in the top 10, else 0
+    recall@k   |relevant items in the top k| / |relevant|
+    ndcg@k     DCG@k / IDCG@k, DCG@k = sum over relevant items at ranks i <= k of 1 / log2(i + 1)
+               (each relevant item counted once), IDCG@k = sum_{i=1..min(|relevant|, k)} 1 / log2(i + 1)
+               (Jarvelin & Kekalainen 2002, binary gains)
+
+File level: the hit list is mapped to file paths; a file takes the rank of its first hit and
+later hits from the same file count for nothing (ranks stay hit ranks, not distinct-file ranks).
+`docs/evals.md` has the worked examples the unit tests check.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+CUTOFFS = (1, 5, 10)
+METRIC_KEYS = ("mrr@10", "ndcg@5", "ndcg@10", "recall@5", "recall@10", "hit@1", "hit@5", "hit@10")
+HEADLINE_KEYS = ("mrr@10", "ndcg@10", "recall@10", "hit@1", "hit@5")
+MATCH_MODES = ("exact", "leaf")
+
+Ranked = Sequence[str | None]  # the item at each hit rank; None = a hit that can never be relevant
+
+
+# --- matching ----------------------------------------------------------------------------------
+
+
+def leaf(chunk_id: str) -> tuple[str, str]:
+    """(file, last heading-path segment): 'a.md#x/y-2' -> ('a.md', 'y-2'); a whole-file ID -> '_preamble'."""
+    path, _, fragment = chunk_id.partition("#")
+    return path, fragment.rsplit("/", 1)[-1] or "_preamble"
+
+
+def match_chunks(chunks: Sequence[str], expected: Iterable[str], mode: str = "exact") -> list[str]:
+    """Map each hit to the expected ID it stands for.
+
+    exact: only identical IDs match. leaf: a hit also matches an expected ID in the same file
+    whose last heading segment is the same (chunk-ID schemes differ in the ancestors they put
+    in the path, e.g. a `_preamble/` segment, not in the section a chunk starts at).
+    """
+    if mode not in MATCH_MODES:
+        raise ValueError(f"unknown match mode {mode!r}; use one of {', '.join(MATCH_MODES)}")
+    expected = set(expected)
+    if mode == "exact":
+        return list(chunks)
+    by_leaf = {leaf(e): e for e in expected}
+    return [c if c in expected else by_leaf.get(leaf(c), c) for c in chunks]
+
+
+def file_of(chunk_id: str) -> str:
+    return chunk_id.split("#", 1)[0]
+
+
+def file_ranking(files: Sequence[str]) -> list[str | None]:
+    """A file keeps the rank of its first hit; its later hits become None (they add nothing)."""
+    seen: set[str] = set()
+    out: list[str | None] = []
+    for f in files:
+        out.append(None if f in seen else f)
+        seen.add(f)
+    return out
+
+
+# --- ranking metrics ---------------------------------------------------------------------------
+
+
+def _relevant_ranks(ranked: Ranked, relevant: set[str], k: int | None = None) -> list[int]:
+    """1-based ranks (within the top k) of relevant items, each item counted at its first rank."""
+    counted: set[str] = set()
+    ranks = []
+    for i, item in enumerate(ranked[:k] if k else ranked, start=1):
+        if item is None or item not in relevant or item in counted:
+            continue
+        counted.add(item)
+        ranks.append(i)
+    return ranks
+
+
+def first_relevant_rank(ranked: Ranked, relevant: Iterable[str]) -> int | None:
+    """Rank of the first relevant item anywhere in `ranked` (no cutoff), None if absent."""
+    ranks = _relevant_ranks(ranked, set(relevant))
+    return ranks[0] if ranks else None
+
+
+def hit_at(ranked: Ranked, relevant: Iterable[str], k: int) -> float:
+    return 1.0 if _relevant_ranks(ranked, set(relevant), k) else 0.0
+
+
+def mrr_at(ranked: Ranked, relevant: Iterable[str], k: int = 10) -> float:
+    ranks = _relevant_ranks(ranked, set(relevant), k)
+    return 1.0 / ranks[0] if ranks else 0.0
+
+
+def recall_at(ranked: Ranked, relevant: Iterable[str], k: int) -> float:
+    relevant = set(relevant)
+    if not relevant:
+        raise ValueError("recall needs at least one relevant item")
+    return len(_relevant_ranks(ranked, relevant, k)) / len(relevant)
+
+
+def dcg(ranks: Iterable[int]) -> float:
+    return sum(1.0 / math.log2(i + 1) for i in ranks)
+
+
+def ndcg_at(ranked: Ranked, relevant: Iterable[str], k: int) -> float:
+    relevant = set(relevant)
+    ideal = dcg(range(1, min(len(relevant), k) + 1))
+    return dcg(_relevant_ranks(ranked, relevant, k)) / ideal if ideal else 0.0
+
+
+def rank_metrics(ranked: Ranked, relevant: Iterable[str]) -> dict[str, float | int | None]:
+    """Every metric of METRIC_KEYS for one ranked list, plus `first_rank` within the top 10."""
+    relevant = set(relevant)
+    ranks10 = _relevant_ranks(ranked, relevant, 10)
+    return {
+        "mrr@10": mrr_at(ranked, relevant, 10),
+        "ndcg@5": ndcg_at(ranked, relevant, 5),
+        "ndcg@10": ndcg_at(ranked, relevant, 10),
+        "recall@5": recall_at(ranked, relevant, 5),
+        "recall@10": recall_at(ranked, relevant, 10),
+        "hit@1": hit_at(ranked, relevant, 1),
+        "hit@5": hit_at(ranked, relevant, 5),
+        "hit@10": hit_at(ranked, relevant, 10),
+        "first_rank": ranks10[0] if ranks10 else None,
+    }
+
+
+def first_relevant_round(pages: Sequence[Ranked], relevant: Iterable[str]) -> int | None:
+    """Rounds to the right item: the 1-based page (search call) where a relevant item first shows."""
+    relevant = set(relevant)
+    for n, page in enumerate(pages, start=1):
+        if any(item is not None and item in relevant for item in page):
+            return n
+    return None
+
+
+# --- aggregates --------------------------------------------------------------------------------
+
+
+def mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def aggregate(rows: Sequence[dict | None]) -> dict | None:
+    """Means of METRIC_KEYS over the rows that have this level (None rows are left out), plus n."""
+    rows = [r for r in rows if r is not None]
+    if not rows:
+        return None
+    out: dict = {"n": len(rows)}
+    for key in METRIC_KEYS:
+        out[key] = round(sum(r[key] for r in rows) / len(rows), 4)
+    return out
+
+
+def rounds_summary(rounds: Sequence[int | None]) -> dict | None:
+    """Of the cases with expectations: share found within the rounds followed, mean rounds when found."""
+    if not rounds:
+        return None
+    found = [r for r in rounds if r is not None]
+    return {"found": round(len(found) / len(rounds), 4),
+            "mean_rounds": round(mean(found), 4) if found else None}
+
+
+# --- latency -----------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], p: float) -> float | None:
+    """Linear interpolation between closest ranks (numpy's default): position (n - 1) * p / 100."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    k = (len(ordered) - 1) * p / 100.0
+    lo, hi = math.floor(k), math.ceil(k)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def latency_summary(values: Sequence[float]) -> dict | None:
+    """p50/p95/p99, mean and max of latencies in ms, rounded to 0.01 ms; None for no calls."""
+    if not values:
+        return None
+    out = {f"p{p}": round(percentile(values, p), 2) for p in (50, 95, 99)}
+    out.update({"mean": round(sum(values) / len(values), 2), "max": round(max(values), 2), "n": len(values)})
+    return out
+
+
+# --- comparing two results of one case ---------------------------------------------------------
+
+
+def case_score(*, zero_result: bool, passed: bool, rank: int | None) -> float:
+    """One number per case for better/worse: 1/rank over every round followed (0 if never found);
+    a zero-result case scores 1 when it got no hits, else 0."""
+    if zero_result:
+        return 1.0 if passed else 0.0
+    return 1.0 / rank if rank else 0.0
+
+
+def compare_scores(before: float | None, after: float | None, tolerance: float = 1e-9) -> str:
+    """'better' | 'worse' | 'same' | 'new' | 'removed'."""
+    if before is None:
+        return "new"
+    if after is None:
+        return "removed"
+    if after > before + tolerance:
+        return "better"
+    if after < before - tolerance:
+        return "worse"
+    return "same"

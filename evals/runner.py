@@ -1,0 +1,186 @@
+"""Run cases through a target and score them. No Django: the service stores what this returns.
+
+Per case: `search_docs {query, limit: 10, ...filters}`; while an expected chunk (or file) has
+not shown up and the result has a `next_cursor`, call again with the cursor, up to
+`max_rounds` calls. Then `get_doc` on the top hit, timed. Ranking metrics at k <= 10 read the
+first call only (as the shared harness does); ranks and rounds read every call made.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from . import metrics as m
+from .targets import GET_DOC_TOOL, SEARCH_TOOL, Target, TargetError, ToolFailed, hit_chunk_id, hit_file
+from .targets import parse_search_result as parse_page
+
+PAGE_SIZE = 10
+Progress = Callable[[int, int], None]
+
+
+class CaseLike(Protocol):
+    name: str
+    category: str
+    query: str
+    filters: dict
+    expected_chunk_ids: list
+    expected_files: list
+
+
+@dataclass
+class CaseOutcome:
+    name: str
+    category: str
+    query: str
+    zero_result: bool
+    passed: bool = False
+    chunk_rank: int | None = None
+    file_rank: int | None = None
+    rounds: int | None = None
+    file_rounds: int | None = None
+    calls: int = 0
+    hit_count: int = 0
+    top_hits: list[str] = field(default_factory=list)
+    search_ms: list[float] = field(default_factory=list)
+    get_doc_ms: float | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+    @property
+    def has_chunks(self) -> bool:
+        return self.metrics.get("chunk") is not None
+
+    @property
+    def has_files(self) -> bool:
+        return self.metrics.get("file") is not None
+
+    @property
+    def rank(self) -> int | None:
+        return self.chunk_rank if self.has_chunks else self.file_rank
+
+    @property
+    def score(self) -> float:
+        return m.case_score(zero_result=self.zero_result, passed=self.passed, rank=self.rank)
+
+
+def expected_files_for(case: CaseLike) -> list[str]:
+    """The case's expected files, or, when it names only chunks, the files of those chunks."""
+    if case.expected_files:
+        return list(case.expected_files)
+    return list(dict.fromkeys(m.file_of(c) for c in case.expected_chunk_ids))
+
+
+def run_case(target: Target, case: CaseLike, *, match: str = "exact", max_rounds: int = 3,
+             extra_filters: dict | None = None, time_get_doc: bool = True) -> CaseOutcome:
+    exp_chunks = list(case.expected_chunk_ids or [])
+    exp_files = expected_files_for(case)
+    zero = not exp_chunks and not exp_files
+    out = CaseOutcome(case.name, case.category or "", case.query, zero_result=zero)
+    arguments = {"query": case.query, "limit": PAGE_SIZE, **(extra_filters or {}), **(case.filters or {})}
+    chunk_pages: list[list[str]] = []
+    file_pages: list[list[str]] = []
+    cursor = None
+    for _ in range(max(1, max_rounds)):
+        args = {**arguments, "cursor": cursor} if cursor else arguments
+        started = time.perf_counter()
+        try:
+            page = parse_page(target.call(SEARCH_TOOL, args))
+        except (TargetError, ToolFailed) as exc:
+            out.search_ms.append((time.perf_counter() - started) * 1000)
+            out.error = f"search_docs: {exc}"[:1000]
+            break
+        out.search_ms.append((time.perf_counter() - started) * 1000)
+        chunks = [hit_chunk_id(h) for h in page.hits]
+        out.top_hits.extend(chunks)
+        chunk_pages.append(m.match_chunks(chunks, exp_chunks, match))
+        file_pages.append([hit_file(h) for h in page.hits])
+        found_chunk = not exp_chunks or m.first_relevant_round(chunk_pages, exp_chunks)
+        found_file = not exp_files or m.first_relevant_round(file_pages, exp_files)
+        if zero or (found_chunk and found_file) or not page.next_cursor:
+            break
+        cursor = page.next_cursor
+    out.calls = len(out.search_ms)
+    out.hit_count = len(chunk_pages[0]) if chunk_pages else 0
+    first_chunks = chunk_pages[0] if chunk_pages else []
+    first_files = file_pages[0] if file_pages else []
+    all_chunks = [c for page in chunk_pages for c in page]
+    all_files = [f for page in file_pages for f in page]
+    if zero:
+        out.passed = not out.error and out.hit_count == 0
+        out.metrics = {"chunk": None, "file": None, "zero_result": 1.0 if out.passed else 0.0}
+    else:
+        out.metrics = {
+            "chunk": m.rank_metrics(first_chunks, exp_chunks) if exp_chunks else None,
+            "file": m.rank_metrics(m.file_ranking(first_files), exp_files) if exp_files else None,
+        }
+        if exp_chunks:
+            out.chunk_rank = m.first_relevant_rank(all_chunks, exp_chunks)
+            out.rounds = m.first_relevant_round(chunk_pages, exp_chunks)
+        out.file_rank = m.first_relevant_rank(m.file_ranking(all_files), exp_files)
+        out.file_rounds = m.first_relevant_round(file_pages, exp_files)
+        out.passed = not out.error and out.rank is not None
+    if time_get_doc and out.top_hits and target.has_tool(GET_DOC_TOOL):
+        started = time.perf_counter()
+        try:
+            result = target.call(GET_DOC_TOOL, {"chunk_id": out.top_hits[0]})
+            if result.get("isError"):
+                raise ToolFailed(" ".join(b.get("text", "") for b in result.get("content") or []
+                                          if isinstance(b, dict))[:300])
+        except (TargetError, ToolFailed) as exc:
+            out.error = "; ".join(filter(None, [out.error, f"get_doc: {exc}"[:500]]))
+            out.passed = False
+        out.get_doc_ms = (time.perf_counter() - started) * 1000
+    return out
+
+
+def run_cases(target: Target, cases: Sequence[CaseLike], *, match: str = "exact", max_rounds: int = 3,
+              extra_filters: dict | None = None, progress: Progress | None = None) -> list[CaseOutcome]:
+    """Every case in order. Exceptions other than per-case tool failures (and Ctrl-C) propagate."""
+    total = len(cases)
+    if progress:
+        progress(0, total)
+    outcomes = []
+    for n, case in enumerate(cases, start=1):
+        outcomes.append(run_case(target, case, match=match, max_rounds=max_rounds, extra_filters=extra_filters))
+        if progress:
+            progress(n, total)
+    return outcomes
+
+
+def _group(outcomes: Sequence[CaseOutcome]) -> dict:
+    zero = [o for o in outcomes if o.zero_result]
+    return {
+        "cases": len(outcomes),
+        "passed": sum(o.passed for o in outcomes),
+        "pass_rate": round(sum(o.passed for o in outcomes) / len(outcomes), 4) if outcomes else None,
+        "errors": sum(bool(o.error) for o in outcomes),
+        "chunk": m.aggregate([o.metrics.get("chunk") for o in outcomes]),
+        "file": m.aggregate([o.metrics.get("file") for o in outcomes]),
+        "rounds": {
+            "chunk": m.rounds_summary([o.rounds for o in outcomes if o.has_chunks]),
+            "file": m.rounds_summary([o.file_rounds for o in outcomes if o.has_files]),
+        },
+        "zero_result": ({"n": len(zero), "accuracy": round(sum(o.passed for o in zero) / len(zero), 4)}
+                        if zero else None),
+    }
+
+
+def summarize(outcomes: Sequence[CaseOutcome]) -> dict:
+    """{"overall": group, "by_category": {category: group}}; a group is what `_group` returns."""
+    categories = sorted({o.category for o in outcomes})
+    return {
+        "overall": _group(outcomes),
+        "by_category": {c or "(none)": _group([o for o in outcomes if o.category == c]) for c in categories},
+    }
+
+
+def latency(outcomes: Iterable[CaseOutcome]) -> dict:
+    outcomes = list(outcomes)
+    return {
+        "search": m.latency_summary([ms for o in outcomes for ms in o.search_ms]),
+        "search_first": m.latency_summary([o.search_ms[0] for o in outcomes if o.search_ms]),
+        "get_doc": m.latency_summary([o.get_doc_ms for o in outcomes if o.get_doc_ms is not None]),
+    }

@@ -1,0 +1,289 @@
+"""Where an eval run sends its tool calls: in process through the docs profile, or over HTTP.
+
+Both targets return the tool result exactly as it would go on the wire (`content`, `isError`,
+`structuredContent`), so one parser reads both and a run measures what an agent gets.
+
+- `InProcessTarget` runs `tools/call` through `mcp_endpoint.protocol.dispatch` with the docs
+  profile: the same schema validation, handler and result shaping as `/mcp/`, without HTTP.
+  While the docs profile has no `search_docs` tool yet, it falls back to calling the engine
+  (`retrieval.search.search` on the corpus's active index) and says so in `fallback`.
+- `HttpTarget` speaks MCP Streamable HTTP to any server URL (initialize, tools/call), so
+  another server can be measured with the same suite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from typing import Any
+
+PROTOCOL_VERSION = "2025-06-18"
+CLIENT_INFO = {"name": "docsmcp-evals", "version": "1.0"}
+SEARCH_TOOL, GET_DOC_TOOL = "search_docs", "get_doc"
+
+
+class TargetError(Exception):
+    """A call that did not produce a tool result (transport failure, JSON-RPC error)."""
+
+
+class ToolFailed(Exception):
+    """A tool result with isError: true; the message is the result's text."""
+
+
+@dataclasses.dataclass
+class SearchPage:
+    hits: list[dict]
+    next_cursor: str | None
+
+
+def result_text(result: dict) -> str:
+    return " ".join(b.get("text", "") for b in result.get("content") or [] if isinstance(b, dict)).strip()
+
+
+def parse_search_result(result: dict) -> SearchPage:
+    """`structuredContent.hits` when present, else the JSON of the first text block that has hits."""
+    if result.get("isError"):
+        raise ToolFailed(result_text(result)[:500] or "tool returned isError without a message")
+    structured = result.get("structuredContent")
+    candidates = [structured] if isinstance(structured, dict) else []
+    for block in result.get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            try:
+                candidates.append(json.loads(block.get("text", "")))
+            except (json.JSONDecodeError, TypeError):
+                continue
+    for data in candidates:
+        if isinstance(data, dict) and isinstance(data.get("hits"), list):
+            cursor = data.get("next_cursor") or data.get("nextCursor")
+            return SearchPage([h for h in data["hits"] if isinstance(h, dict)], cursor if isinstance(cursor, str) else None)
+        if isinstance(data, list):
+            return SearchPage([h for h in data if isinstance(h, dict)], None)
+    raise ToolFailed("no hits[] in structuredContent or in a JSON text block")
+
+
+def hit_chunk_id(hit: dict) -> str:
+    return str(hit.get("chunk_id") or hit.get("id") or "")
+
+
+def hit_file(hit: dict) -> str:
+    cid = hit_chunk_id(hit)
+    return str(hit.get("filepath") or hit.get("file") or (cid.split("#", 1)[0] if cid else ""))
+
+
+class Target:
+    """Opened once per run; `call(name, arguments)` returns the wire result of tools/call."""
+
+    label = ""
+    fallback = ""  # non-empty when the target is not the agent's exact path; says why
+
+    def open(self) -> None:
+        pass
+
+    def call(self, name: str, arguments: dict[str, Any]) -> dict:  # pragma: no cover - interface
+        raise NotImplementedError("subclasses of Target must provide a call() method")
+
+    def has_tool(self, name: str) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Target:
+        self.open()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class InProcessTarget(Target):
+    def __init__(self, corpus_name: str, profile: str = "docs"):
+        self.corpus_name, self.profile_name = corpus_name, profile
+        self.label = f"in-process:{profile}/{corpus_name}"
+        self._engine: EngineAdapter | None = None
+        self._tools: set[str] = set()
+
+    def open(self) -> None:
+        from mcp_endpoint.profiles import Context, get_profile
+
+        self.profile = get_profile(self.profile_name)
+        self.context = Context(request=None, profile=self.profile_name, corpus=self.corpus_name,
+                               protocol_version=PROTOCOL_VERSION, client_info=CLIENT_INFO)
+        check = getattr(self.profile, "check_context", None)
+        if callable(check):
+            check(self.context)
+        self._tools = {t.name for t in self.profile.tools(self.context)}
+        if SEARCH_TOOL not in self._tools:
+            self._engine = EngineAdapter(self.corpus_name)
+            self.fallback = (f"the {self.profile_name} profile has no {SEARCH_TOOL} tool yet: searched through "
+                             "retrieval.search.search directly (same engine call, no MCP tool layer)")
+
+    def has_tool(self, name: str) -> bool:
+        return name in self._tools or (self._engine is not None and self._engine.has_tool(name))
+
+    def call(self, name: str, arguments: dict[str, Any]) -> dict:
+        if self._engine is not None and name not in self._tools:
+            return self._engine.call(name, arguments)
+        from mcp_endpoint import protocol
+        from mcp_endpoint.jsonrpc import JsonRpcError
+
+        call = protocol.Call(method="tools/call", params={"name": name, "arguments": arguments},
+                             context=self.context, profile=self.profile, modern=False)
+        try:
+            return protocol.dispatch(call)
+        except JsonRpcError as exc:
+            raise TargetError(f"JSON-RPC error {exc.code}: {exc.message}") from None
+
+
+class EngineAdapter:
+    """The minimal stand-in for the docs profile's search_docs: the engine call and the seed 000 shape."""
+
+    def __init__(self, corpus_name: str):
+        self.corpus_name = corpus_name
+
+    def has_tool(self, name: str) -> bool:
+        return name == SEARCH_TOOL
+
+    def call(self, name: str, arguments: dict[str, Any]) -> dict:
+        if name != SEARCH_TOOL:
+            raise TargetError(f"tool {name!r} is not available in-process yet (docs profile not filled in)")
+        from corpus.selectors import active_index, cursor_secret, query_embedder
+        from retrieval.errors import RetrievalError
+        from retrieval.search import SearchRequest, search
+
+        args = dict(arguments)
+        query, limit, cursor = args.pop("query"), args.pop("limit", None), args.pop("cursor", None)
+        try:
+            index = active_index(self.corpus_name)
+            result = search(index, SearchRequest(query=query, filters={k: str(v) for k, v in args.items()},
+                                                 limit=limit, cursor=cursor),
+                            embedder=query_embedder(index), cursor_secret=cursor_secret())
+        except RetrievalError as exc:
+            return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
+        keep = ("chunk_id", "score", "heading", "breadcrumb", "snippet", "filepath", "metadata")
+        payload = {
+            "hits": [{k: getattr(h, k) for k in keep} for h in result.hits],
+            "next_cursor": result.next_cursor,
+            "hint": dataclasses.asdict(result.hint) if result.hint is not None else None,
+        }
+        return {"content": [{"type": "text", "text": json.dumps(payload)}], "structuredContent": payload,
+                "isError": False}
+
+
+def parse_sse(text: str) -> list[dict]:
+    """JSON payloads of the SSE events in `text` (data lines joined by newlines)."""
+    events, data = [], []
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        if not line:
+            if data:
+                events.append("\n".join(data))
+                data = []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        if name == "data":
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:
+        events.append("\n".join(data))
+    out = []
+    for event in events:
+        try:
+            out.append(json.loads(event))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+class HttpTarget(Target):
+    """MCP over Streamable HTTP: initialize (2025-06-18), initialized, tools/list, tools/call."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None, timeout: float = 60.0):
+        self.url, self.timeout = url, timeout
+        self.label = url
+        self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                        **(headers or {})}
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self._ids = iter(range(1, 1 << 62))
+        self._lock = threading.Lock()
+        self._tools: set[str] = set()
+        self.client = None
+
+    def _headers(self) -> dict[str, str]:
+        h = dict(self.headers)
+        if self.session_id:
+            h["Mcp-Session-Id"] = self.session_id
+        if self.protocol_version:
+            h["MCP-Protocol-Version"] = self.protocol_version
+        return h
+
+    def _post(self, message: dict):
+        import httpx
+
+        try:
+            response = self.client.post(self.url, json=message, headers=self._headers())
+        except httpx.HTTPError as exc:
+            raise TargetError(f"{type(exc).__name__} talking to {self.url}: {exc}") from None
+        session = response.headers.get("mcp-session-id")
+        if session and not self.session_id:
+            self.session_id = session
+        if response.status_code >= 400:
+            raise TargetError(f"HTTP {response.status_code} from {self.url}: {response.text[:300]}")
+        return response
+
+    def request(self, method: str, params: dict | None = None) -> dict:
+        with self._lock:
+            rid = next(self._ids)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        response = self._post(message)
+        if "text/event-stream" in response.headers.get("content-type", ""):
+            payloads = parse_sse(response.text)
+        else:
+            try:
+                body = json.loads(response.text)
+            except json.JSONDecodeError:
+                raise TargetError(f"{method}: response is not JSON: {response.text[:200]!r}") from None
+            payloads = body if isinstance(body, list) else [body]
+        for payload in payloads:
+            if isinstance(payload, dict) and payload.get("id") == rid:
+                if "error" in payload:
+                    err = payload["error"] or {}
+                    raise TargetError(f"JSON-RPC error {err.get('code')}: {err.get('message')}")
+                if "result" in payload:
+                    return payload["result"]
+        raise TargetError(f"no JSON-RPC response with id {rid} for {method}")
+
+    def open(self) -> None:
+        import httpx
+
+        self.client = httpx.Client(timeout=self.timeout)
+        init = self.request("initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+                                           "clientInfo": CLIENT_INFO})
+        self.protocol_version = init.get("protocolVersion") or PROTOCOL_VERSION
+        self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        tools, cursor = [], None
+        for _ in range(20):  # tools/list is paginated
+            page = self.request("tools/list", {"cursor": cursor} if cursor else {})
+            tools.extend(t.get("name") for t in page.get("tools") or [])
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        self._tools = set(tools)
+        if SEARCH_TOOL not in self._tools:
+            raise TargetError(f"{self.url} does not offer {SEARCH_TOOL} (tools: {sorted(self._tools) or 'none'})")
+
+    def has_tool(self, name: str) -> bool:
+        return name in self._tools
+
+    def call(self, name: str, arguments: dict[str, Any]) -> dict:
+        return self.request("tools/call", {"name": name, "arguments": arguments})
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None

@@ -1,0 +1,13 @@
+from celery import shared_task
+
+from .models import EvalRun
+from .services import eval_execute
+
+
+@shared_task(name="evals.run_eval")
+def run_eval(run_pk: int) -> str:
+    """Execute a queued eval run (see evals.services.eval_start); returns its final status."""
+    run = EvalRun.objects.select_related("suite", "corpus", "build", "baseline").get(pk=run_pk)
+    if run.status != EvalRun.QUEUED:
+        return run.status
+    return eval_execute(run=run).status

@@ -1,0 +1,123 @@
+"""The legs of a search: each ranks chunk positions for one reading of the query.
+
+- `text`: BM25 over heading and body in one `MultiMatchQuery` with the heading boosted (a
+  plain-string FTS query would search every FTS column with equal weight, `ident` included).
+- `ident`: the query's identifier terms (retrieval/terms.py) against the `ident` column,
+  which keeps `get_queryset` and `client.list_users` whole; the stemming tokenizer of the
+  other columns splits them into common words.
+- `phrase`: the query as an exact phrase in the body (positions are indexed), for 2-8 word
+  queries: longer ones almost never occur verbatim, one word is already the text leg.
+- `vector`: exact cosine over the in-memory matrix, restricted by the same filter mask.
+
+Every leg fetches the same fixed depth with the filter pushed down as a prefilter, so a
+filter never costs recall: the top `depth` are computed among the matching rows, not cut
+from an unfiltered list. Full-text legs return row IDs and scores only (see catalog.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from lancedb.query import MatchQuery, MultiMatchQuery, PhraseQuery
+
+from .errors import EmbeddingMismatch, IndexUnavailable
+from .index import Index
+from .terms import identifier_terms
+
+log = logging.getLogger("retrieval.search")
+
+TEXT, IDENT, PHRASE, VECTOR = "text", "ident", "phrase", "vector"
+LEGS = (TEXT, IDENT, PHRASE, VECTOR)
+LEXICAL_LEGS = (TEXT, IDENT, PHRASE)
+HEADING_BOOST = 2.0
+PHRASE_WORDS = (2, 8)
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class LegResult:
+    """One leg's ranking: catalog positions, best first, and what it cost."""
+
+    name: str
+    positions: np.ndarray
+    seconds: float
+    error: str | None = None  # set when the leg failed and was left out
+
+
+def lexical_queries(query: str, legs: tuple[str, ...]) -> dict[str, object]:
+    """The full-text query object of each requested lexical leg that can match this query."""
+    out: dict[str, object] = {}
+    if TEXT in legs:
+        out[TEXT] = MultiMatchQuery(query, ["heading", "content"], boosts=[HEADING_BOOST, 1.0])
+    if IDENT in legs:
+        terms = identifier_terms(query)
+        if terms:
+            out[IDENT] = MatchQuery(" ".join(dict.fromkeys(terms)), "ident")
+    if PHRASE in legs:
+        words = len(_WORD.findall(query))
+        if PHRASE_WORDS[0] <= words <= PHRASE_WORDS[1]:
+            out[PHRASE] = PhraseQuery(query, "content")
+    return out
+
+
+async def _fts(table, name: str, fts_query, where: str | None, depth: int) -> tuple[str, object, float]:
+    started = time.perf_counter()
+    builder = table.query().nearest_to_text(fts_query).with_row_id().select(["_score"]).limit(depth)
+    if where:
+        builder = builder.where(where)
+    try:
+        found = await builder.to_arrow()
+    except Exception as exc:  # reported per leg; the caller decides whether the search can go on
+        return name, exc, time.perf_counter() - started
+    return name, found["_rowid"].to_numpy(), time.perf_counter() - started
+
+
+async def gather_lexical(index: Index, queries: dict[str, object], where: str | None,
+                         depth: int) -> list[tuple[str, object, float]]:
+    table = index.async_chunks()
+    return list(await asyncio.gather(*(_fts(table, name, q, where, depth) for name, q in queries.items())))
+
+
+def lexical_results(index: Index, raw: list[tuple[str, object, float]]) -> list[LegResult]:
+    """Row IDs -> catalog positions; failed legs are logged and kept with their error."""
+    catalog = index.catalog()
+    out = []
+    for name, found, seconds in raw:
+        if isinstance(found, Exception):
+            log.warning("search leg %r failed on %s: %s", name, index.path, found)
+            out.append(LegResult(name, np.empty(0, np.int64), seconds, f"{type(found).__name__}: {found}"))
+        else:
+            out.append(LegResult(name, catalog.positions(found), seconds))
+    if out and all(r.error for r in out):
+        raise IndexUnavailable(f"full-text search failed on {index.path}: {out[0].error}")
+    return out
+
+
+def vector_leg(index: Index, query_vector: np.ndarray, mask: np.ndarray | None, depth: int,
+               floor: float) -> np.ndarray:
+    """Top `depth` positions by cosine (rows and query are unit vectors), best first.
+
+    Exact rather than ANN: one matrix-vector product over every row, then the filter mask, so
+    a selective filter still yields its true nearest neighbours. Rows below `floor` are left
+    out: they would put unrelated chunks into every result list and hide zero-result hints.
+    Ties go to the lower position, so the order is deterministic.
+    """
+    matrix, _ = index.vectors()
+    query_vector = np.asarray(query_vector, dtype=np.float32).ravel()
+    if matrix.shape[1] != query_vector.shape[0]:
+        raise EmbeddingMismatch(f"query vector has {query_vector.shape[0]} dimensions; the index has "
+                                f"{matrix.shape[1]}: configure the provider the index was built with")
+    scores = matrix @ query_vector
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    candidates = np.flatnonzero(scores >= floor)
+    if len(candidates) > depth:
+        top = np.argpartition(-scores[candidates], depth - 1)[:depth]
+        candidates = candidates[top]
+    order = np.lexsort((candidates, -scores[candidates]))
+    return candidates[order].astype(np.int64)

@@ -1,0 +1,212 @@
+"""REST API: registering, reading, updating and deleting corpora, and every way to get it wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from corpus.models import BuildRun, Corpus
+from tests.api_helpers import assert_error, call
+
+
+@pytest.fixture
+def docs_root(tmp_path, settings):
+    """An allowed source root with two corpus directories in it."""
+    root = tmp_path / "sources"
+    (root / "alpha").mkdir(parents=True)
+    (root / "beta").mkdir()
+    settings.DOCSMCP_SOURCE_ROOTS = [str(root)]
+    return root
+
+
+def create(client, name: str, source_dir, **fields):
+    return call(client, "post", "/corpora", {"name": name, "source_dir": str(source_dir), **fields})
+
+
+def test_list_corpora_shows_the_sample_with_its_active_build_and_taxonomy(client, sample_corpus):
+    response = call(client, "get", "/corpora")
+    assert response.status_code == 200
+    page = response.json()
+    assert (page["total"], page["limit"], page["offset"], page["has_more"]) == (1, 50, 0, False)
+    item = page["items"][0]
+    assert item["name"] == "sample"
+    assert item["version"] == "3.2"
+    assert item["active_build"]["build_id"] == sample_corpus.active_build.build_id
+    assert item["active_build"]["url"] == f"/api/v1/corpora/sample/builds/{sample_corpus.active_build.build_id}"
+    assert item["taxonomy"]["language"] == ["go", "python", "typescript"]
+    assert item["url"] == "/api/v1/corpora/sample"
+    assert item["builds_url"] == "/api/v1/corpora/sample/builds"
+
+
+def test_list_corpora_paginates_with_limit_and_offset(client, db, docs_root):
+    for name in ("c1", "c2", "c3"):
+        assert create(client, name, docs_root / "alpha").status_code == 201
+    first = call(client, "get", "/corpora?limit=2").json()
+    assert [c["name"] for c in first["items"]] == ["c1", "c2"]
+    assert (first["total"], first["limit"], first["offset"], first["has_more"]) == (3, 2, 0, True)
+    second = call(client, "get", "/corpora?limit=2&offset=2").json()
+    assert [c["name"] for c in second["items"]] == ["c3"]
+    assert second["has_more"] is False
+    beyond = call(client, "get", "/corpora?offset=10").json()
+    assert beyond["items"] == [] and beyond["total"] == 3
+
+
+@pytest.mark.parametrize("query", ["limit=0", "limit=201", "limit=-1", "limit=abc", "offset=-1", "offset=x"])
+def test_list_corpora_refuses_out_of_range_pagination(client, db, query):
+    error = assert_error(call(client, "get", f"/corpora?{query}"), 422, "validation_error")
+    assert error["details"]["errors"][0]["field"] == query.split("=")[0]
+
+
+def test_create_corpus_returns_201_with_location(client, db, docs_root):
+    response = create(client, "payments-docs", docs_root / "alpha", description="Payments", version="2",
+                      aliases=["payments"], settings={"embedding_provider": "hash", "keep_builds": 2})
+    assert response.status_code == 201, response.content
+    assert response["Location"] == "/api/v1/corpora/payments-docs"
+    body = response.json()
+    assert body["source_dir"] == str((docs_root / "alpha").resolve())
+    assert body["aliases"] == ["payments"]
+    assert body["settings"] == {"embedding_provider": "hash", "keep_builds": 2}
+    assert body["active_build"] is None and body["taxonomy"] == {}
+    assert Corpus.objects.get(name="payments-docs").description == "Payments"
+
+
+def test_get_corpus_by_alias_answers_with_its_canonical_name(client, db, docs_root):
+    create(client, "payments-docs", docs_root / "alpha", aliases=["pay"])
+    response = call(client, "get", "/corpora/pay")
+    assert response.status_code == 200
+    assert response.json()["name"] == "payments-docs"
+
+
+def test_get_unknown_corpus_is_404_listing_the_available_ones(client, sample_corpus):
+    assert_error(call(client, "get", "/corpora/nope"), 404, "corpus_not_found", "available: sample")
+
+
+@pytest.mark.parametrize("name", ["Payments", "has space", "-leading-dash", "dots.not.allowed", "ü", "x" * 101])
+def test_create_refuses_a_name_that_is_not_a_slug(client, db, docs_root, name):
+    response = create(client, name, docs_root / "alpha")
+    if len(name) > 100:
+        assert_error(response, 422, "validation_error", "name")
+    else:
+        assert_error(response, 400, "bad_request", "not a slug")
+    assert not Corpus.objects.exists()
+
+
+def test_create_refuses_a_source_dir_outside_the_allowed_roots(client, db, docs_root, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    error = assert_error(create(client, "docs", outside), 400, "source_dir_not_allowed", "outside the allowed roots")
+    assert "DOCSMCP_SOURCE_ROOTS" in error["message"]
+
+
+def test_create_refuses_a_traversal_out_of_the_allowed_roots(client, db, docs_root):
+    assert_error(create(client, "docs", docs_root / "alpha" / ".." / ".."), 400, "source_dir_not_allowed")
+
+
+@pytest.mark.parametrize("source_dir", ["", "relative/missing", "/no/such/dir", "a\x00b", "x" * 999])
+def test_create_refuses_a_source_dir_that_is_not_a_directory(client, db, source_dir):
+    response = call(client, "post", "/corpora", {"name": "docs", "source_dir": source_dir})
+    assert_error(response, 400, "bad_request", "source_dir")
+
+
+def test_create_refuses_a_file_as_source_dir(client, db, docs_root):
+    (docs_root / "alpha" / "README.md").write_text("# hi\n")
+    assert_error(create(client, "docs", docs_root / "alpha" / "README.md"), 400, "bad_request", "not a directory")
+
+
+def test_create_refuses_an_existing_name_or_alias(client, db, docs_root):
+    assert create(client, "docs", docs_root / "alpha", aliases=["handbook"]).status_code == 201
+    assert_error(create(client, "docs", docs_root / "beta"), 409, "corpus_exists", "already exists")
+    assert_error(create(client, "handbook", docs_root / "beta"), 409, "corpus_exists")
+    assert_error(create(client, "other", docs_root / "beta", aliases=["docs"]), 409, "corpus_exists")
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"name": "docs", "source_dir": "/tmp", "colour": "red"}, "colour"),
+    ({"source_dir": "/tmp"}, "name"),
+    ({"name": 123, "source_dir": "/tmp"}, "name"),
+    ({"name": "docs", "source_dir": ["/tmp"]}, "source_dir"),
+    ({"name": "docs", "source_dir": "/tmp", "aliases": "one"}, "aliases"),
+    ({"name": "docs", "source_dir": "/tmp", "settings": []}, "settings"),
+    ({"name": "docs", "source_dir": "/tmp", "kind": "pdf"}, "kind"),
+])
+def test_create_refuses_unknown_fields_and_wrong_types_with_422(client, db, body, field):
+    error = assert_error(call(client, "post", "/corpora", body), 422, "validation_error", field)
+    assert field in [e["field"] for e in error["details"]["errors"]]
+
+
+def test_unknown_field_message_says_to_remove_it(client, db):
+    error = assert_error(call(client, "post", "/corpora", {"name": "d", "source_dir": "/tmp", "colour": 1}), 422)
+    assert "colour: unknown field; remove it" in error["message"]
+
+
+@pytest.mark.parametrize("raw", [b"{not json", b"", b"[1, 2]", b"null", b'"a string"'])
+def test_create_refuses_a_body_that_is_not_a_json_object(client, db, raw):
+    response = call(client, "post", "/corpora", raw=raw)
+    assert response.status_code in (400, 422)
+    assert_error(response, response.status_code)
+
+
+def test_create_refuses_unknown_settings_values_with_a_message(client, db, docs_root):
+    assert_error(create(client, "d", docs_root / "alpha", settings={"embedding_provider": "magic"}), 400,
+                 message_contains="unknown embedding provider 'magic'")
+    assert_error(create(client, "d", docs_root / "alpha", settings={"keep_builds": 0}), 400,
+                 message_contains="keep_builds")
+
+
+def test_create_refuses_aliases_that_are_not_slugs(client, db, docs_root):
+    assert_error(create(client, "d", docs_root / "alpha", aliases=["Not A Slug"]), 400, message_contains="alias")
+
+
+def test_create_a_chunks_corpus_needs_no_source_dir(client, db):
+    response = call(client, "post", "/corpora", {"name": "notes", "kind": "chunks"})
+    assert response.status_code == 201, response.content
+    assert response.json()["kind"] == "chunks"
+
+
+def test_settings_that_look_like_secrets_are_redacted(client, db, docs_root):
+    settings = {"embedding_provider": "openai", "embedding_options": {"api_key": "sk-secret", "model": "m"}}
+    body = create(client, "d", docs_root / "alpha", settings=settings).json()
+    assert body["settings"]["embedding_options"] == {"api_key": "***", "model": "m"}
+    assert Corpus.objects.get(name="d").settings["embedding_options"]["api_key"] == "sk-secret"
+
+
+def test_update_changes_only_the_fields_given(client, db, docs_root):
+    create(client, "docs", docs_root / "alpha", description="old", version="1")
+    response = call(client, "patch", "/corpora/docs", {"version": "2", "source_dir": str(docs_root / "beta"),
+                                                      "aliases": ["handbook"], "settings": {"keep_builds": 5}})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert (body["description"], body["version"]) == ("old", "2")
+    assert body["source_dir"] == str((docs_root / "beta").resolve())
+    assert body["aliases"] == ["handbook"]
+    assert body["settings"] == {"keep_builds": 5}
+    assert call(client, "patch", "/corpora/docs", {}).json()["version"] == "2"
+    assert call(client, "patch", "/corpora/docs", {"description": None}).json()["description"] == "old"
+
+
+def test_update_refuses_bad_input(client, db, docs_root, tmp_path):
+    create(client, "docs", docs_root / "alpha")
+    create(client, "other", docs_root / "beta")
+    assert_error(call(client, "patch", "/corpora/docs", {"name": "renamed"}), 422, "validation_error", "name")
+    assert_error(call(client, "patch", "/corpora/docs", {"version": 3}), 422, "validation_error")
+    assert_error(call(client, "patch", "/corpora/docs", {"source_dir": str(tmp_path)}), 400,
+                 "source_dir_not_allowed")
+    assert_error(call(client, "patch", "/corpora/docs", {"aliases": ["other"]}), 409, "corpus_exists")
+    assert_error(call(client, "patch", "/corpora/docs", {"settings": {"embedding_provider": "x"}}), 400)
+    assert_error(call(client, "patch", "/corpora/missing", {"version": "2"}), 404, "corpus_not_found")
+
+
+def test_delete_removes_the_corpus_and_its_index_directory(client, db, docs_root, index_root):
+    create(client, "docs", docs_root / "alpha")
+    (index_root / "docs" / "builds").mkdir(parents=True)
+    response = call(client, "delete", "/corpora/docs")
+    assert response.status_code == 204
+    assert not Corpus.objects.filter(name="docs").exists()
+    assert not (index_root / "docs").exists()
+    assert_error(call(client, "get", "/corpora/docs"), 404)
+    assert_error(call(client, "delete", "/corpora/docs"), 404, "corpus_not_found")
+
+
+def test_delete_is_refused_while_a_build_is_in_flight(client, sample_corpus):
+    BuildRun.objects.create(corpus=sample_corpus, build_id="inflight", status=BuildRun.RUNNING)
+    assert_error(call(client, "delete", "/corpora/sample"), 409, "build_in_progress", "cancel it")
+    assert Corpus.objects.filter(name="sample").exists()

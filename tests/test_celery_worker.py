@@ -1,0 +1,173 @@
+"""The Celery path end to end: a real worker process on the Redis broker runs a build that the
+web side requested, against the same database and index root.
+
+Needs Redis (DOCSMCP_TEST_REDIS_URL, default redis://127.0.0.1:6379/15) and a database a second
+process can open (PostgreSQL through DATABASE_URL); otherwise it is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.db import connection
+
+from corpus.models import BuildRun, Corpus
+from corpus.selectors import forget_active
+from corpus.services import build_execute, build_request, build_start, corpus_create
+
+pytestmark = pytest.mark.worker
+
+ROOT = Path(__file__).resolve().parent.parent
+REDIS_URL = os.environ.get("DOCSMCP_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+WORKER_READY_TIMEOUT = 60
+BUILD_TIMEOUT = 120
+
+
+def _redis_unreachable_reason() -> str | None:
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2, socket_timeout=2).ping()
+    except Exception as exc:  # any failure means: no broker to test against
+        return f"Redis broker {REDIS_URL} is unreachable ({type(exc).__name__}: {exc})"
+    return None
+
+
+def _database_url() -> str:
+    """The URL of the database this test process uses (pytest-django's test database, e.g. test_test_gw0)."""
+    conf = connection.settings_dict
+    user = quote(conf.get("USER") or "", safe="")
+    password = f":{quote(conf['PASSWORD'], safe='')}" if conf.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user or password else ""
+    host = conf.get("HOST") or "127.0.0.1"
+    port = f":{conf['PORT']}" if conf.get("PORT") else ""
+    return f"postgres://{auth}{host}{port}/{conf['NAME']}"
+
+
+def _wait_until_ready(process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + WORKER_READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if " ready." in log.read_text(errors="replace"):
+            return
+        if process.poll() is not None:
+            raise RuntimeError(f"celery worker exited with {process.returncode}:\n{log.read_text(errors='replace')}")
+        time.sleep(0.2)
+    raise RuntimeError(f"celery worker not ready after {WORKER_READY_TIMEOUT}s:\n{log.read_text(errors='replace')}")
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, tmp_path_factory):
+    """A real `celery worker` on its own queue, sharing this session's test database and index root."""
+    if connection.vendor == "sqlite":
+        pytest.skip("the Celery worker test needs PostgreSQL (set DATABASE_URL): a worker process cannot open "
+                    "pytest-django's in-memory SQLite test database")
+    if connection.vendor != "postgresql":
+        pytest.skip(f"the Celery worker test supports PostgreSQL, not {connection.vendor}")
+    reason = _redis_unreachable_reason()
+    if reason:
+        pytest.skip(reason)
+    base = tmp_path_factory.mktemp("celery-worker")
+    index_root = base / "indexes"
+    log = base / "worker.log"
+    # A queue of our own, so parallel sessions (pytest -n) and stale messages never cross.
+    queue = f"docsmcp-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "docsmcp_site.settings",
+        "CELERY_BROKER_URL": REDIS_URL,
+        "CELERY_RESULT_BACKEND": REDIS_URL,
+        "DATABASE_URL": _database_url(),
+        "DATABASE_CONN_MAX_AGE": "0",
+        "DOCSMCP_INDEX_ROOT": str(index_root),
+    }
+    celery = Path(sys.executable).with_name("celery")
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(celery), "-A", "docsmcp_site", "worker", "--pool", "solo", "--concurrency", "1", "-Q", queue,
+             "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _wait_until_ready(process, log)
+        yield {"queue": queue, "index_root": index_root, "log": log}
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
+        import redis
+
+        client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+        client.delete(queue, f"_kombu.binding.{queue}")
+
+
+@pytest.fixture
+def web_side_uses_the_broker(celery_worker_process, settings):
+    """Make this process dispatch to Redis instead of running tasks inline, then restore."""
+    from docsmcp_site.celery import app
+
+    keys = ("task_always_eager", "broker_url", "result_backend", "task_default_queue")
+    saved = {key: app.conf[key] for key in keys}
+
+    def reset_connections() -> None:
+        if app._pool is not None:
+            app._pool.force_close_all()
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    reset_connections()
+    app.conf.update(task_always_eager=False, broker_url=REDIS_URL, result_backend=REDIS_URL,
+                    task_default_queue=celery_worker_process["queue"])
+    settings.DOCSMCP_INDEX_ROOT = celery_worker_process["index_root"]
+    forget_active()
+    yield celery_worker_process
+    reset_connections()
+    app.conf.update(saved)
+    forget_active()
+
+
+def _wait_for(build: BuildRun) -> BuildRun:
+    deadline = time.monotonic() + BUILD_TIMEOUT
+    while time.monotonic() < deadline:
+        build.refresh_from_db()
+        if build.status not in BuildRun.IN_FLIGHT:
+            return build
+        time.sleep(0.25)
+    pytest.fail(f"build {build.build_id} still {build.status} after {BUILD_TIMEOUT}s")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_build_start_dispatches_to_a_real_worker_which_builds_and_activates(web_side_uses_the_broker, tmp_path):
+    import shutil
+
+    source = tmp_path / "docs"
+    shutil.copytree(ROOT / "corpus" / "sample_docs", source)
+    corpus = corpus_create(name="celery-sample", source_dir=str(source),
+                           corpus_settings={"embedding_provider": "hash"})
+    first = build_execute(build=build_request(corpus=corpus))  # inline, in this process
+    assert first.status == BuildRun.COMPLETE
+    (source / "guides" / "retries.md").write_text((source / "guides" / "retries.md").read_text()
+                                                  + "\nRetry budgets cap retries per minute.\n")
+
+    build = build_start(corpus=corpus, requested_by="celery-test")
+    done = _wait_for(build)
+
+    log = web_side_uses_the_broker["log"].read_text(errors="replace")
+    assert done.status == BuildRun.COMPLETE, f"{done.error}\n{log}"
+    assert "corpus.run_build" in log and "succeeded" in log  # the worker, not this process, ran it
+    corpus.refresh_from_db()
+    assert corpus.active_build_id == done.pk != first.pk
+    assert done.started_at is not None and done.heartbeat_at is not None and done.finished_at is not None
+    assert done.stage == "index"
+    assert done.progress_done == done.progress_total > 0
+    assert (done.stats["chunked_files"], done.stats["reused_files"]) == (1, 41)  # it saw the first build
+    assert Path(done.index_path).parent == web_side_uses_the_broker["index_root"] / "celery-sample" / "builds"
+    assert Corpus.objects.get(name="celery-sample").builds.filter(status=BuildRun.COMPLETE).count() == 2
