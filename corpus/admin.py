@@ -33,11 +33,11 @@ def _propose(request, corpora, use_llm: bool) -> None:
         if settings.CELERY_TASK_ALWAYS_EAGER:
             summary = result.get()
             messages.success(request, format_html(
-                '{}: {} proposal(s), {} new, {} went stale, {} LLM failure(s). <a href="{}">Review them</a>.',
+                'corpus {}: {} proposal(s), {} new, {} went stale, {} LLM failure(s). <a href="{}">Review them</a>.',
                 corpus.name, len(summary["proposals"]), summary["created"], summary["stale"],
                 summary["llm_failures"], url))
         else:
-            messages.info(request, format_html('{}: fix scan queued. <a href="{}">Proposals</a>', corpus.name, url))
+            messages.info(request, format_html('corpus {}: fix scan queued. <a href="{}">Proposals</a>', corpus.name, url))
 
 
 class TaxonomyInline(admin.TabularInline):

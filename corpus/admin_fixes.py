@@ -14,7 +14,7 @@ from django.utils.html import format_html
 
 from .errors import FixError
 from .fixes import fix_approve, fix_approve_many, fix_preview, fix_reject, fix_reject_many
-from .models import FixProposal
+from .models import FixDecision, FixProposal
 
 STATUS_COLOURS = {
     FixProposal.PENDING: "#ba7a00", FixProposal.APPROVED: "#0b6bcb", FixProposal.APPLIED: "#2e7d32",
@@ -176,3 +176,27 @@ class FixProposalAdmin(admin.ModelAdmin):
             "action_name": "reject_selected",
         }
         return TemplateResponse(request, "admin/corpus/fixproposal/reject_selected.html", context)
+
+
+@admin.register(FixDecision)
+class FixDecisionAdmin(admin.ModelAdmin):
+    """The audit trail: every approve, reject, refusal and staleness, with who and when (read-only)."""
+
+    list_display = ("at", "username", "action", "status_after", "proposal_link", "note")
+    list_filter = ("action", "username", "proposal__corpus")
+    search_fields = ("username", "note", "proposal__file")
+    list_select_related = ("proposal",)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="proposal")
+    def proposal_link(self, obj):
+        return format_html('<a href="{}">#{} {} {}</a>', reverse("admin:corpus_fixproposal_change", args=[obj.proposal_id]),
+                           obj.proposal_id, obj.proposal.kind, obj.proposal.file)

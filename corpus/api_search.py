@@ -15,6 +15,7 @@ from ninja import Field, Query, Router, Schema
 
 from docsmcp_site.api_auth import READ
 from docsmcp_site.api_pagination import Input
+from retrieval.documents import MAX_CONTEXT, MAX_ID_LENGTH, get_chunk, render_chunk_window
 from retrieval.errors import InvalidFilter, RetrievalError
 from retrieval.search import MAX_LIMIT, MAX_QUERY_CHARS, SearchRequest, search
 
@@ -73,6 +74,39 @@ class SearchOut(Schema):
                                                             "rules (e.g. global guides for a language).")
 
 
+class ChunkParams(Input):
+    context: int = Field(0, ge=0, le=MAX_CONTEXT, description="Adjacent chunks before and after, 0-5.")
+
+
+class ChunkQuery(ChunkParams):
+    chunk_id: str = Field(..., min_length=1, max_length=MAX_ID_LENGTH, description="A chunk_id from a search hit.")
+
+
+class ChunkOut(Schema):
+    chunk_id: str
+    filepath: str
+    title: str
+    heading: str
+    heading_level: int
+    breadcrumb: str
+    content: str = Field(description="The chunk's exact markdown source.")
+    chunk_index: int = Field(description="1-based position in its file.")
+    total_chunks: int
+    start_line: int
+    end_line: int
+    metadata: dict[str, str]
+    offset: int = Field(description="0 for the requested chunk, -N / +N for context before / after it.")
+
+
+class ChunkWindowOut(Schema):
+    corpus: str
+    build_id: str
+    chunk_id: str
+    text: str = Field(description="get_doc's rendering: each chunk under a "
+                                  "`--- Chunk: {id} (Chunk n of m) (Target|Context: +N|-N) ---` line.")
+    chunks: list[ChunkOut] = Field(description="The same chunks, structured, in file order.")
+
+
 def _parse_filters(raw: str | None) -> dict[str, str]:
     if raw is None or not raw.strip():
         return {}
@@ -119,3 +153,27 @@ def search_get(request: HttpRequest, name: str, params: Query[SearchQuery]):
 def search_post(request: HttpRequest, name: str, payload: SearchIn):
     """Hybrid search of the corpus's active build (like search_docs); filters as an object."""
     return _search(name, payload.query, payload.limit, payload.cursor, payload.filters)
+
+
+def _chunk(name: str, chunk_id: str, context: int) -> dict:
+    corpus = selectors.corpus_get(name)
+    index = selectors.active_index(corpus.name)
+    window = get_chunk(index, chunk_id, context=context)
+    target = window.target.chunk_index
+    return {
+        "corpus": corpus.name, "build_id": index.build_id, "chunk_id": window.target.chunk_id,
+        "text": render_chunk_window(window),
+        "chunks": [{**vars(c), "offset": c.chunk_index - target} for c in window.chunks],
+    }
+
+
+@router.get("/corpora/{name}/chunks/{path:chunk_id}", response=ChunkWindowOut, auth=READ, url_name="chunk")
+def chunk_by_path(request: HttpRequest, name: str, chunk_id: str, params: Query[ChunkParams]):
+    """A chunk with `context` neighbours (like get_doc). URL-encode the chunk ID's '#' as %23."""
+    return _chunk(name, chunk_id, params.context)
+
+
+@router.get("/corpora/{name}/chunk", response=ChunkWindowOut, auth=READ)
+def chunk_by_query(request: HttpRequest, name: str, params: Query[ChunkQuery]):
+    """The same, with the chunk ID as a query parameter (`?chunk_id=guides/retries.md%23backoff`)."""
+    return _chunk(name, params.chunk_id, params.context)

@@ -47,3 +47,7 @@ class UnsafeFixTarget(FixError):
     """The proposal's target would be written outside the corpus root or through a link."""
 
     status = 403
+
+
+class FixNotFound(CorpusError):
+    status = 404

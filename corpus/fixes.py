@@ -9,7 +9,9 @@ nothing is written. Every decision is recorded as a FixDecision (who, when, what
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import multiprocessing
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ from django.utils import timezone
 
 from retrieval.errors import ConfigError
 from retrieval.fix_apply import UnsafeTarget, atomic_write, current_hash, resolve_target
-from retrieval.fix_base import ProposedFix
+from retrieval.fix_base import ProposedFix, Thresholds
 from retrieval.fix_preview import Preview, preview_change
 from retrieval.fixes import analyse_corpus, heuristic_fixes
 from retrieval.llm_fixer import LLMFixer, LLMFixError, llm_candidates
@@ -78,6 +80,18 @@ def llm_fixer(*, corpus: Corpus | None = None, model: str | None = None) -> LLMF
         raise FixError(str(exc)) from exc
 
 
+def fix_thresholds(*, corpus: Corpus) -> Thresholds:
+    """Heuristic thresholds, overridable per corpus with settings {"fix_thresholds": {"tiny_median": 150}}."""
+    overrides = corpus.settings.get("fix_thresholds") or {}
+    known = {f.name for f in dataclasses.fields(Thresholds)}
+    bad = sorted(k for k, v in overrides.items() if k not in known or not isinstance(v, int) or isinstance(v, bool)
+                 or v < 1)
+    if bad:
+        raise FixError(f"corpus {corpus.name!r} settings.fix_thresholds: invalid {', '.join(bad)}; "
+                       f"use positive integers for {', '.join(sorted(known))}")
+    return Thresholds(**overrides)
+
+
 def fix_mark_stale(*, corpus: Corpus) -> int:
     """Open proposals whose target changed since they were proposed go stale (nothing is written)."""
     root = _root(corpus)
@@ -98,11 +112,13 @@ def fix_scan_report(*, corpus: Corpus, use_llm: bool = False, model: str | None 
                     files: list[str] | None = None, progress: Progress | None = None) -> FixScanReport:
     """Run the heuristic fixer (and the LLM fixer when asked) and store new pending proposals."""
     root = _root(corpus)
+    thresholds = fix_thresholds(corpus=corpus)
     fixer = llm_fixer(corpus=corpus, model=model) if use_llm else None
     report = FixScanReport(marked_stale=fix_mark_stale(corpus=corpus))
+    in_daemon = multiprocessing.current_process().daemon  # Celery prefork children cannot fork pools
     try:
-        ctx = analyse_corpus(root, progress=(lambda d, t: progress("scan", d, t)) if progress else None,
-                             workers=os.cpu_count() or 1)
+        ctx = analyse_corpus(root, thresholds=thresholds, workers=1 if in_daemon else (os.cpu_count() or 1),
+                             progress=(lambda d, t: progress("scan", d, t)) if progress else None)
     except ConfigError as exc:
         raise FixError(str(exc)) from exc
     found = heuristic_fixes(ctx, description=corpus.description)

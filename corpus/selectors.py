@@ -140,3 +140,23 @@ def corpus_build_get(*, corpus: Corpus, build_id: str) -> BuildRun:
         raise BuildNotFound(f"build {build_id!r} not found in corpus {corpus.name!r}; list its builds "
                             "to find the ID")
     return build
+
+
+def fix_list(*, corpus: Corpus, status: str | None = None):
+    """A corpus's fix proposals, newest first, optionally of one status (a QuerySet, for pagination)."""
+    from .models import FixProposal
+
+    proposals = FixProposal.objects.filter(corpus=corpus).select_related("corpus").order_by("-created_at", "-pk")
+    return proposals.filter(status=status) if status else proposals
+
+
+def fix_get(*, corpus: Corpus, proposal_id: int):
+    """A fix proposal of `corpus`; another corpus's proposal is reported as not found."""
+    from .errors import FixNotFound
+    from .models import FixProposal
+
+    proposal = FixProposal.objects.filter(corpus=corpus, pk=proposal_id).select_related("corpus").first()
+    if proposal is None:
+        raise FixNotFound(f"fix proposal #{proposal_id} not found in corpus {corpus.name!r}; list its proposals "
+                          "to find the ID")
+    return proposal

@@ -12,6 +12,7 @@ from ninja import NinjaAPI
 
 from corpus.api import builds as builds_router
 from corpus.api import router as corpora_router
+from corpus.api_fixes import router as fixes_router
 from corpus.api_search import router as search_router
 from docsmcp_site import api_errors
 from docsmcp_site.api_docs import OfflineSwagger
@@ -52,6 +53,7 @@ api_errors.install(api)
 api.add_router("", corpora_router)
 api.add_router("", builds_router)
 api.add_router("", search_router)
+api.add_router("", fixes_router)
 api.add_router("", evals_router)
 api.add_router("", docs_router)
 

@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Throttled, ValidationError
 
@@ -174,6 +176,15 @@ def install(api: NinjaAPI) -> None:
     @api.exception_handler(Http404)
     def not_found(request: HttpRequest, exc: Http404):
         return respond(request, 404, "not_found", str(exc) or f"no such resource: {request.path}")
+
+    @api.exception_handler(RequestDataTooBig)
+    def too_big(request: HttpRequest, exc: RequestDataTooBig):
+        return respond(request, 413, "payload_too_large",
+                       f"the request body exceeds {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
+
+    @api.exception_handler(SuspiciousOperation)
+    def suspicious(request: HttpRequest, exc: SuspiciousOperation):
+        return respond(request, 400, "bad_request", "the request was refused as malformed")
 
     @api.exception_handler(Exception)
     def crashed(request: HttpRequest, exc: Exception):

@@ -209,8 +209,6 @@ def eval_execute(*, run: EvalRun, progress: Progress | None = None, headers: dic
                                            batch_size=500)
             run.metrics = runner.summarize(outcomes)
             run.latency = runner.latency(outcomes)
-            if target.fallback:
-                run.metrics["note"] = target.fallback
             if run.baseline_id:
                 run.delta = _baseline_delta(run, outcomes)
             run.status, run.finished_at, run.progress_done = EvalRun.COMPLETE, timezone.now(), len(cases)

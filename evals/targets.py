@@ -5,8 +5,6 @@ Both targets return the tool result exactly as it would go on the wire (`content
 
 - `InProcessTarget` runs `tools/call` through `mcp_endpoint.protocol.dispatch` with the docs
   profile: the same schema validation, handler and result shaping as `/mcp/`, without HTTP.
-  While the docs profile has no `search_docs` tool yet, it falls back to calling the engine
-  (`retrieval.search.search` on the corpus's active index) and says so in `fallback`.
 - `HttpTarget` speaks MCP Streamable HTTP to any server URL (initialize, tools/call), so
   another server can be measured with the same suite.
 """
@@ -75,7 +73,6 @@ class Target:
     """Opened once per run; `call(name, arguments)` returns the wire result of tools/call."""
 
     label = ""
-    fallback = ""  # non-empty when the target is not the agent's exact path; says why
 
     def open(self) -> None:
         pass
@@ -101,7 +98,6 @@ class InProcessTarget(Target):
     def __init__(self, corpus_name: str, profile: str = "docs"):
         self.corpus_name, self.profile_name = corpus_name, profile
         self.label = f"in-process:{profile}/{corpus_name}"
-        self._engine: EngineAdapter | None = None
         self._tools: set[str] = set()
 
     def open(self) -> None:
@@ -115,16 +111,13 @@ class InProcessTarget(Target):
             check(self.context)
         self._tools = {t.name for t in self.profile.tools(self.context)}
         if SEARCH_TOOL not in self._tools:
-            self._engine = EngineAdapter(self.corpus_name)
-            self.fallback = (f"the {self.profile_name} profile has no {SEARCH_TOOL} tool yet: searched through "
-                             "retrieval.search.search directly (same engine call, no MCP tool layer)")
+            raise TargetError(f"the {self.profile_name} profile offers no {SEARCH_TOOL} tool "
+                              f"(tools: {sorted(self._tools) or 'none'})")
 
     def has_tool(self, name: str) -> bool:
-        return name in self._tools or (self._engine is not None and self._engine.has_tool(name))
+        return name in self._tools
 
     def call(self, name: str, arguments: dict[str, Any]) -> dict:
-        if self._engine is not None and name not in self._tools:
-            return self._engine.call(name, arguments)
         from mcp_endpoint import protocol
         from mcp_endpoint.jsonrpc import JsonRpcError
 
@@ -134,41 +127,6 @@ class InProcessTarget(Target):
             return protocol.dispatch(call)
         except JsonRpcError as exc:
             raise TargetError(f"JSON-RPC error {exc.code}: {exc.message}") from None
-
-
-class EngineAdapter:
-    """The minimal stand-in for the docs profile's search_docs: the engine call and the seed 000 shape."""
-
-    def __init__(self, corpus_name: str):
-        self.corpus_name = corpus_name
-
-    def has_tool(self, name: str) -> bool:
-        return name == SEARCH_TOOL
-
-    def call(self, name: str, arguments: dict[str, Any]) -> dict:
-        if name != SEARCH_TOOL:
-            raise TargetError(f"tool {name!r} is not available in-process yet (docs profile not filled in)")
-        from corpus.selectors import active_index, cursor_secret, query_embedder
-        from retrieval.errors import RetrievalError
-        from retrieval.search import SearchRequest, search
-
-        args = dict(arguments)
-        query, limit, cursor = args.pop("query"), args.pop("limit", None), args.pop("cursor", None)
-        try:
-            index = active_index(self.corpus_name)
-            result = search(index, SearchRequest(query=query, filters={k: str(v) for k, v in args.items()},
-                                                 limit=limit, cursor=cursor),
-                            embedder=query_embedder(index), cursor_secret=cursor_secret())
-        except RetrievalError as exc:
-            return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
-        keep = ("chunk_id", "score", "heading", "breadcrumb", "snippet", "filepath", "metadata")
-        payload = {
-            "hits": [{k: getattr(h, k) for k in keep} for h in result.hits],
-            "next_cursor": result.next_cursor,
-            "hint": dataclasses.asdict(result.hint) if result.hint is not None else None,
-        }
-        return {"content": [{"type": "text", "text": json.dumps(payload)}], "structuredContent": payload,
-                "isError": False}
 
 
 def parse_sse(text: str) -> list[dict]:

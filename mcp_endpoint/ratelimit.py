@@ -35,6 +35,10 @@ _redis_clients: dict[str, object] = {}
 _last_redis_warning = 0.0
 
 
+def _now() -> float:
+    return time.time()
+
+
 def reset() -> None:
     """Forget all in-memory counts (tests, and settings changes at run time)."""
     with _memory_lock:
@@ -84,7 +88,7 @@ def hit(identity: str, limit: int | None = None) -> Decision:
         limit = int(getattr(settings, "MCP_RATE_LIMIT_PER_MINUTE", 0) or 0)
     if limit <= 0:
         return Decision(True, 0, 0, 0)
-    now = time.time()
+    now = _now()
     window = int(now // WINDOW_SECONDS)
     url = getattr(settings, "MCP_RATE_LIMIT_REDIS_URL", "")
     count = _redis_hit(url, identity, window) if url else _memory_hit(identity, window)

@@ -102,9 +102,6 @@ def _split(doc: ParsedDocument, headings: dict[int, _Heading], level: int,
     n = len(doc.blocks)
     if level == 0:
         return [_Segment(0, n, 0, "", None)]
-    first = next((i for i, h in headings.items() if h.level == level), None)
-    if first is None:
-        return [_Segment(0, n, 0, RESERVED_PREAMBLE, None)]
     starts: list[int] = []
     active: list[tuple[int, int]] = []  # (hinted heading level, split level inside it)
     for index in sorted(headings):
@@ -112,11 +109,13 @@ def _split(doc: ParsedDocument, headings: dict[int, _Heading], level: int,
         while active and heading.level <= active[-1][0]:
             active.pop()
         split_level = active[-1][1] if active else level
-        if index >= first and heading.level <= split_level:
+        # Headings above the split level open chunks only once chunking has begun (a title and its
+        # intro before the first split-level heading are the preamble), unless a hint names them.
+        if heading.level <= split_level and (starts or heading.level == split_level or index in hints):
             starts.append(index)
         if index in hints:
             active.append((heading.level, max(hints[index], heading.level)))
-    if not starts:  # every split-level heading sits inside a section hinted not to split
+    if not starts:  # no heading at the split level: one preamble chunk
         return [_Segment(0, n, 0, RESERVED_PREAMBLE, None)]
     segments = []
     if starts[0] > 0:

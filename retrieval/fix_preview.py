@@ -89,7 +89,8 @@ def _views(result: FileResult) -> tuple[list[ChunkView], str, list[str]]:
             config += f", min={strategy.min_chunk_size}"
         if result.config.metadata:
             config += "; " + ", ".join(f"{k}={v}" for k, v in sorted(result.config.metadata.items()))
-    findings = [f"{f.severity} {f.code} {f.location()}" for f in result.findings if f.code != "strategy-default"]
+    findings = [f"{f.severity} {f.code} {f.location()}: {f.message[:160]}" for f in result.findings
+                if f.code != "strategy-default"]
     return chunks, config, findings
 
 

@@ -46,8 +46,10 @@ def zero_hit_hint(index: Index, query: str, plan: FilterPlan) -> SearchHint:
     keys = list(plan.filters)
     wheres = [plain_where({k: v for k, v in plan.filters.items() if k != key}) for key in keys]
 
+    table = index.async_chunks()
+
     async def _all():
-        return await asyncio.gather(*(gather_lexical(index, queries, where, HINT_DEPTH) for where in wheres))
+        return await asyncio.gather(*(gather_lexical(table, queries, where, HINT_DEPTH) for where in wheres))
 
     catalog = index.catalog()
     suggested: dict[str, list[str]] = {}

@@ -49,7 +49,7 @@ VECTOR_FLOOR = 0.15
 
 __all__ = [
     "DEFAULT_DEPTH", "DEFAULT_LIMIT", "MAX_LIMIT", "LegReport", "SearchHint", "SearchHit",
-    "SearchRequest", "SearchResult", "rank", "search", "search_batch",
+    "SearchRequest", "SearchResult", "make_hits", "rank", "search", "search_batch",
 ]
 
 
@@ -149,7 +149,7 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
          vector_floor: float = VECTOR_FLOOR) -> Ranking:
     """Runs the legs and fuses them; no paging, no hit dressing (benchmarks time this alone)."""
     queries = lexical_queries(query, legs)
-    pending = LOOP.submit(gather_lexical(index, queries, plan.where, depth)) if queries else None
+    pending = LOOP.submit(gather_lexical(index.async_chunks(), queries, plan.where, depth)) if queries else None
     results: list[LegResult] = []
     if _wants_vector(index, legs, embedder, query_vector):
         started = time.perf_counter()
@@ -204,7 +204,7 @@ def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider 
                                     state=CursorState(offset + limit, limit, depth))
     hint = zero_hit_hint(index, query, plan) if not ranking.items and offset == 0 else None
     return SearchResult(
-        hits=_hits(index, query, page, ranking.legs),
+        hits=make_hits(index, query, page, _found_by(page, ranking.legs)),
         next_cursor=next_cursor,
         hint=hint,
         filters=plan.filters,
@@ -215,14 +215,14 @@ def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider 
     )
 
 
-def _hits(index: Index, query: str, page: list[tuple[int, float]], legs: list[LegResult]) -> list[SearchHit]:
+def make_hits(index: Index, query: str, page: list[tuple[int, float]],
+              found_by: dict[int, tuple[str, ...]]) -> list[SearchHit]:
+    """Dresses (position, score) pairs as hits: catalog fields, content (one read), snippet."""
     if not page:
         return []
     positions = [p for p, _ in page]
     rows = index.catalog().rows(positions)
     contents = index.contents(positions)
-    leg_sets = [(r.name, set(r.positions.tolist())) for r in legs]
-    found_by = {p: tuple(name for name, members in leg_sets if p in members) for p in positions}
     taxonomy = [(key, index.column(key)) for key in index.metadata.taxonomy]
     hits = []
     for (position, score), row, content in zip(page, rows, contents, strict=True):
@@ -241,9 +241,14 @@ def _hits(index: Index, query: str, page: list[tuple[int, float]], legs: list[Le
             heading_level=int(row["heading_level"]),
             start_line=int(row["start_line"]),
             end_line=int(row["end_line"]),
-            legs=found_by[position],
+            legs=found_by.get(position, ()),
         ))
     return hits
+
+
+def _found_by(page: list[tuple[int, float]], legs: list[LegResult]) -> dict[int, tuple[str, ...]]:
+    leg_sets = [(r.name, set(r.positions.tolist())) for r in legs]
+    return {p: tuple(name for name, members in leg_sets if p in members) for p, _ in page}
 
 
 def search_batch(index: Index, requests: Sequence[SearchRequest], *, embedder: EmbeddingProvider | None = None,

@@ -33,12 +33,17 @@ def staff(client, django_user_model):
 
 def test_the_proposal_list_filters_by_corpus_kind_status_and_source(client, staff, corpus):
     fix_scan(corpus=corpus)
+    other = Corpus.objects.create(name="other", source_dir=corpus.source_dir)
+    FixProposal.objects.create(corpus=other, file="a.md", kind="strategy-tune", rationale="r", diff="", target_path="a.md",
+                               new_content="x", source="stub-model")
     url = reverse("admin:corpus_fixproposal_changelist")
     page = client.get(url).content.decode()
     for label in ("By corpus", "By kind", "By status", "By source", "deeper-split", "heuristic"):
         assert label in page
     filtered = client.get(url, {"kind": "shallower-split"}).content.decode()
     assert "guides/glossary.md" in filtered and "guides/big.md" not in filtered
+    by_source = client.get(url, {"source": "stub-model", "corpus__id__exact": other.pk}).content.decode()
+    assert "strategy-tune" in by_source and "guides/glossary.md" not in by_source
 
 
 def test_the_review_page_shows_diff_rationale_and_chunks(client, staff, corpus):
@@ -68,6 +73,8 @@ def test_approve_and_reject_views_apply_record_and_log(client, staff, corpus):
     assert (glossary.status, glossary.decision_note) == (FixProposal.REJECTED, "granular on purpose")
     messages = set(LogEntry.objects.values_list("change_message", flat=True))
     assert {"approve -> applied", "reject: granular on purpose"} <= messages
+    trail = client.get(reverse("admin:corpus_fixdecision_changelist")).content.decode()
+    assert "granular on purpose" in trail and "admin" in trail and f"#{typo.pk} taxonomy-value" in trail
     assert client.get(reverse("admin:corpus_fixproposal_approve", args=[typo.pk])).status_code == 405
 
 
@@ -105,7 +112,7 @@ def test_corpus_admin_shows_source_taxonomy_builds_and_fix_action(client, staff,
         assert text in page
     response = client.post(reverse("admin:corpus_corpus_changelist"),
                            {"action": "propose_fixes", "_selected_action": [corpus.pk]}, follow=True)
-    assert "drift: 3 proposal(s), 3 new" in response.content.decode()
+    assert "Corpus drift: 3 proposal(s), 3 new" in response.content.decode()
     assert corpus.fix_proposals.count() == 3
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.chunking import chunk_document
-from retrieval.manifest import Strategy
+from retrieval.manifest import Strategy, parse_manifest
 from retrieval.parsing import parse_markdown
 from retrieval.slugs import slugify
 from retrieval.sources import process_corpus, process_file, scan_corpus
@@ -236,6 +236,22 @@ def test_section_hint_ends_at_the_next_heading_of_its_level():
     chunks, _ = chunk_with_hints(text)
     assert ids(chunks)[-1] == "doc.md#t/c"
     assert "### c1" in chunks[-1].content
+
+
+def test_section_hint_at_its_own_level_keeps_that_section_whole_under_a_deeper_strategy():
+    text = ('# T\n\n<!-- mcp_chunking_hint: {"chunk_by": "h2"} -->\n## A\n\n### a1\n\nx\n\n'
+            "## B\n\n### b1\n\ny\n")
+    manifests = {"": parse_manifest('{"version": "1", "strategy": {"chunk_by": "h3"}}', "")}
+    result = process_file("doc.md", text.encode(), "key", manifests, {})
+    assert result.findings == []
+    assert spans(result.chunks) == [("doc.md#t/a", 1, 10), ("doc.md#t/b/b1", 12, 16)]
+
+
+def test_section_hint_applies_even_when_the_file_has_no_heading_at_the_split_level():
+    text = 'Intro.\n\n<!-- mcp_chunking_hint: {"chunk_by": "h3"} -->\n# T\n\ntext\n\n### x\n\ny\n'
+    chunks, findings = chunk_with_hints(text)
+    assert findings == []
+    assert spans(chunks) == [("doc.md#_preamble", 1, 3), ("doc.md#t", 4, 6), ("doc.md#t/x", 8, 10)]
 
 
 def test_file_level_hint_at_the_top_sets_the_strategy_for_the_whole_file():

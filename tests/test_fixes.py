@@ -588,3 +588,24 @@ def test_run_fix_task_runs_inline_without_a_broker(corpus):
     result = run_fix.delay(corpus.pk).get()
     assert result["created"] == 4 and len(result["proposals"]) == 4 and result["llm_failures"] == 0
     assert time.monotonic() - started < 30
+
+
+def test_corpus_settings_override_the_thresholds(corpus):
+    corpus.settings = {"fix_thresholds": {"tiny_median": 10}}
+    corpus.save()
+    assert "shallower-split" not in {p.kind for p in fix_scan(corpus=corpus)}
+    corpus.settings = {"fix_thresholds": {"tiny": 10}}
+    corpus.save()
+    with pytest.raises(FixError, match="invalid tiny"):
+        fix_scan(corpus=corpus)
+
+
+def test_every_kind_and_setting_is_documented():
+    from dataclasses import fields
+
+    from retrieval.fix_base import KINDS, Thresholds
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "fixes.md").read_text()
+    for name in [*KINDS, "DOCSMCP_FIX_MODEL", "DOCSMCP_FIX_LLM_MAX_FILES", "OPENAI_BASE_URL", "OPENAI_API_KEY",
+                 *(f.name for f in fields(Thresholds))]:
+        assert f"`{name}`" in docs, name

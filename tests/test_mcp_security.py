@@ -250,7 +250,13 @@ def test_admin_creates_key_shown_once_and_revokes(admin_client):
 # --- rate limits --------------------------------------------------------------------------------
 
 
-def test_rate_limit_429_with_retry_after(mcp_server, mcp_http, settings):
+@pytest.fixture
+def frozen_clock(monkeypatch):
+    """Pin the limiter's clock mid-window, so a test never straddles a minute boundary."""
+    monkeypatch.setattr(ratelimit, "_now", lambda: 1_800_000_030.0)
+
+
+def test_rate_limit_429_with_retry_after(mcp_server, mcp_http, settings, frozen_clock):
     settings.MCP_RATE_LIMIT_PER_MINUTE = 3
     url = echo_url(mcp_server)
     for _ in range(3):
@@ -258,7 +264,7 @@ def test_rate_limit_429_with_retry_after(mcp_server, mcp_http, settings):
     limited = post(mcp_http, url, PING)
     assert limited.status_code == 429
     retry_after = int(limited.headers["retry-after"])
-    assert 1 <= retry_after <= 60
+    assert retry_after == 30
     body = limited.json()
     assert body["error"]["code"] == -32000 and body["error"]["data"]["retryAfter"] == retry_after
     assert post(mcp_http, url, PING).status_code == 429  # still refused, still answering
@@ -283,7 +289,7 @@ REDIS_URL = "redis://127.0.0.1:6379/15"
 
 
 @pytest.mark.skipif(not _redis_available(REDIS_URL), reason="no Redis on 127.0.0.1:6379")
-def test_rate_limit_in_redis(mcp_server, mcp_http, settings):
+def test_rate_limit_in_redis(mcp_server, mcp_http, settings, frozen_clock):
     import redis
 
     client = redis.Redis.from_url(REDIS_URL)

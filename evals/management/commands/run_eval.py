@@ -109,8 +109,6 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps({"run": run.pk, "metrics": run.metrics, "latency": run.latency,
                                           "delta": run.delta}, indent=2))
         self.stdout.write(summary_line(run))
-        if run.metrics.get("note"):
-            self.stderr.write(f"note: {run.metrics['note']}")
         for name, group in (run.metrics.get("by_category") or {}).items():
             h = headline({"overall": group})
             self.stdout.write(f"  {name:<20} {group['passed']}/{group['cases']} passed"
