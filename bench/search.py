@@ -61,8 +61,7 @@ def build_child(corpus: Path, out: Path, provider: str) -> None:
         if bar is None:
             bar = bars[stage] = tqdm(total=total, desc=f"build {stage}", unit="it", leave=True)
         bar.total = total
-        bar.n = done
-        bar.refresh()
+        bar.update(done - bar.n)  # update() honours mininterval; refresh() would redraw every call
 
     started = time.perf_counter()
     result = build_index(BuildRequest(corpus, out, f"bench-{int(time.time())}", corpus.name,

@@ -367,9 +367,25 @@ def builds_prune(*, corpus: Corpus, keep: int | None = None) -> list[str]:
 
 def build_start(*, corpus: Corpus, kind: str = BuildRun.KIND_INCREMENTAL, embedding_provider: str | None = None,
                 requested_by: str = "") -> BuildRun:
-    """Reserve and dispatch to Celery (inline when no broker is configured)."""
+    """Reserve and dispatch to Celery (inline when no broker is configured).
+
+    A build that fails reports it on its BuildRun (status, error, findings), never by raising
+    into the caller: with no broker the build runs inside this call, and the admin or REST
+    request that asked for it still answers normally.
+    """
+    build = build_request(corpus=corpus, kind=kind, embedding_provider=embedding_provider, requested_by=requested_by)
+    transaction.on_commit(lambda: _dispatch(build.pk))
+    return build
+
+
+def _dispatch(build_pk: int) -> None:
     from .tasks import run_build
 
-    build = build_request(corpus=corpus, kind=kind, embedding_provider=embedding_provider, requested_by=requested_by)
-    transaction.on_commit(lambda: run_build.delay(build.pk))
-    return build
+    try:
+        run_build.delay(build_pk)
+    except Exception as exc:
+        log.exception("build %s failed or could not be queued", build_pk)
+        # Still queued means it never started (broker unreachable): fail it so the corpus is not blocked.
+        BuildRun.objects.filter(pk=build_pk, status=BuildRun.QUEUED).update(
+            status=BuildRun.FAILED, error=f"could not start the build: {type(exc).__name__}: {exc}",
+            finished_at=timezone.now())

@@ -202,7 +202,7 @@ def case_score(*, zero_result: bool, passed: bool, rank: int | None) -> float:
     return 1.0 / rank if rank else 0.0
 
 
-def compare_scores(before: float | None, after: float | None, tolerance: float = 1e-9) -> str:
+def compare_scores(before: float | None, after: float | None, tolerance: float = 1e-6) -> str:
     """'better' | 'worse' | 'same' | 'new' | 'removed'."""
     if before is None:
         return "new"

@@ -31,6 +31,7 @@ from .targets import HttpTarget, InProcessTarget, Target, TargetError
 log = logging.getLogger("docsmcp.evals")
 Progress = Callable[[int, int], None]
 MAX_ROUNDS_LIMIT = 10
+SCORE_DIGITS = 6  # per-case scores are stored, and compared, at this precision
 MODES = tuple(dict(EvalRun.MODE_CHOICES))
 
 
@@ -163,7 +164,7 @@ def make_target(run: EvalRun, headers: dict[str, str] | None = None) -> Target:
 def _result_row(run: EvalRun, case: EvalCase, o: runner.CaseOutcome) -> EvalResult:
     return EvalResult(
         run=run, case=case, case_name=o.name, category=o.category, query=o.query, passed=o.passed,
-        zero_result=o.zero_result, score=round(o.score, 6),
+        zero_result=o.zero_result, score=round(o.score, SCORE_DIGITS),
         chunk_rank=o.chunk_rank, file_rank=o.file_rank, rounds=o.rounds, file_rounds=o.file_rounds, calls=o.calls,
         hit_count=o.hit_count, top_hits=o.top_hits,
         search_ms=round(o.search_ms[0], 3) if o.search_ms else None,
@@ -180,7 +181,7 @@ def _baseline_delta(run: EvalRun, outcomes: list[runner.CaseOutcome]) -> dict:
     return compare.run_delta(
         baseline_id=baseline.pk, before_metrics=baseline.metrics, after_metrics=run.metrics,
         before_latency=baseline.latency, after_latency=run.latency,
-        before_scores=case_scores(baseline), after_scores={o.name: o.score for o in outcomes})
+        before_scores=case_scores(baseline), after_scores={o.name: round(o.score, SCORE_DIGITS) for o in outcomes})
 
 
 def _fail(run: EvalRun, message: str) -> None:

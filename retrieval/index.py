@@ -7,6 +7,8 @@ still holding the old object finish on it (builds are immutable, so nothing brea
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -23,16 +25,28 @@ from .errors import IndexUnavailable
 from .metadata import BuildMetadata, read_metadata
 
 MASK_CACHE_SIZE = 64
-# Chunk text up to this size is held in memory, saving a LanceDB read (about 2 ms) per search
-# page; larger corpora read the page's chunks from the table. 101k chunks of PowerShell docs
-# hold about 100 MB of text.
-CONTENT_IN_MEMORY_BYTES = 160 * 1024 * 1024
+# Chunk text up to this many characters is held in memory, saving a LanceDB read (about 2 ms)
+# per search page; larger corpora read the page's chunks from the table. The Kubernetes and
+# Python docs (7-10 MB) fit; 101k chunks of PowerShell docs (100 MB) would push a serving
+# process past its 500 MB budget, so they are read per page.
+CONTENT_IN_MEMORY_CHARS = 64 * 1024 * 1024
+
+
+def _release_memory() -> None:
+    """Returns freed heap pages to the OS after a bulk load.
+
+    Loading the catalog or the vectors decodes whole columns through temporary buffers; glibc
+    keeps the freed pages, so a serving process would report (and keep) 60-100 MB it no longer
+    uses. A no-op where glibc is not the allocator.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 class Index:
-    def __init__(self, path: Path, content_in_memory_bytes: int = CONTENT_IN_MEMORY_BYTES):
+    def __init__(self, path: Path, content_in_memory_chars: int = CONTENT_IN_MEMORY_CHARS):
         self.path = Path(path)
-        self.content_in_memory_bytes = content_in_memory_bytes
+        self.content_in_memory_chars = content_in_memory_chars
         self.metadata: BuildMetadata = read_metadata(self.path)
         try:
             db = lancedb.connect(self.path / "lancedb")
@@ -83,6 +97,8 @@ class Index:
                     columns = [*CATALOG_COLUMNS, *self.taxonomy_columns]
                     table = self.chunks.search().with_row_id(True).select(columns).limit(None).to_arrow()
                     self._catalog = Catalog.from_arrow(table)
+                    del table
+                    _release_memory()
         return self._catalog
 
     def vectors(self) -> tuple[np.ndarray, list[str]]:
@@ -101,6 +117,8 @@ class Index:
                     matrix = np.asarray(flat, dtype=np.float32).reshape(-1, dims)
                     order = np.argsort(catalog.positions(table["_rowid"].to_numpy()), kind="stable")
                     self._vectors = (np.ascontiguousarray(matrix[order]), catalog.chunk_ids)
+                    del table, flat, matrix
+                    _release_memory()
         return self._vectors
 
     def filter_mask(self, where: str | None) -> np.ndarray | None:
@@ -139,12 +157,17 @@ class Index:
             with self._lock:
                 if self._content is None:
                     sizes = self.documents.search().select(["size"]).limit(None).to_arrow()["size"]
-                    if (pc.sum(sizes).as_py() or 0) > self.content_in_memory_bytes:
+                    if (pc.sum(sizes).as_py() or 0) > self.content_in_memory_chars:
                         self._content = False
                     else:
                         table = self.chunks.search().with_row_id(True).select(["content"]).limit(None).to_arrow()
                         order = np.argsort(catalog.positions(table["_rowid"].to_numpy()), kind="stable")
-                        self._content = table["content"].take(pa.array(order)).combine_chunks()
+                        column = table["content"]
+                        if not np.array_equal(order, np.arange(len(order))):
+                            column = column.take(pa.array(order))
+                        self._content = column.combine_chunks()
+                        del table, column
+                        _release_memory()
         return self._content
 
     def contents(self, positions: list[int]) -> list[str]:

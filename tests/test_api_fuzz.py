@@ -21,30 +21,55 @@ MAX_EXAMPLES = int(os.environ.get("DOCSMCP_FUZZ_EXAMPLES", "20"))
 TIME_BUDGET = 85  # seconds; the run is killed (and the test fails) past this
 SCHEMATHESIS = Path(sys.executable).with_name("st")
 
+# Point the operations that need existing data at it; the rest get generated names (mostly 404s).
 CONFIG = """
 [[operations]]
 include-path-regex = "/(search|chunks?)(/|$)"
-parameters = { "path.name" = "sample" }
+parameters = {{ "path.name" = "sample" }}
+
+[[operations]]
+include-path-regex = "/builds/[{{]build_id[}}]"
+parameters = {{ "path.name" = "sample", "path.build_id" = "{build_id}" }}
+
+[[operations]]
+include-path-regex = "/fixes"
+parameters = {{ "path.name" = "fuzz-fixes", "path.proposal_id" = {proposal_id} }}
 
 [[operations]]
 include-method = "DELETE"
-parameters = { "path.name" = "fuzz-victim" }
+parameters = {{ "path.name" = "fuzz-victim" }}
 """
 
 
 @pytest.fixture
-def fuzz_env(settings, tmp_path, index_root):
+def fuzz_env(settings, tmp_path, index_root, sample_corpus, copy_sample_docs, monkeypatch):
+    """Allowed roots, corpora and a fix proposal, all under tmp_path; builds are queued, never run."""
+    from corpus.models import Corpus, FixProposal
+    from corpus.tasks import run_build
+    from retrieval.fix_apply import current_hash
+
     sources = tmp_path / "sources"
     (sources / "docs").mkdir(parents=True)
+    (sources / "docs" / "page.md").write_text("# Page\n\nText.\n")
     settings.DOCSMCP_SOURCE_ROOTS = [str(sources)]
     settings.MCP_AUTH_REQUIRED = False  # anonymous holds every scope, so the fuzzer reaches every handler
+    # Builds would run inline in the request (no broker), with whatever provider the fuzzer picks
+    # (`local` loads a model, `openai` calls out): queue them instead; test_api_builds runs real ones.
+    monkeypatch.setattr(run_build, "delay", lambda *args, **kwargs: None)
+    Corpus.objects.filter(pk=sample_corpus.pk).update(source_dir=str(copy_sample_docs))
+    Corpus.objects.create(name="fuzz-victim", kind=Corpus.KIND_CHUNKS)
+    fixes = Corpus.objects.create(name="fuzz-fixes", source_dir=str(sources / "docs"))
+    proposal = FixProposal.objects.create(
+        corpus=fixes, file="page.md", kind="frontmatter", rationale="r", diff="d", target_path="page.md",
+        old_content="# Page\n\nText.\n", new_content="# Page\n\nBetter text.\n",
+        base_hash=current_hash(sources / "docs" / "page.md"))
     config = tmp_path / "schemathesis.toml"
-    config.write_text(CONFIG)
+    config.write_text(CONFIG.format(build_id=sample_corpus.active_build.build_id, proposal_id=proposal.pk))
     return config
 
 
 @pytest.mark.skipif(not SCHEMATHESIS.exists(), reason="schemathesis is not installed (requirements.txt)")
-def test_no_generated_request_gets_a_server_error(live_server, sample_corpus, fuzz_env, tmp_path):
+def test_no_generated_request_gets_a_server_error(live_server, fuzz_env, tmp_path):
     command = [
         str(SCHEMATHESIS), "--config-file", str(fuzz_env), "run", f"{live_server.url}/api/v1/openapi.json",
         "--checks", "not_a_server_error",

@@ -244,7 +244,7 @@ def test_section_hint_at_its_own_level_keeps_that_section_whole_under_a_deeper_s
     manifests = {"": parse_manifest('{"version": "1", "strategy": {"chunk_by": "h3"}}', "")}
     result = process_file("doc.md", text.encode(), "key", manifests, {})
     assert result.findings == []
-    assert spans(result.chunks) == [("doc.md#t/a", 1, 10), ("doc.md#t/b/b1", 12, 16)]
+    assert spans(result.chunks) == [("doc.md#t/a", 1, 8), ("doc.md#t/b/b1", 10, 14)]
 
 
 def test_section_hint_applies_even_when_the_file_has_no_heading_at_the_split_level():
