@@ -145,6 +145,12 @@ class BuildRunAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
 
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        # Every field is read-only: the page reports on a build, there is nothing to save.
+        extra = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False,
+                 **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, extra_context=extra)
+
     def get_urls(self):
         return [path("<int:pk>/progress.json", self.admin_site.admin_view(self.progress_json),
                      name="corpus_buildrun_progress"), *super().get_urls()]

@@ -124,6 +124,21 @@ MCP_LIST_PAGE_SIZE = int(os.environ.get("MCP_LIST_PAGE_SIZE", "100"))
 MCP_CACHE_TTL_MS = int(os.environ.get("MCP_CACHE_TTL_MS", "0"))
 # Rate-limit anonymous callers by the last X-Forwarded-For hop (only behind a proxy you run).
 MCP_TRUST_X_FORWARDED_FOR = env_bool("MCP_TRUST_X_FORWARDED_FOR", False)
+# The tool profile served at /mcp and /mcp/ (docs, documents, techdoc, citeloom); /mcp/<profile>/ always works.
+DOCSMCP_DEFAULT_PROFILE = os.environ.get("DOCSMCP_DEFAULT_PROFILE", "docs")
+
+# citeloom profile (seed 004): per-tool timeouts in seconds, output shaping, store_chunks batch bounds.
+CITELOOM_TIMEOUTS = {
+    tool: float(os.environ.get(f"CITELOOM_TIMEOUT_{tool.upper()}", default))
+    for tool, default in (("store_chunks", 15), ("find_chunks", 8), ("query_hybrid", 15),
+                          ("inspect_collection", 5), ("list_projects", 2))
+}
+CITELOOM_MAX_CHARS_PER_CHUNK = int(os.environ.get("CITELOOM_MAX_CHARS_PER_CHUNK", "1800"))
+CITELOOM_MAX_TOP_K = int(os.environ.get("CITELOOM_MAX_TOP_K", "20"))
+CITELOOM_BATCH_MIN = int(os.environ.get("CITELOOM_BATCH_MIN", "100"))
+CITELOOM_BATCH_MAX = int(os.environ.get("CITELOOM_BATCH_MAX", "500"))
+# store_chunks bodies carry vectors (500 x 384 floats is about 4 MB): the citeloom path takes this much.
+CITELOOM_MAX_BODY_BYTES = int(os.environ.get("CITELOOM_MAX_BODY_BYTES", str(32 * 1024 * 1024)))
 
 LOGGING = {
     "version": 1,

@@ -28,10 +28,14 @@ def _fmt(value: float, digits: int) -> str:
 
 
 def line_chart(series: Sequence[Series], x_labels: Sequence[str], *, title: str = "", y_min: float = 0.0,
-               y_max: float | None = 1.0, width: int = 340, height: int = 170, digits: int = 3,
-               unit: str = "") -> SafeString:
-    """A line per series over len(x_labels) points; None values leave a gap."""
-    left, right, top, bottom = 42, 10, 22, 30
+               y_max: float | None = 1.0, width: int = 340, height: int = 180, digits: int = 3,
+               unit: str = "", axis_labels: Sequence[str] | None = None) -> SafeString:
+    """A line per series over len(x_labels) points; None values leave a gap.
+
+    `x_labels` go in the tooltips; `axis_labels` (default: the same) label the first and last point.
+    """
+    axis_labels = list(axis_labels) if axis_labels is not None else list(x_labels)
+    left, right, top, bottom = 52, 10, 34, 30
     plot_w, plot_h = width - left - right, height - top - bottom
     values = [v for s in series for v in s.values if v is not None]
     if y_max is None:
@@ -54,12 +58,12 @@ def line_chart(series: Sequence[Series], x_labels: Sequence[str], *, title: str 
         v = y_min + span * frac
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e5e7eb"/>')
         parts.append(f'<text x="{left - 4}" y="{y(v) + 3:.1f}" font-size="9" text-anchor="end" fill="#6b7280">'
-                     f'{escape(_fmt(v, 2 if unit else digits - 1))}{escape(unit)}</text>')
+                     f'{escape(_fmt(v, 0 if unit else digits - 1))}{escape(unit)}</text>')
     if n:
-        parts.append(f'<text x="{left}" y="{height - 8}" font-size="9" fill="#6b7280">{escape(x_labels[0])}</text>')
+        parts.append(f'<text x="{left}" y="{height - 8}" font-size="9" fill="#6b7280">{escape(axis_labels[0])}</text>')
         if n > 1:
             parts.append(f'<text x="{width - right}" y="{height - 8}" font-size="9" text-anchor="end" '
-                         f'fill="#6b7280">{escape(x_labels[-1])}</text>')
+                         f'fill="#6b7280">{escape(axis_labels[-1])}</text>')
     else:
         parts.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h / 2}" font-size="11" text-anchor="middle" '
                      'fill="#9ca3af">no runs yet</text>')
@@ -86,9 +90,9 @@ def line_chart(series: Sequence[Series], x_labels: Sequence[str], *, title: str 
             parts.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="2.6" fill="{color}">'
                          f'<title>{escape(s.name)} {escape(_fmt(v, digits))}{escape(unit)} · {escape(label)}'
                          '</title></circle>')
-        lx = left + 4 + 90 * k
-        parts.append(f'<rect x="{lx}" y="{top + 2}" width="8" height="8" fill="{color}"/>'
-                     f'<text x="{lx + 11}" y="{top + 9}" font-size="9" fill="#374151">{escape(s.name)}</text>')
+        lx = left + 100 * k
+        parts.append(f'<rect x="{lx}" y="{top - 14}" width="8" height="8" fill="{color}"/>'
+                     f'<text x="{lx + 11}" y="{top - 7}" font-size="9" fill="#374151">{escape(s.name)}</text>')
     parts.append("</svg>")
     return mark_safe("".join(parts))  # noqa: S308 - every interpolated text above is escaped
 

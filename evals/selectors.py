@@ -160,6 +160,7 @@ def compare_runs(run: EvalRun, other: EvalRun) -> dict:
     for name, status in statuses.items():
         a, b = mine.get(name), theirs.get(name)
         rows.append({"name": name, "status": status, "category": (a or b).category, "query": (a or b).query,
+                     "zero": (a or b).zero_result,
                      "rank": a.rank if a else None, "other_rank": b.rank if b else None,
                      "score": a.score if a else None, "other_score": b.score if b else None,
                      "delta": round(a.score - b.score, 4) if a and b else None,

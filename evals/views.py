@@ -38,16 +38,18 @@ def _level_values(run: EvalRun, level: str, key: str) -> float | None:
 
 
 def _suite_charts(runs: list[EvalRun]) -> list:
-    labels = [_x_label(r) for r in runs]
+    labels = [f"run #{r.pk} · {_x_label(r)}" for r in runs]
+    axis = [f"{r.created_at:%m-%d %H:%M}" for r in runs]
     out = []
     for key in CHART_METRICS:
         series = [charts.Series(f"chunk {key}", [_level_values(r, "chunk", key) for r in runs]),
                   charts.Series(f"file {key}", [_level_values(r, "file", key) for r in runs])]
         series = [s for s in series if any(v is not None for v in s.values)]
-        out.append(charts.line_chart(series, labels, title=key))
+        out.append(charts.line_chart(series, labels, title=key, axis_labels=axis))
     latency = [charts.Series("search p50", [((r.latency or {}).get("search") or {}).get("p50") for r in runs]),
                charts.Series("search p95", [((r.latency or {}).get("search") or {}).get("p95") for r in runs])]
-    out.append(charts.line_chart(latency, labels, title="search latency", y_max=None, digits=1, unit=" ms"))
+    out.append(charts.line_chart(latency, labels, title="search latency", y_max=None, digits=1, unit=" ms",
+                                 axis_labels=axis))
     return out
 
 

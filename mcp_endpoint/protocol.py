@@ -183,6 +183,13 @@ def tool_to_wire(tool: ToolDef, version: str) -> dict[str, Any]:
         if tool.output_schema is not None:
             wire["outputSchema"] = tool.output_schema
     wire["annotations"] = tool.annotations.to_wire()
+    return _with_extra(wire, tool.extra)
+
+
+def _with_extra(wire: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """A profile's contract-specific fields, added after the spec's and never replacing one."""
+    for key, value in extra.items():
+        wire.setdefault(key, value)
     return wire
 
 
@@ -247,14 +254,11 @@ def run_tool(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> Tool
 
 def tool_result_to_wire(tool: ToolDef, result: ToolResult, version: str) -> dict[str, Any]:
     wire: dict[str, Any] = {"content": list(result.content), "isError": result.is_error}
-    if (
-        tool.output_schema is not None
-        and not result.is_error
-        and result.structured is not None
-        and _at_least(version, "2025-06-18")
-    ):
+    # An error result carries structured content only when its handler built one on purpose
+    # (seed 004's error object); ToolResult.error() and raised errors never do.
+    if tool.output_schema is not None and result.structured is not None and _at_least(version, "2025-06-18"):
         wire["structuredContent"] = result.structured
-    return wire
+    return _with_extra(wire, result.extra)
 
 
 # --- resources ---------------------------------------------------------------------------------
@@ -268,7 +272,7 @@ def _resource_to_wire(resource: Any) -> dict[str, Any]:
         wire["description"] = resource.description
     if resource.mime_type:
         wire["mimeType"] = resource.mime_type
-    return wire
+    return _with_extra(wire, getattr(resource, "extra", None) or {})
 
 
 def _template_to_wire(template: Any) -> dict[str, Any]:

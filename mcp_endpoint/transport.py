@@ -90,9 +90,10 @@ def _accepted() -> HttpResponse:
 
 
 @csrf_exempt
-def mcp_view(
-    request: HttpRequest, profile: str = profiles.DEFAULT_PROFILE, corpus: str | None = None
-) -> HttpResponse:
+def mcp_view(request: HttpRequest, profile: str | None = None, corpus: str | None = None) -> HttpResponse:
+    if profile is None:
+        # /mcp and /mcp/ serve DOCSMCP_DEFAULT_PROFILE; /mcp/c/<corpus>/ is always the docs profile.
+        profile = profiles.DEFAULT_PROFILE if corpus else settings.DOCSMCP_DEFAULT_PROFILE
     try:
         response = _serve(request, profile, corpus)
     except Exception:
@@ -153,10 +154,10 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
             ),
             406,
         )
+    limit = _body_limit(profile)
     try:
-        raw = _read_body(request)
+        raw = _read_body(request, limit)
     except BodyTooLarge:
-        limit = settings.MCP_MAX_BODY_BYTES
         return _json(
             jsonrpc.error_body(INVALID_REQUEST, f"Payload Too Large: the body exceeds {limit} bytes"), 413
         )
@@ -171,9 +172,14 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
         return _json(jsonrpc.error_body(INVALID_REQUEST, str(exc) or f"Unknown corpus '{corpus}'"), 404)
 
 
-def _read_body(request: HttpRequest) -> bytes:
-    """The body, refusing more than MCP_MAX_BODY_BYTES without reading past the limit."""
-    limit = int(settings.MCP_MAX_BODY_BYTES)
+def _body_limit(profile: Any) -> int:
+    """MCP_MAX_BODY_BYTES, unless the profile takes larger bodies (citeloom's store_chunks batches)."""
+    hook = getattr(profile, "max_body_bytes", None)
+    return int(hook()) if callable(hook) else int(settings.MCP_MAX_BODY_BYTES)
+
+
+def _read_body(request: HttpRequest, limit: int) -> bytes:
+    """The body, refusing more than `limit` bytes without reading past it."""
     declared = request.META.get("CONTENT_LENGTH")
     if declared:
         try:

@@ -201,12 +201,16 @@ def change_file_config(ctx: FixContext, relpath: str, *, strategy: Strategy | No
             value = strategy_dict(strategy)
             text = frontmatter_set(text, "mcp_chunking_hint", value["chunk_by"] if len(value) == 1 else value)
     for key, value in metadata.items():
-        fm = ctx.doc(relpath).frontmatter
-        block = "metadata" if (isinstance(fm.get("metadata"), dict) and key in fm["metadata"]
-                               and not (isinstance(fm.get("mcp_metadata"), dict) and key in fm["mcp_metadata"])) \
-            else "mcp_metadata"
-        text = frontmatter_set(text, block, value, subkey=key)
+        text = frontmatter_set(text, metadata_block(ctx.doc(relpath).frontmatter, key), value, subkey=key)
     return Change(relpath, old, text, digest)
+
+
+def metadata_block(frontmatter: dict, key: str) -> str:
+    """The front matter mapping that sets `key` (`mcp_metadata` wins over `metadata`), else `mcp_metadata`."""
+    def sets(block: str) -> bool:
+        return isinstance(frontmatter.get(block), dict) and key in frontmatter[block]
+
+    return "metadata" if sets("metadata") and not sets("mcp_metadata") else "mcp_metadata"
 
 
 def _manifest_change(ctx: FixContext, relpath: str, manifest: Manifest, strategy: Strategy | None,

@@ -26,7 +26,7 @@ def corpus(db, tmp_path) -> Corpus:
 
 @pytest.fixture
 def staff(client, django_user_model):
-    user = django_user_model.objects.create_superuser("admin", "admin@example.com", "pw")
+    user = django_user_model.objects.create_superuser("admin", "admin@example.com", None)
     client.force_login(user)
     return user
 
@@ -93,7 +93,7 @@ def test_bulk_actions(client, staff, corpus):
 
 def test_staff_without_permission_cannot_decide(client, corpus, django_user_model):
     fix_scan(corpus=corpus)
-    user = django_user_model.objects.create_user("viewer", password="pw", is_staff=True)
+    user = django_user_model.objects.create_user("viewer", is_staff=True)
     from django.contrib.auth.models import Permission
 
     user.user_permissions.add(Permission.objects.get(codename="view_fixproposal"))

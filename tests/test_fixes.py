@@ -239,7 +239,7 @@ def test_front_matter_edits_keep_crlf_and_bom():
 
 @pytest.fixture
 def reviewer(django_user_model):
-    return django_user_model.objects.create_user("reviewer", password="pw", is_staff=True)
+    return django_user_model.objects.create_user("reviewer", is_staff=True)  # no password: no slow hashing
 
 
 @pytest.fixture

@@ -345,3 +345,36 @@ def test_short_chunks_are_their_own_snippet_without_the_heading_line():
 def test_query_terms_keep_identifiers_whole_and_drop_stop_words():
     assert query_terms("how do I call client.list_users()") == ["client.list_users", "list_users", "call",
                                                                 "client", "list_user"]
+
+
+# --- vector leg -------------------------------------------------------------------------------
+
+class MatrixIndex:
+    def __init__(self, matrix):
+        self.matrix = matrix
+
+    def vectors(self):
+        return self.matrix, []
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "scattered", "most", "none"])
+def test_vector_leg_under_a_mask_equals_brute_force(layout):
+    from retrieval.legs import vector_leg
+
+    rng = np.random.default_rng(7)
+    matrix = rng.normal(size=(3000, 16)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    query = matrix[5] + 0.1
+    query /= np.linalg.norm(query)
+    mask = np.zeros(3000, dtype=bool)
+    if layout == "contiguous":
+        mask[300:600] = mask[2000:2100] = True
+    elif layout == "scattered":
+        mask[rng.choice(3000, 400, replace=False)] = True
+    elif layout == "most":
+        mask[:2500] = True
+    got = vector_leg(MatrixIndex(matrix), query, mask, depth=50, floor=-1.0)
+    scores = np.where(mask, matrix @ query, -np.inf)
+    allowed = np.flatnonzero(mask)
+    expected = allowed[np.lexsort((allowed, -scores[allowed]))][:50]
+    assert got.tolist() == expected.tolist()

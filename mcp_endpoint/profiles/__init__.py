@@ -10,6 +10,7 @@ engine call, result shape out. It is any module or object with
     read_resource(context, uri) -> list[ResourceContents]    (optional; raise ResourceNotFound)
     prompts(context) -> list[PromptDef]                      (optional)
     check_context(context) -> None                           (optional; raise UnknownCorpus)
+    max_body_bytes() -> int                                  (optional; overrides MCP_MAX_BODY_BYTES)
     SERVER_NAME: str                                         (optional; serverInfo.name)
 
 Every hook is called per request with a fresh `Context`, so a profile can follow the active
@@ -74,6 +75,9 @@ class ToolResult:
     content: list[dict[str, Any]]
     structured: Any = None
     is_error: bool = False
+    # Extra top-level fields of the tools/call result, for contracts that read their own (seed 003's
+    # `is_error`/`error`); merged after the spec's fields and never replacing one of them.
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def text(cls, text: str, structured: Any = None) -> ToolResult:
@@ -105,6 +109,7 @@ class ToolDef:
     annotations: ToolAnnotations = field(default_factory=ToolAnnotations)
     title: str | None = None
     scope: str = "read"  # API-key scope a caller needs when it presents a key
+    extra: dict[str, Any] = field(default_factory=dict)  # extra tools/list fields; never replace the spec's
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,7 @@ class ResourceDef:
     description: str = ""
     mime_type: str | None = None
     title: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # extra resources/list fields; never replace the spec's
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,470 @@
+"""The citeloom profile (seed 004): store and retrieve caller-embedded chunks per project, at /mcp/citeloom/.
+
+A project is a corpus of kind "chunks" (corpus/chunkstore.py). Every tool runs in a worker thread
+under its timeout (CITELOOM_TIMEOUTS); past it the caller gets TIMEOUT at once. Failures of the
+seed's taxonomy come back as `isError` results whose text (and structuredContent) is
+`{"error": {"code", "message", "details"}}`; malformed arguments are JSON-RPC -32602.
+
+Query vectors: find_chunks and query_hybrid take an optional `query_embedding` (a vector from the
+project's model). Without it the server embeds the query itself, but only when the project's model is
+one it runs locally (all-MiniLM-L6-v2 at 384 dimensions, or the hash provider); otherwise
+EMBEDDING_MISMATCH says to send `query_embedding`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import connections
+
+from corpus.chunkstore import (
+    ProjectEmbeddingMismatch,
+    ProjectNotFound,
+    chunks_store,
+    hybrid_enabled,
+    project_get,
+    project_id,
+    project_list,
+    project_model,
+    project_store,
+    query_embedder,
+)
+from corpus.models import Corpus
+from mcp_endpoint.jsonrpc import InvalidParams
+from mcp_endpoint.profiles import Context, ToolAnnotations, ToolDef, ToolResult
+from retrieval.chunkstore import StoreHit, as_vector, plan_where
+from retrieval.errors import EmbeddingMismatch, IndexUnavailable, InvalidArgument
+
+log = logging.getLogger("docsmcp.mcp")
+
+SERVER_NAME = "docsmcp"
+DEFAULT_TOP_K = 6
+MAX_SAMPLE = 5
+ELLIPSIS = "…"
+
+
+def instructions(context: Context) -> str:
+    return (
+        "Citation-ready chunk retrieval per project. list_projects shows the projects; find_chunks (vector) "
+        "and query_hybrid (full text + vector) return trimmed text with citekey, page_span, section, "
+        "section_path and doi; store_chunks writes caller-embedded chunks (needs the write scope)."
+    )
+
+
+def max_body_bytes() -> int:
+    """store_chunks batches carry their vectors: this path takes larger bodies than MCP_MAX_BODY_BYTES."""
+    return int(settings.CITELOOM_MAX_BODY_BYTES)
+
+
+# --- errors and timeouts ----------------------------------------------------------------------------
+
+
+class CiteloomError(Exception):
+    """One of seed 004's error codes, with its details."""
+
+    def __init__(self, code: str, message: str, details: dict[str, Any]):
+        super().__init__(message)
+        self.code, self.message, self.details = code, message, details
+
+    def result(self) -> ToolResult:
+        payload = {"error": {"code": self.code, "message": self.message, "details": self.details}}
+        return ToolResult(
+            content=[{"type": "text", "text": json.dumps(payload, ensure_ascii=False)}],
+            structured=payload,
+            is_error=True,
+        )
+
+
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    """One pool per process (made after a fork, never inherited)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=16, thread_name_prefix="citeloom"))
+        return _pool[1]
+
+
+def _in_worker(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    try:
+        return work()
+    finally:
+        connections.close_all()  # this thread's own connections; the pool thread may idle for long
+
+
+def _timed(tool: str, project: str | None, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    timeout = float(settings.CITELOOM_TIMEOUTS[tool])
+    future = _executor().submit(_in_worker, work)
+    try:
+        return future.result(timeout=timeout)
+    except FuturesTimeout:
+        started = not future.cancel()
+        log.warning("citeloom %s on project %s exceeded %.3g s (%s)", tool, project, timeout,
+                    "left to finish in the background" if started else "cancelled before it started")
+        details: dict[str, Any] = {"tool": tool, "timeout_seconds": timeout}
+        if project is not None:
+            details["project_id"] = project
+        raise CiteloomError("TIMEOUT", f"{tool} exceeded its {timeout:g} s time limit", details) from None
+
+
+def _handler(tool: str, work: Callable[[dict[str, Any]], dict[str, Any]]):
+    """Runs `work(args)` under the tool's timeout and maps failures to seed 004's codes."""
+
+    def handle(context: Context, args: dict[str, Any]) -> ToolResult:
+        project = args.get("project")
+        try:
+            payload = _timed(tool, project, lambda: work(args))
+        except CiteloomError as exc:
+            return exc.result()
+        except ProjectNotFound as exc:
+            details = {"project_id": exc.project_id, "available_projects": exc.available}
+            return CiteloomError("INVALID_PROJECT", str(exc), details).result()
+        except EmbeddingMismatch as exc:
+            details = getattr(exc, "details", None) or {"project_id": project}
+            return CiteloomError("EMBEDDING_MISMATCH", str(exc), details).result()
+        except IndexUnavailable as exc:
+            return CiteloomError("INDEX_UNAVAILABLE", str(exc), {"project_id": project}).result()
+        except InvalidArgument as exc:
+            raise InvalidParams(f"Invalid arguments for tool '{tool}': {exc}", data={"errors": [str(exc)]}) from None
+        return ToolResult.json(payload)
+
+    return handle
+
+
+# --- output shaping ------------------------------------------------------------------------------
+
+
+def trim(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, at a word boundary when one is near, marked with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[: max(0, limit - 1)]
+    space = cut.rfind(" ")
+    if space >= limit * 0.6:
+        cut = cut[:space]
+    return cut.rstrip() + ELLIPSIS
+
+
+def _item(hit: StoreHit, max_chars: int, full_text: bool) -> dict[str, Any]:
+    c = hit.citation
+    return {
+        "id": hit.id,
+        "render_text": trim(hit.text, max_chars),
+        "score": round(hit.score, 4),
+        "citekey": c.citekey,
+        "section": c.section,
+        "page_span": list(c.page_span) if c.page_span else None,
+        "section_path": c.section_path,
+        "doi": c.doi,
+        "url": c.url,
+        "title": c.title,
+        "full_text": hit.text if full_text else None,
+    }
+
+
+# --- tools ------------------------------------------------------------------------------------------
+
+
+def _store_chunks(args: dict[str, Any]) -> dict[str, Any]:
+    corpus = project_get(args["project"])
+    items = args["items"]
+    low, high = settings.CITELOOM_BATCH_MIN, settings.CITELOOM_BATCH_MAX
+    if len(items) > high or (len(items) < low and not args["final_batch"]):
+        raise InvalidArgument(
+            f"store_chunks takes {low}-{high} items per call; got {len(items)}. Send the last (or only) "
+            f"batch of an upload, if smaller, with final_batch: true"
+        )
+    outcome = chunks_store(corpus=corpus, items=items, embed_model=args.get("embed_model"),
+                           allow_model_migration=args["allow_model_migration"])
+    return {"chunks_written": outcome.written, "project": project_id(corpus), "embed_model": outcome.embed_model,
+            "warnings": outcome.warnings}
+
+
+def _query_vector(corpus: Corpus, args: dict[str, Any], dims: int) -> np.ndarray:
+    model, _ = project_model(corpus)
+    if args.get("query_embedding") is not None:
+        vector = as_vector(args["query_embedding"], "query_embedding")
+        if len(vector) != dims:
+            raise ProjectEmbeddingMismatch(
+                f"query_embedding has {len(vector)} dimensions; project '{project_id(corpus)}' is embedded with "
+                f"{model} ({dims} dims)",
+                {"project_id": project_id(corpus), "expected_model": model, "expected_dimensions": dims,
+                 "received_dimensions": len(vector)},
+            )
+        return vector
+    embedder = query_embedder(corpus)
+    if embedder is None:
+        raise ProjectEmbeddingMismatch(
+            f"Project '{project_id(corpus)}' is embedded with {model} ({dims} dims), which this server cannot "
+            f"run; send query_embedding: the query embedded with {model}",
+            {"project_id": project_id(corpus), "expected_model": model, "expected_dimensions": dims},
+        )
+    return np.asarray(embedder.embed_query(args["query"]), dtype=np.float32)
+
+
+def _retrieve(args: dict[str, Any], hybrid: bool) -> dict[str, Any]:
+    corpus = project_get(args["project"])
+    if hybrid and not hybrid_enabled(corpus):
+        raise CiteloomError(
+            "HYBRID_NOT_SUPPORTED",
+            f"Hybrid search is not enabled for project '{project_id(corpus)}'; use find_chunks",
+            {"project_id": project_id(corpus), "hybrid_enabled": False},
+        )
+    where = plan_where(args.get("filters"))
+    top_k = min(args["top_k"], settings.CITELOOM_MAX_TOP_K)
+    max_chars = args.get("max_chars_per_chunk") or settings.CITELOOM_MAX_CHARS_PER_CHUNK
+    store = project_store(corpus)
+    _, dims = project_model(corpus)
+    if dims is None or store.count() == 0:
+        hits: list[StoreHit] = []
+    else:
+        vector = _query_vector(corpus, args, dims)
+        if hybrid:
+            hits = store.hybrid_search(args["query"], vector, top_k, where)
+        else:
+            hits = store.vector_search(vector, top_k, where)
+    items = [_item(h, max_chars, args["include_full_text"]) for h in hits]
+    payload: dict[str, Any] = {"items": items, "count": len(items)}
+    if hybrid:
+        payload["hybrid_enabled"] = True
+    return payload
+
+
+def _inspect_collection(args: dict[str, Any]) -> dict[str, Any]:
+    corpus = project_get(args["project"])
+    info = project_store(corpus).inspect(min(args["sample"], MAX_SAMPLE))
+    model, dims = project_model(corpus)
+    return {
+        "project": project_id(corpus),
+        "collection": corpus.name,
+        "size": info.size,
+        "embed_model": model,
+        "dimensions": info.dimensions or dims,
+        "hybrid_enabled": hybrid_enabled(corpus),
+        "payload_keys": info.payload_keys,
+        "indexes": info.indexes,
+        "sample": info.samples,
+    }
+
+
+def _list_projects(args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "projects": [
+            {"id": project_id(c), "collection": c.name, "embed_model": project_model(c)[0],
+             "hybrid_enabled": hybrid_enabled(c)}
+            for c in project_list()
+        ]
+    }
+
+
+# --- schemas ----------------------------------------------------------------------------------------
+
+_PROJECT = {"type": "string", "minLength": 1, "description": "Project identifier (e.g. citeloom/clean-arch)"}
+
+
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "properties": properties, "required": required}
+
+
+def _store_schema() -> dict[str, Any]:
+    low, high = settings.CITELOOM_BATCH_MIN, settings.CITELOOM_BATCH_MAX
+    item = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "minLength": 1, "description": "Deterministic chunk ID"},
+            "text": {"type": "string", "description": "Chunk text"},
+            "embedding": {"type": "array", "minItems": 1, "description": "Embedding vector (numbers)"},
+            "metadata": {
+                "type": "object",
+                "description": "Payload: project, source, zotero, doc, embed_model, version, fulltext",
+            },
+        },
+        "required": ["id", "text", "embedding"],
+    }
+    return _object(
+        {
+            "project": _PROJECT,
+            "items": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": high,
+                "items": item,
+                "description": f"{low}-{high} chunks per call (fewer only with final_batch: true)",
+            },
+            "embed_model": {
+                "type": "string",
+                "description": "Embedding model of items that do not name one in metadata.embed_model",
+            },
+            "allow_model_migration": {
+                "type": "boolean",
+                "default": False,
+                "description": (
+                    "Switch the project to this batch's embedding model; its chunks of the old model are removed"
+                ),
+            },
+            "final_batch": {
+                "type": "boolean",
+                "default": False,
+                "description": f"The last (or only) batch of an upload: may hold fewer than {low} items",
+            },
+        },
+        ["project", "items"],
+    )
+
+
+def _search_schema() -> dict[str, Any]:
+    return _object(
+        {
+            "project": _PROJECT,
+            "query": {"type": "string", "minLength": 1, "description": "Natural language query text"},
+            "top_k": {
+                "type": "integer",
+                "minimum": 1,
+                "default": DEFAULT_TOP_K,
+                "description": f"Maximum results (default {DEFAULT_TOP_K}, capped at {settings.CITELOOM_MAX_TOP_K})",
+            },
+            "filters": {
+                "type": "object",
+                "description": (
+                    'Filters, e.g. {"tags": ["architecture"]}: tags, citekey, doi, section, source_path, '
+                    "version; a list matches any of its values"
+                ),
+            },
+            "include_full_text": {
+                "type": "boolean",
+                "default": False,
+                "description": "Also return each chunk's untrimmed text as full_text",
+            },
+            "max_chars_per_chunk": {
+                "type": "integer",
+                "minimum": 1,
+                "description": f"Trim render_text to this many characters (default {settings.CITELOOM_MAX_CHARS_PER_CHUNK})",
+            },
+            "query_embedding": {
+                "type": "array",
+                "description": (
+                    "The query embedded with the project's model. Needed unless the project uses "
+                    "all-MiniLM-L6-v2 (384 dims), which the server runs itself"
+                ),
+            },
+        },
+        ["project", "query"],
+    )
+
+
+_NULLABLE_STRING = {"type": ["string", "null"]}
+_RESULT_ITEM = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "render_text": {"type": "string"},
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "citekey": _NULLABLE_STRING,
+        "section": _NULLABLE_STRING,
+        "page_span": {"type": ["array", "null"], "items": {"type": "integer"}},
+        "section_path": {"type": ["array", "null"], "items": {"type": "string"}},
+        "doi": _NULLABLE_STRING,
+        "url": _NULLABLE_STRING,
+        "title": _NULLABLE_STRING,
+        "full_text": _NULLABLE_STRING,
+    },
+    "required": ["render_text", "score", "citekey", "section", "page_span", "section_path", "doi", "full_text"],
+}
+_ITEMS_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "items": {"type": "array", "items": _RESULT_ITEM},
+        "count": {"type": "integer"},
+        "hybrid_enabled": {"type": "boolean"},
+    },
+    "required": ["items", "count"],
+}
+OUTPUT = {
+    "store_chunks": {
+        "type": "object",
+        "properties": {
+            "chunks_written": {"type": "integer"},
+            "project": {"type": "string"},
+            "embed_model": {"type": "string"},
+            "warnings": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["chunks_written", "project", "embed_model", "warnings"],
+    },
+    "find_chunks": _ITEMS_OUTPUT,
+    "query_hybrid": _ITEMS_OUTPUT,
+    "inspect_collection": {
+        "type": "object",
+        "properties": {
+            "project": {"type": "string"},
+            "collection": {"type": "string"},
+            "size": {"type": "integer"},
+            "embed_model": _NULLABLE_STRING,
+            "dimensions": {"type": ["integer", "null"]},
+            "hybrid_enabled": {"type": "boolean"},
+            "payload_keys": {"type": "array", "items": {"type": "string"}},
+            "indexes": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+            "sample": {"type": "array", "items": {"type": "object"}},
+        },
+        "required": ["project", "collection", "size", "embed_model", "payload_keys", "indexes", "sample"],
+    },
+    "list_projects": {
+        "type": "object",
+        "properties": {
+            "projects": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "collection": {"type": "string"},
+                        "embed_model": _NULLABLE_STRING,
+                        "hybrid_enabled": {"type": "boolean"},
+                    },
+                    "required": ["id", "collection", "embed_model", "hybrid_enabled"],
+                },
+            }
+        },
+        "required": ["projects"],
+    },
+}
+# Seed 004's own text where it has one.
+DESCRIPTIONS = {
+    "store_chunks": "Batched upsert of chunks into a project collection.",
+    "find_chunks": "Vector search for chunks in a project.",
+    "query_hybrid": "Hybrid search (full-text + vector fusion) for chunks.",
+    "inspect_collection": "Inspect project collection metadata and structure.",
+    "list_projects": "List all configured projects with basic metadata.",
+}
+
+
+def tools(context: Context) -> list[ToolDef]:
+    search = _search_schema()
+    specs: list[tuple[str, dict[str, Any], Callable[[dict[str, Any]], dict[str, Any]], ToolAnnotations, str]] = [
+        ("store_chunks", _store_schema(), _store_chunks,
+         ToolAnnotations(read_only=False, destructive=True, idempotent=True), "write"),
+        ("find_chunks", search, lambda a: _retrieve(a, hybrid=False), ToolAnnotations(), "read"),
+        ("query_hybrid", search, lambda a: _retrieve(a, hybrid=True), ToolAnnotations(), "read"),
+        ("inspect_collection",
+         _object({"project": _PROJECT, "sample": {"type": "integer", "minimum": 0, "default": 0,
+                                                   "description": f"Sample payloads to return (max {MAX_SAMPLE})"}},
+                 ["project"]),
+         _inspect_collection, ToolAnnotations(), "read"),
+        ("list_projects", _object({}, []), _list_projects, ToolAnnotations(), "read"),
+    ]
+    return [
+        ToolDef(name=name, description=DESCRIPTIONS[name], input_schema=schema, handler=_handler(name, work),
+                output_schema=OUTPUT[name], annotations=annotations, scope=scope)
+        for name, schema, work, annotations, scope in specs
+    ]

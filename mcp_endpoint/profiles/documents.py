@@ -1,0 +1,597 @@
+"""The documents profile (seed 002): collections, documents, outlines, sections, batch and related search,
+at /mcp/documents/.
+
+A collection is a markdown corpus. A client may name it by its name or any of its aliases; results
+show the name the client used as `collection`, plus `collectionId` (the corpus name) when that was
+an alias. Tools that return a list in the seed (`documents_list_collections`, `documents_search`)
+return that list as JSON text and wrap it in an object for `structuredContent`, which must be an
+object. The seed's not-found messages come back word for word as `isError` results.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from corpus.errors import CorpusNotFound
+from corpus.models import Corpus
+from corpus.selectors import corpus_get, cursor_secret
+from mcp_endpoint.profiles import Context, ToolDef, ToolError, ToolResult
+from mcp_endpoint.profiles.shared import (
+    CorpusHit,
+    embedder_for,
+    index_of,
+    markdown_corpora,
+    merge_hits,
+    served_corpora,
+    vector_only_legs,
+)
+from retrieval.documents import get_document, get_outline, get_section, list_documents
+from retrieval.errors import NotFound
+from retrieval.index import Index
+from retrieval.related import MAX_RELATED, find_related
+from retrieval.search import MAX_LIMIT, SearchHit, SearchRequest, search, search_batch
+
+SERVER_NAME = "docsmcp"
+MAX_BATCH_QUERIES = 10
+NO_COLLECTIONS = "No document collections found."
+NO_RESULTS = "No results found for the given query."
+
+
+def instructions(context: Context) -> str:
+    return (
+        "Documentation collections. Start with documents_list_collections, browse with "
+        "documents_list_documents, search with documents_search (documents_search_batch for several "
+        "questions), and read only what you need with documents_get_outline and documents_get_section."
+    )
+
+
+# --- collections ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Collection:
+    corpus: Corpus
+    shown: str  # the name or alias the client used
+
+    def label(self) -> dict[str, str]:
+        out = {"collection": self.shown}
+        if self.shown != self.corpus.name:
+            out["collectionId"] = self.corpus.name
+        return out
+
+    def index(self) -> Index:
+        return index_of(self.corpus)
+
+
+def _available() -> str:
+    names = [
+        f"{c.name} (aliases: {', '.join(c.aliases)})" if c.aliases else c.name for c in markdown_corpora()
+    ]
+    return ", ".join(names) or "none (no markdown corpus is registered yet)"
+
+
+def resolve_collection(name: str) -> Collection:
+    """The markdown corpus called `name` (its name or an alias); a ToolError naming the others otherwise."""
+    try:
+        corpus = corpus_get(name)
+    except CorpusNotFound:
+        corpus = None
+    if corpus is None or corpus.kind != Corpus.KIND_MARKDOWN:
+        raise ToolError(f'Collection "{name}" not found. Available collections: {_available()}.')
+    return Collection(corpus, name)
+
+
+def _targets(names: list[str] | None) -> list[Collection]:
+    """The collections a search covers: those named (each corpus once), else every built one."""
+    if not names:
+        return [Collection(c, c.name) for c in served_corpora()]
+    seen: dict[str, Collection] = {}
+    for name in names:
+        collection = resolve_collection(name)
+        seen.setdefault(collection.corpus.name, collection)
+    return list(seen.values())
+
+
+def _document_missing(collection: Collection, index: Index, document: str, asked: str) -> ToolResult | None:
+    if document in index.metadata.files:
+        return None
+    return ToolResult.error(f'Document "{document}" not found in collection "{asked}".')
+
+
+# --- result shapes ------------------------------------------------------------------------------
+
+
+def _json(text_value: Any, structured: dict[str, Any]) -> ToolResult:
+    return ToolResult.text(json.dumps(text_value, ensure_ascii=False, indent=2), structured=structured)
+
+
+def _hit_item(collection: Collection, hit: SearchHit) -> dict[str, Any]:
+    """Section 7's enhanced search result (plus `chunkId`, which the docs profile's get_doc reads)."""
+    item: dict[str, Any] = {
+        **collection.label(),
+        "documentId": hit.filepath,
+        "documentTitle": hit.title or hit.filepath,
+    }
+    if hit.heading:
+        item["sectionHeading"] = hit.heading
+    item.update(
+        content=hit.content,
+        relevanceScore=round(hit.score, 6),
+        distance=round(1.0 - hit.score, 6),
+        chunkIndex=hit.chunk_index,
+        totalChunks=hit.total_chunks,
+        chunkId=hit.chunk_id,
+    )
+    return item
+
+
+def _search(
+    queries: list[tuple[str, list[Collection]]], limit: int, max_distance: float | None, hybrid: bool
+) -> list[list[dict[str, Any]]]:
+    """Each query over its collections: one engine call per corpus (search_batch shares the query
+    embedding when a corpus gets several queries), hits merged across corpora by score."""
+    per_query: list[list[list[CorpusHit]]] = [[] for _ in queries]
+    by_corpus: dict[str, list[tuple[int, int, Collection]]] = {}
+    for qi, (_query, collections) in enumerate(queries):
+        for position, collection in enumerate(collections):
+            by_corpus.setdefault(collection.corpus.name, []).append((qi, position, collection))
+    for wanted in by_corpus.values():
+        index = wanted[0][2].index()
+        embedder = embedder_for(index)
+        legs = None if hybrid else vector_only_legs(index, embedder)
+        requests = [SearchRequest(query=queries[qi][0], limit=limit, legs=legs) for qi, _, _ in wanted]
+        if len(requests) == 1:
+            results = [search(index, requests[0], embedder=embedder, cursor_secret=cursor_secret())]
+        else:
+            results = search_batch(index, requests, embedder=embedder, cursor_secret=cursor_secret())
+        for (qi, position, collection), result in zip(wanted, results, strict=True):
+            per_query[qi].append(
+                [
+                    CorpusHit(collection.corpus, hit, (position, rank))
+                    for rank, hit in enumerate(result.hits)
+                    if max_distance is None or 1.0 - hit.score <= max_distance
+                ]
+            )
+    out = []
+    for qi, (_query, collections) in enumerate(queries):
+        shown = {c.corpus.name: c for c in collections}
+        merged = merge_hits(per_query[qi], limit)
+        out.append([_hit_item(shown[h.corpus.name], h.hit) for h in merged])
+    return out
+
+
+# --- handlers -----------------------------------------------------------------------------------
+
+
+def _list_collections(context: Context, args: dict[str, Any]) -> ToolResult:
+    items = []
+    for corpus in markdown_corpora():
+        build = corpus.active_build
+        item: dict[str, Any] = {
+            "collection": corpus.name,
+            "documentCount": int((build.stats or {}).get("total_files", 0)) if build else 0,
+        }
+        if corpus.description:
+            item["description"] = corpus.description
+        if corpus.version:
+            item["version"] = corpus.version
+        if corpus.aliases:
+            item["aliases"] = list(corpus.aliases)
+        items.append(item)
+    if not items:
+        return ToolResult.text(NO_COLLECTIONS, structured={"collections": []})
+    return _json(items, {"collections": items})
+
+
+def _search_documents(context: Context, args: dict[str, Any]) -> ToolResult:
+    targets = _targets(args.get("collections"))
+    (results,) = _search(
+        [(args["query"], targets)], args["limit"], args.get("maxDistance"), args["hybridSearch"]
+    )
+    if not results:
+        return ToolResult.text(NO_RESULTS, structured={"results": []})
+    return _json(results, {"results": results})
+
+
+def _search_batch(context: Context, args: dict[str, Any]) -> ToolResult:
+    queries = [(q["query"], _targets(q.get("collections"))) for q in args["queries"]]
+    found = _search(queries, args["limit"], args.get("maxDistance"), args["hybridSearch"])
+    payload = {"results": [{"query": q, "results": r} for (q, _), r in zip(queries, found, strict=True)]}
+    return _json(payload, payload)
+
+
+def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
+    collection = resolve_collection(args["collection"])
+    index = collection.index()
+    missing = _document_missing(collection, index, args["document"], args["collection"])
+    if missing:
+        return missing
+    document = get_document(index, args["document"])
+    payload = {
+        **collection.label(),
+        "document": document.filepath,
+        "title": document.title,
+        "content": document.content,
+    }
+    return _json(payload, payload)
+
+
+def _list_documents(context: Context, args: dict[str, Any]) -> ToolResult:
+    collection = resolve_collection(args["collection"])
+    page = list_documents(collection.index(), args["limit"], args["offset"])
+    payload = {
+        **collection.label(),
+        "documents": [{"id": d.filepath, "title": d.title or d.filepath, "size": d.size} for d in page.documents],
+        "total": page.total,
+        "hasMore": page.has_more,
+    }
+    return _json(payload, payload)
+
+
+def _get_outline(context: Context, args: dict[str, Any]) -> ToolResult:
+    collection = resolve_collection(args["collection"])
+    index = collection.index()
+    missing = _document_missing(collection, index, args["document"], args["collection"])
+    if missing:
+        return missing
+    outline = get_outline(index, args["document"], args["maxDepth"])
+    payload = {
+        **collection.label(),
+        "document": outline.filepath,
+        "title": outline.title,
+        "outline": [{"level": e.level, "text": e.text, "line": e.line} for e in outline.entries],
+    }
+    return _json(payload, payload)
+
+
+def _get_section(context: Context, args: dict[str, Any]) -> ToolResult:
+    collection = resolve_collection(args["collection"])
+    index = collection.index()
+    document = args["document"]
+    missing = _document_missing(collection, index, document, args["collection"])
+    if missing:
+        return missing
+    try:
+        section = get_section(index, document, args["section"], args["includeSubsections"])
+    except NotFound:
+        return ToolResult.error(f'Section "{args["section"]}" not found in document "{document}".')
+    payload = {
+        **collection.label(),
+        "document": section.filepath,
+        "section": section.heading,
+        "level": section.level,
+        "content": section.content,
+        "startLine": section.start_line,
+        "endLine": section.end_line,
+    }
+    return _json(payload, payload)
+
+
+def _find_related(context: Context, args: dict[str, Any]) -> ToolResult:
+    collection = resolve_collection(args["collection"])
+    index = collection.index()
+    document = args["document"]
+    missing = _document_missing(collection, index, document, args["collection"])
+    if missing:
+        return missing
+    result = find_related(
+        index,
+        document,
+        chunk_text=args.get("chunk"),
+        limit=args["limit"],
+        same_document=args["sameDocument"],
+        embedder=embedder_for(index),
+    )
+    related = []
+    for hit in result.hits:
+        item = _hit_item(collection, hit)
+        related.append({**collection.label(), "document": hit.filepath, **item})
+    payload = {
+        "source": {**collection.label(), "document": document},
+        "related": related,
+        "method": result.method,
+    }
+    return _json(payload, payload)
+
+
+# --- schemas ------------------------------------------------------------------------------------
+
+_COLLECTION = {"type": "string", "description": "Collection name or alias"}
+_DOCUMENT = {"type": "string", "description": "Document ID (the file path, as listed by documents_list_documents)"}
+_COLLECTIONS = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "Limit to these collections (names or aliases). Omit to search every collection.",
+}
+_LIMIT_SEARCH = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": MAX_LIMIT,
+    "default": 10,
+    "description": "Maximum number of results to return (default: 10)",
+}
+_MAX_DISTANCE = {
+    "type": "number",
+    "minimum": 0,
+    "maximum": 2,
+    "description": (
+        "Maximum distance threshold: results with distance (1 - relevanceScore) greater than this are "
+        "filtered out. Lower values = stricter matching."
+    ),
+}
+_HYBRID = {
+    "type": "boolean",
+    "default": True,
+    "description": (
+        "Combine vector similarity with keyword matching (default: true). false: vector similarity only "
+        "(keyword matching for a collection indexed without vectors)."
+    ),
+}
+
+
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "properties": properties, "required": required}
+
+
+SEARCH_SCHEMA = _object(
+    {
+        "query": {"type": "string", "description": "The search query: describe what you are looking for"},
+        "collections": _COLLECTIONS,
+        "limit": _LIMIT_SEARCH,
+        "maxDistance": _MAX_DISTANCE,
+        "hybridSearch": _HYBRID,
+    },
+    ["query"],
+)
+GET_DOCUMENT_SCHEMA = _object({"collection": _COLLECTION, "document": _DOCUMENT}, ["collection", "document"])
+LIST_DOCUMENTS_SCHEMA = _object(
+    {
+        "collection": _COLLECTION,
+        "limit": {
+            "type": "integer", "minimum": 1, "maximum": 1000, "default": 100,
+            "description": "Maximum documents to return",
+        },
+        "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Offset for pagination"},
+    },
+    ["collection"],
+)
+OUTLINE_SCHEMA = _object(
+    {
+        "collection": _COLLECTION,
+        "document": _DOCUMENT,
+        "maxDepth": {
+            "type": "integer", "minimum": 1, "maximum": 6, "default": 3,
+            "description": "Maximum heading depth (1-6)",
+        },
+    },
+    ["collection", "document"],
+)
+SECTION_SCHEMA = _object(
+    {
+        "collection": _COLLECTION,
+        "document": _DOCUMENT,
+        "section": {"type": "string", "description": "Section heading text to match (case-insensitive)"},
+        "includeSubsections": {
+            "type": "boolean", "default": True, "description": "Include nested subsections",
+        },
+    },
+    ["collection", "document", "section"],
+)
+BATCH_SCHEMA = _object(
+    {
+        "queries": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_BATCH_QUERIES,
+            "description": f"Array of search queries (max {MAX_BATCH_QUERIES})",
+            "items": _object(
+                {
+                    "query": {"type": "string", "description": "Search query"},
+                    "collections": {**_COLLECTIONS, "description": "Limit to specific collections"},
+                },
+                ["query"],
+            ),
+        },
+        "limit": {**_LIMIT_SEARCH, "default": 5, "description": "Results per query (default: 5)"},
+        "maxDistance": {**_MAX_DISTANCE, "description": "Maximum distance threshold per query"},
+        "hybridSearch": {**_HYBRID, "description": "Use hybrid search (default: true)"},
+    },
+    ["queries"],
+)
+RELATED_SCHEMA = _object(
+    {
+        "collection": {"type": "string", "description": "Collection containing the source"},
+        "document": {"type": "string", "description": "Document ID to find related content for"},
+        "chunk": {
+            "type": "string",
+            "description": "Specific chunk content (if not provided, uses document centroid)",
+        },
+        "limit": {
+            "type": "integer", "minimum": 1, "maximum": MAX_RELATED, "default": 5,
+            "description": "Maximum related items",
+        },
+        "sameDocument": {
+            "type": "boolean", "default": False, "description": "Include chunks from the same document",
+        },
+    },
+    ["collection", "document"],
+)
+
+_LABEL = {"collection": {"type": "string"}, "collectionId": {"type": "string"}}
+SEARCH_ITEM = {
+    "type": "object",
+    "properties": {
+        **_LABEL,
+        "documentId": {"type": "string"},
+        "documentTitle": {"type": "string"},
+        "sectionHeading": {"type": "string"},
+        "content": {"type": "string"},
+        "relevanceScore": {"type": "number", "minimum": 0, "maximum": 1},
+        "distance": {"type": "number", "minimum": 0, "maximum": 1},
+        "chunkIndex": {"type": "integer", "minimum": 1},
+        "totalChunks": {"type": "integer", "minimum": 1},
+        "chunkId": {"type": "string"},
+    },
+    "required": ["collection", "documentId", "documentTitle", "content", "relevanceScore", "distance"],
+}
+
+
+def _out(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required}
+
+
+OUTPUT = {
+    "documents_list_collections": _out(
+        {
+            "collections": {
+                "type": "array",
+                "items": _out(
+                    {
+                        **_LABEL,
+                        "documentCount": {"type": "integer"},
+                        "description": {"type": "string"},
+                        "version": {"type": "string"},
+                        "aliases": {"type": "array", "items": {"type": "string"}},
+                    },
+                    ["collection", "documentCount"],
+                ),
+            }
+        },
+        ["collections"],
+    ),
+    "documents_search": _out({"results": {"type": "array", "items": SEARCH_ITEM}}, ["results"]),
+    "documents_get_document": _out(
+        {**_LABEL, "document": {"type": "string"}, "title": {"type": "string"}, "content": {"type": "string"}},
+        ["collection", "document", "content"],
+    ),
+    "documents_list_documents": _out(
+        {
+            **_LABEL,
+            "documents": {
+                "type": "array",
+                "items": _out(
+                    {"id": {"type": "string"}, "title": {"type": "string"}, "size": {"type": "integer"}},
+                    ["id", "title", "size"],
+                ),
+            },
+            "total": {"type": "integer"},
+            "hasMore": {"type": "boolean"},
+        },
+        ["collection", "documents", "total", "hasMore"],
+    ),
+    "documents_get_outline": _out(
+        {
+            **_LABEL,
+            "document": {"type": "string"},
+            "title": {"type": "string"},
+            "outline": {
+                "type": "array",
+                "items": _out(
+                    {"level": {"type": "integer"}, "text": {"type": "string"}, "line": {"type": "integer"}},
+                    ["level", "text", "line"],
+                ),
+            },
+        },
+        ["collection", "document", "title", "outline"],
+    ),
+    "documents_get_section": _out(
+        {
+            **_LABEL,
+            "document": {"type": "string"},
+            "section": {"type": "string"},
+            "level": {"type": "integer"},
+            "content": {"type": "string"},
+            "startLine": {"type": "integer"},
+            "endLine": {"type": "integer"},
+        },
+        ["collection", "document", "section", "level", "content", "startLine", "endLine"],
+    ),
+    "documents_search_batch": _out(
+        {
+            "results": {
+                "type": "array",
+                "items": _out(
+                    {"query": {"type": "string"}, "results": {"type": "array", "items": SEARCH_ITEM}},
+                    ["query", "results"],
+                ),
+            }
+        },
+        ["results"],
+    ),
+    "documents_find_related": _out(
+        {
+            "source": _out({**_LABEL, "document": {"type": "string"}}, ["collection", "document"]),
+            "related": {
+                "type": "array",
+                "items": {
+                    **SEARCH_ITEM,
+                    "properties": {**SEARCH_ITEM["properties"], "document": {"type": "string"}},
+                    "required": ["collection", "document", "content", "relevanceScore"],
+                },
+            },
+            "method": {"type": "string", "enum": ["vector", "lexical"]},
+        },
+        ["source", "related"],
+    ),
+}
+
+DESCRIPTIONS = {
+    "documents_list_collections": (
+        "List all available document collections with their document counts, descriptions and versions. "
+        "Use this first to discover what documentation is available."
+    ),
+    "documents_search": (
+        "Search documents by meaning and keywords (hybrid search). Returns the most relevant chunks with "
+        "their document, section heading and position. Use this to find information in the collections."
+    ),
+    "documents_get_document": (
+        "Get the full content of a document. Use this after searching when the chunks are not enough."
+    ),
+    "documents_list_documents": (
+        "List all documents in a collection. Returns document IDs, titles, and sizes. "
+        "Use this to browse what documentation is available before searching. "
+        "Supports pagination for large collections."
+    ),
+    "documents_get_outline": (
+        "Get the heading structure of a document. Returns section headings with their levels "
+        "and line numbers. Use this to understand document organization before reading specific sections."
+    ),
+    "documents_get_section": (
+        "Get a specific section of a document by heading. Returns the section content without "
+        "fetching the entire document. Use this when you know which section you need."
+    ),
+    "documents_search_batch": (
+        "Execute multiple search queries in a single call. More efficient than making "
+        "separate search calls when researching multiple topics. Limited to 10 queries."
+    ),
+    "documents_find_related": (
+        "Find content semantically related to a document or chunk. Use this to expand context "
+        "or discover related documentation on a topic."
+    ),
+}
+
+_TOOLS = (
+    ("documents_list_collections", _object({}, []), _list_collections),
+    ("documents_search", SEARCH_SCHEMA, _search_documents),
+    ("documents_get_document", GET_DOCUMENT_SCHEMA, _get_document),
+    ("documents_list_documents", LIST_DOCUMENTS_SCHEMA, _list_documents),
+    ("documents_get_outline", OUTLINE_SCHEMA, _get_outline),
+    ("documents_get_section", SECTION_SCHEMA, _get_section),
+    ("documents_search_batch", BATCH_SCHEMA, _search_batch),
+    ("documents_find_related", RELATED_SCHEMA, _find_related),
+)
+
+
+def tools(context: Context) -> list[ToolDef]:
+    return [
+        ToolDef(
+            name=name,
+            description=DESCRIPTIONS[name],
+            input_schema=schema,
+            handler=handler,
+            output_schema=OUTPUT[name],
+        )
+        for name, schema, handler in _TOOLS
+    ]

@@ -1,0 +1,308 @@
+"""The techdoc profile (seed 003, "TechDoc Genie"): `search_documentation` and `get_document`, and the
+corpora as `techdoc://<doc_type>/docs` resources, at /mcp/techdoc/ (and at /mcp with
+DOCSMCP_DEFAULT_PROFILE=techdoc, where the seed's curl examples post).
+
+A doc_type is a markdown corpus. Results are content items as the seed shows them: text blocks that
+also carry `metadata` (source, section) and `score`. A tool error is an `isError` result whose text
+block holds the message, plus the seed's own `is_error: true` and `error` fields. Arguments the seed's
+validation table rules out are JSON-RPC -32602 errors with a readable message.
+
+get_document's `document_id`: `<doc_type>/<path>` (what `metadata.source` of a search result says),
+or a bare path looked up in every corpus (found in exactly one, or an error naming the candidates).
+A path also matches the same file with a `.md` extension (`indexes.html` -> `indexes.md`), since
+our sources are markdown while a techdoc client may hold ids of the HTML or PDF originals.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import PurePosixPath
+from typing import Any
+
+from corpus.errors import CorpusNotFound
+from corpus.models import Corpus
+from corpus.selectors import corpus_get, cursor_secret
+from mcp_endpoint.jsonrpc import InvalidParams
+from mcp_endpoint.profiles import (
+    Context,
+    ResourceContents,
+    ResourceDef,
+    ResourceNotFound,
+    ToolDef,
+    ToolError,
+    ToolResult,
+)
+from mcp_endpoint.profiles.shared import CorpusHit, embedder_for, index_of, merge_hits, served_corpora
+from retrieval.documents import get_document, list_documents
+from retrieval.errors import RetrievalError
+from retrieval.search import SearchRequest, search
+
+SEARCH_DESCRIPTION = (
+    "Search technical documentation using semantic similarity. Returns relevant document chunks."
+)
+GET_DESCRIPTION = "Retrieve a specific document by ID or path."
+MIME_TYPE = "application/x-documentation"
+URI_SCHEME = "techdoc://"
+COLLECTION = "docs"  # the <collection> part of techdoc://<doc_type>/<collection>: one per corpus
+ALL = "all"
+MAX_QUERY = 1000
+MAX_RESULTS = 20
+NOT_FOUND = "Document not found"
+
+
+def instructions(context: Context) -> str:
+    return (
+        "Technical documentation search. Call search_documentation with a question (doc_type narrows it "
+        "to one documentation set), then get_document with a result's metadata.source to read the whole "
+        "document."
+    )
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+def _tool_error(message: str, error: str | None = None) -> ToolResult:
+    """The spec's isError result plus the seed's `is_error` / `error` fields."""
+    return ToolResult(
+        content=[{"type": "text", "text": message}],
+        is_error=True,
+        extra={"is_error": True, "error": error or message},
+    )
+
+
+def _seed_errors(handler: Callable[[Context, dict[str, Any]], ToolResult]):
+    def wrapped(context: Context, args: dict[str, Any]) -> ToolResult:
+        try:
+            return handler(context, args)
+        except (ToolError, RetrievalError) as exc:
+            return _tool_error(str(exc) or exc.__class__.__name__)
+
+    return wrapped
+
+
+def _invalid(tool: str, message: str) -> InvalidParams:
+    return InvalidParams(f"Invalid arguments for tool '{tool}': {message}", data={"errors": [message]})
+
+
+# --- search_documentation -------------------------------------------------------------------------
+
+
+def _item(hit_of: CorpusHit) -> dict[str, Any]:
+    hit, name = hit_of.hit, hit_of.corpus.name
+    return {
+        "type": "text",
+        "text": hit.content,
+        "metadata": {
+            "source": f"{name}/{hit.filepath}",
+            "section": hit.heading or hit.title,
+            "doc_type": name,
+            "title": hit.title,
+            "chunk_id": hit.chunk_id,
+        },
+        "score": round(hit.score, 4),
+    }
+
+
+def _search_documentation(context: Context, args: dict[str, Any]) -> ToolResult:
+    query = args["query"]
+    if not query.strip():
+        raise _invalid("search_documentation", "Argument 'query' must not be blank.")
+    limit = args["max_results"]
+    corpora = served_corpora()
+    if args["doc_type"] != ALL:
+        corpora = [c for c in corpora if c.name == args["doc_type"]]
+    per_corpus = []
+    for position, corpus in enumerate(corpora):
+        index = index_of(corpus)
+        result = search(
+            index,
+            SearchRequest(query=query, limit=limit),
+            embedder=embedder_for(index),
+            cursor_secret=cursor_secret(),
+        )
+        per_corpus.append([CorpusHit(corpus, hit, (position, rank)) for rank, hit in enumerate(result.hits)])
+    return ToolResult(content=[_item(h) for h in merge_hits(per_corpus, limit)])
+
+
+# --- get_document ---------------------------------------------------------------------------------
+
+
+def _served(name: str) -> Corpus | None:
+    try:
+        corpus = corpus_get(name)
+    except CorpusNotFound:
+        return None
+    ok = corpus.kind == Corpus.KIND_MARKDOWN and corpus.active_build_id is not None
+    return corpus if ok else None
+
+
+def _match(files: dict[str, str], path: str) -> str | None:
+    """`path` itself, else the same file with a .md extension (instead of its own, or added)."""
+    if path in files:
+        return path
+    pure = PurePosixPath(path)
+    for candidate in (str(pure.with_suffix(".md")) if pure.suffix else None, f"{path}.md"):
+        if candidate and candidate in files:
+            return candidate
+    return None
+
+
+def resolve_document(document_id: str) -> tuple[Corpus, str]:
+    """(corpus, path) for a techdoc document_id; ToolError when it names nothing, or several documents."""
+    head, _, rest = document_id.partition("/")
+    corpus = _served(head) if rest else None
+    if corpus is not None:
+        path = _match(index_of(corpus).metadata.files, rest)
+        if path is not None:
+            return corpus, path
+    found = []
+    for candidate in served_corpora():
+        path = _match(index_of(candidate).metadata.files, document_id)
+        if path is not None:
+            found.append((candidate, path))
+    if len(found) == 1:
+        return found[0]
+    if found:
+        ids = ", ".join(f"'{c.name}/{p}'" for c, p in found)
+        raise ToolError(f"Document '{document_id}' is in several documentation sets: {ids}. Use one of these ids.")
+    raise _NotFound(document_id)
+
+
+class _NotFound(ToolError):
+    def __init__(self, document_id: str):
+        super().__init__(
+            f"{NOT_FOUND}: '{document_id}'. Use '<doc_type>/<path>' as given in metadata.source of a "
+            "search_documentation result."
+        )
+
+
+def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
+    document_id = args["document_id"]
+    if not document_id.strip():
+        raise _invalid("get_document", "Argument 'document_id' must not be blank.")
+    try:
+        corpus, path = resolve_document(document_id.strip())
+    except _NotFound as exc:
+        return _tool_error(str(exc), NOT_FOUND)
+    document = get_document(index_of(corpus), path)
+    item = {
+        "type": "text",
+        "text": document.content,
+        "metadata": {
+            "source": f"{corpus.name}/{document.filepath}",
+            "title": document.title,
+            "doc_type": corpus.name,
+            "size": document.size,
+            "chunks": document.chunk_count,
+        },
+    }
+    return ToolResult(content=[item])
+
+
+# --- schemas and tools ----------------------------------------------------------------------------
+
+
+def search_schema(doc_types: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "description": "The search query or question",
+                "minLength": 1,
+                "maxLength": MAX_QUERY,
+            },
+            "max_results": {
+                "type": "integer",
+                "description": "Maximum number of results to return (default: 5)",
+                "default": 5,
+                "minimum": 1,
+                "maximum": MAX_RESULTS,
+            },
+            "doc_type": {
+                "type": "string",
+                "description": "Optional filter for document type",
+                "enum": [*doc_types, ALL],
+                "default": ALL,
+            },
+        },
+        "required": ["query"],
+    }
+
+
+GET_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "document_id": {
+            "type": "string",
+            "description": "The unique identifier or path of the document",
+            "minLength": 1,
+        }
+    },
+    "required": ["document_id"],
+}
+
+
+def tools(context: Context) -> list[ToolDef]:
+    search_input = search_schema([c.name for c in served_corpora()])
+    return [
+        ToolDef(
+            name="search_documentation",
+            description=SEARCH_DESCRIPTION,
+            input_schema=search_input,
+            handler=_seed_errors(_search_documentation),
+            extra={"input_schema": search_input},
+        ),
+        ToolDef(
+            name="get_document",
+            description=GET_DESCRIPTION,
+            input_schema=GET_SCHEMA,
+            handler=_seed_errors(_get_document),
+            extra={"input_schema": GET_SCHEMA},
+        ),
+    ]
+
+
+# --- resources ------------------------------------------------------------------------------------
+
+
+def _uri(corpus: Corpus) -> str:
+    return f"{URI_SCHEME}{corpus.name}/{COLLECTION}"
+
+
+def resources(context: Context) -> list[ResourceDef]:
+    out = []
+    for corpus in served_corpora():
+        description = corpus.description or f"{corpus.name} documentation"
+        if corpus.version:
+            description += f" (version {corpus.version})"
+        out.append(
+            ResourceDef(
+                uri=_uri(corpus),
+                name=f"{corpus.name} documentation",
+                description=description,
+                mime_type=MIME_TYPE,
+                extra={"mime_type": MIME_TYPE},
+            )
+        )
+    return out
+
+
+def read_resource(context: Context, uri: str) -> list[ResourceContents]:
+    """A documentation set's table of contents: every document's source (a get_document id), title, size."""
+    corpus = next((c for c in served_corpora() if _uri(c) == uri), None)
+    if corpus is None:
+        raise ResourceNotFound(uri)
+    page = list_documents(index_of(corpus), 1000, 0)
+    listing = {
+        "uri": uri,
+        "doc_type": corpus.name,
+        "description": corpus.description,
+        "version": corpus.version,
+        "total": page.total,
+        "documents": [
+            {"source": f"{corpus.name}/{d.filepath}", "title": d.title, "size": d.size} for d in page.documents
+        ],
+    }
+    return [ResourceContents(uri, text=json.dumps(listing, ensure_ascii=False, indent=2), mime_type="application/json")]
