@@ -202,7 +202,7 @@ def bench(args) -> dict:
     current, peak = rss_mb()
     return {"index": str(path), "chunks": len(index.catalog()), "queries": len(queries), "repeat": args.repeat,
             "legs": rows, "quality": scores, "rss_mb": round(current, 1), "peak_rss_mb": round(peak, 1),
-            "cpus": os.cpu_count()}
+            "cpus": os.cpu_count(), "load_average": [round(x, 1) for x in os.getloadavg()]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     for mode, score in out["quality"].items():
         print(f"quality {mode}: chunk MRR@10={score['chunk_mrr@10']} file MRR@10={score['file_mrr@10']}")
     print(f"memory: rss={out['rss_mb']} MB peak_rss={out['peak_rss_mb']} MB ({out['chunks']} chunks, "
-          f"{out['cpus']} CPUs)")
+          f"{out['cpus']} CPUs, load average {out['load_average']} at the end)")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
     return 0

@@ -29,6 +29,7 @@ from .api_schemas import (
     build_url,
     corpus_out,
     findings_sorted,
+    unredact,
 )
 from .models import BuildRun, TaxonomyKey
 
@@ -74,9 +75,11 @@ def get_corpus(request: HttpRequest, name: str):
 @router.patch("/corpora/{name}", response=CorpusOut, auth=ADMIN)
 def update_corpus(request: HttpRequest, name: str, payload: CorpusPatch):
     """Change description, version, source_dir, aliases or settings; takes effect at the next build."""
-    corpus = services.corpus_update(corpus=selectors.corpus_get(name), description=payload.description,
-                                    version=payload.version, source_dir=payload.source_dir,
-                                    aliases=payload.aliases, corpus_settings=payload.settings)
+    corpus = selectors.corpus_get(name)
+    new_settings = None if payload.settings is None else unredact(payload.settings, corpus.settings or {})
+    corpus = services.corpus_update(corpus=corpus, description=payload.description, version=payload.version,
+                                    source_dir=payload.source_dir, aliases=payload.aliases,
+                                    corpus_settings=new_settings)
     return corpus_out(_corpus(corpus.name))
 
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from django.http import HttpRequest
 from django.urls import reverse
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Path, Query, Router, Schema
 
 from docsmcp_site.api_auth import BUILD, READ
 from docsmcp_site.api_pagination import Input, Page, PageParams, paginate
@@ -18,6 +18,7 @@ from .models import FixProposal
 
 router = Router(tags=["fixes"])
 
+ProposalId = Path(..., ge=1, le=2**63 - 1, description="The proposal's id.")
 FixStatus = Literal[tuple(dict(FixProposal.STATUS_CHOICES))]  # type: ignore[valid-type]
 
 
@@ -69,13 +70,13 @@ def list_fixes(request: HttpRequest, name: str, filters: Query[FixListParams], p
 
 
 @router.get("/corpora/{name}/fixes/{int:proposal_id}", response=FixOut, auth=READ, url_name="fix")
-def get_fix(request: HttpRequest, name: str, proposal_id: int):
+def get_fix(request: HttpRequest, name: str, proposal_id: int = ProposalId):
     """One proposal with its diff."""
     return fix_out(_proposal(name, proposal_id))
 
 
 @router.post("/corpora/{name}/fixes/{int:proposal_id}/approve", response=FixOut, auth=BUILD)
-def approve_fix(request: HttpRequest, name: str, proposal_id: int):
+def approve_fix(request: HttpRequest, name: str, proposal_id: int = ProposalId):
     """Apply the change. `status` tells the outcome: applied, or stale when the file changed since (nothing
     written). The corpus is not rebuilt: trigger a build to serve the change."""
     # TODO(fixes): record the API key as the decider once corpus.fixes accepts a name; user=None is "system".
@@ -83,6 +84,6 @@ def approve_fix(request: HttpRequest, name: str, proposal_id: int):
 
 
 @router.post("/corpora/{name}/fixes/{int:proposal_id}/reject", response=FixOut, auth=BUILD)
-def reject_fix(request: HttpRequest, name: str, proposal_id: int, payload: RejectIn):
+def reject_fix(request: HttpRequest, name: str, payload: RejectIn, proposal_id: int = ProposalId):
     """Refuse the change, with a reason; the same change is not proposed again."""
     return fix_out(fix_reject(proposal=_proposal(name, proposal_id), user=None, reason=payload.reason))

@@ -22,6 +22,7 @@ ProviderName = Literal[tuple(sorted(PROVIDERS))]  # type: ignore[valid-type]
 Severity = Literal["error", "warning"]
 
 SECRET_KEY_RE = re.compile(r"key|secret|token|password", re.IGNORECASE)
+REDACTED = "***"
 FINDINGS_IN_STATUS = 50
 
 NAME_HELP = "A slug: lowercase letters, digits, '-' and '_', starting with a letter or digit (e.g. payments-docs)."
@@ -139,10 +140,25 @@ class BuildDetailOut(BuildOut):
 def redact(values: Any) -> Any:
     """Settings as shown to API readers: values under secret-looking keys are replaced."""
     if isinstance(values, dict):
-        return {k: "***" if SECRET_KEY_RE.search(str(k)) and v else redact(v) for k, v in values.items()}
+        return {k: REDACTED if SECRET_KEY_RE.search(str(k)) and v else redact(v) for k, v in values.items()}
     if isinstance(values, list):
         return [redact(v) for v in values]
     return values
+
+
+def unredact(incoming: Any, stored: Any) -> Any:
+    """Settings sent back as read keep their secrets: a `***` where `redact` put one means "unchanged"."""
+    if isinstance(incoming, dict) and isinstance(stored, dict):
+        out = {}
+        for key, value in incoming.items():
+            if value == REDACTED and SECRET_KEY_RE.search(str(key)) and key in stored:
+                out[key] = stored[key]
+            else:
+                out[key] = unredact(value, stored.get(key))
+        return out
+    if isinstance(incoming, list) and isinstance(stored, list) and len(incoming) == len(stored):
+        return [unredact(new, old) for new, old in zip(incoming, stored, strict=True)]
+    return incoming
 
 
 def corpus_url(corpus: Corpus) -> str:

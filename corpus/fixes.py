@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
@@ -45,20 +46,27 @@ class FixScanReport:
     skipped: list[str] = field(default_factory=list)  # proposals not stored, with the reason
 
 
-def _username(user) -> str:
+# Who decides: a Django user (admin), a plain name such as "api-key:ci" (REST API, scripts), or None (system).
+Actor = AbstractBaseUser | str | None
+
+
+def _username(user: Actor) -> str:
+    if isinstance(user, str):
+        return user.strip()[:150] or SYSTEM
     if user is None or not getattr(user, "is_authenticated", False):
         return SYSTEM
     return user.get_username()
 
 
-def _record(proposal: FixProposal, *, action: str, status: str, user, note: str = "") -> None:
+def _record(proposal: FixProposal, *, action: str, status: str, user: Actor, note: str = "") -> None:
     proposal.status = status
     proposal.decided_by = _username(user)
     proposal.decided_at = timezone.now()
     proposal.decision_note = note
     proposal.save(update_fields=["status", "decided_by", "decided_at", "decision_note"])
     FixDecision.objects.create(proposal=proposal, action=action, status_after=status, note=note,
-                               user=user if getattr(user, "is_authenticated", False) else None,
+                               user=user if not isinstance(user, str) and getattr(user, "is_authenticated", False)
+                               else None,
                                username=proposal.decided_by)
 
 
@@ -175,7 +183,7 @@ def _store(corpus: Corpus, root: Path, fix: ProposedFix, report: FixScanReport) 
     report.created += 1
 
 
-def fix_approve(*, proposal: FixProposal, user) -> FixProposal:
+def fix_approve(*, proposal: FixProposal, user: Actor) -> FixProposal:
     """Apply the change if the target still has its base hash; otherwise the proposal goes stale.
 
     Raises FixError when the proposal is not open, UnsafeFixTarget when the target is outside the
@@ -223,7 +231,7 @@ def _stale_siblings(applied: FixProposal, new_hash: str) -> None:
                     note=f"{applied.target_path} changed when proposal #{applied.pk} was applied")
 
 
-def fix_reject(*, proposal: FixProposal, user, reason: str) -> FixProposal:
+def fix_reject(*, proposal: FixProposal, user: Actor, reason: str) -> FixProposal:
     reason = (reason or "").strip()
     if not reason:
         raise FixError("a rejection needs a reason")
@@ -236,7 +244,7 @@ def fix_reject(*, proposal: FixProposal, user, reason: str) -> FixProposal:
     return locked
 
 
-def fix_approve_many(*, proposals: Iterable[FixProposal], user) -> list[FixProposal]:
+def fix_approve_many(*, proposals: Iterable[FixProposal], user: Actor) -> list[FixProposal]:
     """Oldest first. Each is applied, goes stale or is refused on its own; the statuses tell which."""
     out = []
     for proposal in sorted(proposals, key=lambda p: (p.created_at, p.pk)):
@@ -249,7 +257,7 @@ def fix_approve_many(*, proposals: Iterable[FixProposal], user) -> list[FixPropo
     return out
 
 
-def fix_reject_many(*, proposals: Iterable[FixProposal], user, reason: str) -> list[FixProposal]:
+def fix_reject_many(*, proposals: Iterable[FixProposal], user: Actor, reason: str) -> list[FixProposal]:
     if not (reason or "").strip():
         raise FixError("a rejection needs a reason")
     out = []

@@ -65,6 +65,9 @@ def check_source_dir(source_dir: str) -> Path:
         is_dir = False
     if not is_dir:
         raise CorpusError(f"source_dir {path} does not exist or is not a directory")
+    limit = Corpus._meta.get_field("source_dir").max_length
+    if len(str(path)) > limit:
+        raise CorpusError(f"source_dir {str(path)[:80]}... is longer than {limit} characters; use a shorter path")
     return path
 
 
@@ -251,8 +254,14 @@ def build_execute(*, build: BuildRun, echo: Progress | None = None) -> BuildRun:
     """Run a reserved build to the end: validate, build, activate. Never leaves it 'running'."""
     corpus = build.corpus
     writer = _ProgressWriter(build, echo)
-    build.status, build.started_at, build.heartbeat_at = BuildRun.RUNNING, timezone.now(), timezone.now()
-    build.save(update_fields=["status", "started_at", "heartbeat_at"])
+    now = timezone.now()
+    # Claim the row atomically: a task that arrives after its build was cancelled, marked stale or
+    # already run (a redelivered message) must not build.
+    if not BuildRun.objects.filter(pk=build.pk, status=BuildRun.QUEUED).update(
+            status=BuildRun.RUNNING, started_at=now, heartbeat_at=now):
+        build.refresh_from_db()
+        return build
+    build.status, build.started_at, build.heartbeat_at = BuildRun.RUNNING, now, now
     try:
         if build.kind == BuildRun.KIND_VALIDATE:
             _scan, _results, findings = validate_corpus(Path(corpus.source_dir),

@@ -48,6 +48,7 @@ STATUS_CODES = {
     429: "rate_limited", 500: "internal_error", 502: "bad_gateway", 503: "service_unavailable",
 }
 _GENERIC_CLASSES = {"RetrievalError", "CorpusError"}
+OBJECT_EXPECTED = {"model_attributes_type", "model_type", "dict_type"}
 
 
 ERROR_SCHEMA = {
@@ -118,16 +119,22 @@ def validation_details(errors: list[dict]) -> tuple[str, dict]:
         # ninja prefixes the source and the parameter name: ("body", "payload", "name")
         location = loc[0] if loc else ""
         field = ".".join(loc[2:] if location == "body" else loc[1:])
-        items.append({"field": field, "location": location, "message": error.get("msg", ""),
+        message = str(error.get("msg", "")).removeprefix("Value error, ")
+        items.append({"field": field, "location": location, "message": message,
                       "type": error.get("type", "")})
     parts = []
     for item in items:
         message = item["message"]
         if item["type"] == "extra_forbidden":
             message = "unknown field; remove it (see the schema at /api/v1/openapi.json)"
-        elif item["location"] == "body" and not item["field"]:
-            message = "send a JSON object" if item["type"] == "missing" else f"must be a JSON object ({message})"
-        parts.append(f"{item['field'] or 'request ' + item['location']}: {message}")
+        elif item["location"] == "body" and not item["field"] and item["type"] == "missing":
+            message = "send a JSON object"
+        elif item["location"] == "body" and not item["field"] and item["type"] in OBJECT_EXPECTED:
+            message = f"must be a JSON object ({message})"
+        if item["type"] == "value_error" and ": " in message:  # model-level checks name the field themselves
+            parts.append(message)
+        else:
+            parts.append(f"{item['field'] or 'request ' + item['location']}: {message}")
     return "invalid request: " + "; ".join(parts), {"errors": items}
 
 
@@ -225,6 +232,8 @@ def api_error_shape(get_response: Callable[[HttpRequest], HttpResponse]) -> Call
     """Middleware: an error answered under /api/v1/ by Django or ninja itself gets the API's shape."""
 
     def middleware(request: HttpRequest) -> HttpResponse:
+        if request.path.startswith(API_PREFIX) and "\x00" in request.path:
+            return error_response(400, "bad_request", "the URL path contains a NUL (%00) character; remove it")
         response = get_response(request)
         if request.path.startswith(API_PREFIX) and response.status_code >= 400 and not _is_error_shaped(response):
             return _reshaped(response, request)

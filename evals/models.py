@@ -85,6 +85,7 @@ class EvalRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last progress report of a running run.")
 
     class Meta:
         ordering = ["-created_at", "-pk"]

@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from corpus.models import Corpus
@@ -125,6 +126,7 @@ def eval_request(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_I
                                "baseline")
     if not suite.cases.exists():
         raise EvalError(f"suite {suite.name!r} has no cases; import some with --cases FILE")
+    runs_fail_stale()
     build = corpus.active_build
     if build is None and mode == EvalRun.MODE_IN_PROCESS:
         raise EvalError(f"corpus {corpus.name!r} has no active build to evaluate; run "
@@ -152,7 +154,8 @@ class _ProgressWriter:
         if now - self.last < 0.5 and done < total:
             return
         self.last = now
-        EvalRun.objects.filter(pk=self.run.pk).update(progress_done=done, progress_total=total)
+        EvalRun.objects.filter(pk=self.run.pk).update(progress_done=done, progress_total=total,
+                                                      heartbeat_at=timezone.now())
 
 
 def make_target(run: EvalRun, headers: dict[str, str] | None = None) -> Target:
@@ -197,8 +200,9 @@ def eval_execute(*, run: EvalRun, progress: Progress | None = None, headers: dic
     any other exception, Ctrl-C included, fails the run and propagates.
     """
     cases = list(run.suite.cases.order_by("position", "pk"))
-    run.status, run.started_at, run.progress_done, run.progress_total = EvalRun.RUNNING, timezone.now(), 0, len(cases)
-    run.save(update_fields=["status", "started_at", "progress_done", "progress_total"])
+    run.status, run.progress_done, run.progress_total = EvalRun.RUNNING, 0, len(cases)
+    run.started_at = run.heartbeat_at = timezone.now()
+    run.save(update_fields=["status", "started_at", "heartbeat_at", "progress_done", "progress_total"])
     writer = _ProgressWriter(run, progress)
     try:
         target = target or make_target(run, headers)
@@ -245,9 +249,14 @@ def eval_start(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_IN_
     return run
 
 
-def runs_fail_stale(*, older_than_minutes: int = 60) -> int:
-    """A worker killed mid-run (SIGKILL, OOM) leaves a 'running' row; mark such rows failed."""
-    cutoff = timezone.now() - timedelta(minutes=older_than_minutes)
-    return EvalRun.objects.filter(status__in=EvalRun.IN_FLIGHT, created_at__lt=cutoff).update(
-        status=EvalRun.FAILED, error="worker stopped before the run finished; marked failed",
-        finished_at=timezone.now())
+def runs_fail_stale(*, quiet_minutes: int = 15, queued_hours: int = 24) -> int:
+    """A worker killed mid-run (SIGKILL, OOM) leaves a 'running' row that no longer reports progress,
+    and a lost task a 'queued' row; mark them failed. Called before each new run is requested."""
+    now = timezone.now()
+    stale_running = EvalRun.objects.filter(status=EvalRun.RUNNING).filter(
+        Q(heartbeat_at__lt=now - timedelta(minutes=quiet_minutes))
+        | Q(heartbeat_at__isnull=True, created_at__lt=now - timedelta(minutes=quiet_minutes)))
+    stale_queued = EvalRun.objects.filter(status=EvalRun.QUEUED, created_at__lt=now - timedelta(hours=queued_hours))
+    return sum(qs.update(status=EvalRun.FAILED, finished_at=now,
+                         error="the worker stopped before the run finished; marked failed")
+               for qs in (stale_running, stale_queued))

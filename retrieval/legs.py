@@ -4,7 +4,10 @@
   plain-string FTS query would search every FTS column with equal weight, `ident` included).
 - `ident`: the query's identifier terms (retrieval/terms.py) against the `ident` column,
   which keeps `get_queryset` and `client.list_users` whole; the stemming tokenizer of the
-  other columns splits them into common words.
+  other columns splits them into common words. Every identifier occurs once per chunk in
+  that column, so BM25 alone would rank by how few other identifiers a chunk has; the
+  chunks that contain the identifier are therefore ranked by their heading (boosted SHOULD
+  clause): the section titled `RateLimitError` defines it, the ones that list it do not.
 - `phrase`: the query as an exact phrase in the body (positions are indexed), for 2-8 word
   queries: longer ones almost never occur verbatim, one word is already the text leg.
 - `vector`: exact cosine over the in-memory matrix, restricted by the same filter mask.
@@ -23,7 +26,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from lancedb.query import MatchQuery, MultiMatchQuery, PhraseQuery
+from lancedb.query import BooleanQuery, MatchQuery, MultiMatchQuery, Occur, PhraseQuery
 
 from .errors import EmbeddingMismatch
 from .index import Index
@@ -35,6 +38,7 @@ TEXT, IDENT, PHRASE, VECTOR = "text", "ident", "phrase", "vector"
 LEGS = (TEXT, IDENT, PHRASE, VECTOR)
 LEXICAL_LEGS = (TEXT, IDENT, PHRASE)
 HEADING_BOOST = 2.0
+IDENT_HEADING_BOOST = 3.0
 PHRASE_WORDS = (2, 8)
 MAX_SLICES = 256  # contiguous runs of a filter mask scanned as slices before gathering rows instead
 _WORD = re.compile(r"\w+")
@@ -56,9 +60,12 @@ def lexical_queries(query: str, legs: tuple[str, ...]) -> dict[str, object]:
     if TEXT in legs:
         out[TEXT] = MultiMatchQuery(query, ["heading", "content"], boosts=[HEADING_BOOST, 1.0])
     if IDENT in legs:
-        terms = identifier_terms(query)
+        terms = " ".join(dict.fromkeys(identifier_terms(query)))
         if terms:
-            out[IDENT] = MatchQuery(" ".join(dict.fromkeys(terms)), "ident")
+            out[IDENT] = BooleanQuery([
+                (Occur.MUST, MatchQuery(terms, "ident")),
+                (Occur.SHOULD, MatchQuery(terms, "heading", boost=IDENT_HEADING_BOOST)),
+            ])
     if PHRASE in legs:
         words = len(_WORD.findall(query))
         if PHRASE_WORDS[0] <= words <= PHRASE_WORDS[1]:

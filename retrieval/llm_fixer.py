@@ -39,7 +39,7 @@ from .fix_base import (
     strategy_dict,
     strategy_source,
 )
-from .manifest import STRATEGIES, Strategy, parse_metadata, parse_strategy
+from .manifest import DEFAULT_MAX_CHUNK_SIZE, STRATEGIES, Strategy, parse_metadata, parse_strategy
 
 log = logging.getLogger("retrieval.llm_fixer")
 
@@ -48,14 +48,15 @@ MAX_RATIONALE = 2_000
 SYSTEM_PROMPT = f"""You review how ONE markdown documentation file is split into chunks for a search engine \
 that serves AI agents. A split level chunk_by=hN starts a chunk at every heading of level N or above; \
 chunk_by=file keeps the whole file as one chunk. Sections larger than max_chunk_size are split further \
-automatically; min_chunk_size merges tiny leftover parts. Chunks of roughly 300 to 3000 characters \
+automatically (default max_chunk_size: {DEFAULT_MAX_CHUNK_SIZE}); min_chunk_size merges tiny leftover \
+parts (default: none). Chunks of roughly 300 to 3000 characters \
 retrieve best: each should answer one question on its own.
 
 You get the file's outline and statistics as JSON (no document text). Decide the best strategy for this \
 file and, only when the taxonomy lists a key the file lacks or has wrong, the metadata it should carry.
 
 Answer with ONE JSON object and nothing else:
-{{"strategy": {{"chunk_by": one of {list(STRATEGIES)}, "max_chunk_size": optional positive integer, \
+{{"strategy": {{"chunk_by": one of {json.dumps(list(STRATEGIES))}, "max_chunk_size": optional positive integer, \
 "min_chunk_size": optional positive integer}},
  "metadata": optional object {{"<taxonomy key>": "<value>"}},
  "rationale": "one to three sentences for the human who reviews the change"}}
@@ -114,7 +115,7 @@ def file_outline(ctx: FixContext, relpath: str, *, max_headings: int = 150, max_
         "chars": len(result.content),
         "lines": total_lines,
         "current": {
-            "strategy": config.strategy.as_dict() if config else None,
+            "strategy": strategy_dict(config.strategy) if config else None,
             "set_in": {"inline": "file-level hint comment", "frontmatter": "front matter",
                        "manifest": "manifest", "none": "system default"}[source.kind]
             if config and config.explicit_strategy else "system default",

@@ -169,6 +169,16 @@ def test_settings_that_look_like_secrets_are_redacted(client, db, docs_root):
     assert Corpus.objects.get(name="d").settings["embedding_options"]["api_key"] == "sk-secret"
 
 
+def test_settings_sent_back_as_read_keep_their_secrets(client, db, docs_root):
+    settings = {"embedding_provider": "openai", "embedding_options": {"api_key": "sk-secret", "model": "m"}}
+    read = create(client, "d", docs_root / "alpha", settings=settings).json()["settings"]
+    read["embedding_options"]["model"] = "m2"
+    call(client, "patch", "/corpora/d", {"settings": read})
+    assert Corpus.objects.get(name="d").settings["embedding_options"] == {"api_key": "sk-secret", "model": "m2"}
+    call(client, "patch", "/corpora/d", {"settings": {"embedding_options": {"api_key": "sk-new"}}})
+    assert Corpus.objects.get(name="d").settings == {"embedding_options": {"api_key": "sk-new"}}
+
+
 def test_update_changes_only_the_fields_given(client, db, docs_root):
     create(client, "docs", docs_root / "alpha", description="old", version="1")
     response = call(client, "patch", "/corpora/docs", {"version": "2", "source_dir": str(docs_root / "beta"),

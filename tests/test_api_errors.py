@@ -108,3 +108,39 @@ def test_docs_page_loads_its_assets_from_the_site_not_a_cdn(client, db):
 def test_docs_assets_are_a_fixed_list(client, db):
     assert_error(client.get("/api/v1/docs/assets/..%2F..%2Fmain.py"), 404)
     assert_error(client.get("/api/v1/docs/assets/redoc.standalone.js.map"), 404, "not_found")
+
+
+def test_every_operation_is_documented_in_docs_api_md(client, db):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    schema = client.get("/api/v1/openapi.json").json()
+    missing = [f"{method.upper()} {path.removeprefix('/api/v1')}" for path, ops in schema["paths"].items()
+               for method in ops if f"{method.upper()} {path.removeprefix('/api/v1')}" not in text]
+    assert not missing, f"add these to docs/api.md: {missing}"
+
+
+@pytest.mark.parametrize("method, path, body", [
+    ("post", "/corpora", {"name": "n", "kind": "chunks", "description": "a\x00b"}),
+    ("post", "/corpora", {"name": "n", "kind": "chunks", "settings": {"k\x00": "v"}}),
+    ("post", "/corpora", {"name": "n", "kind": "chunks", "aliases": ["ok", "a\x00"]}),
+    ("post", "/corpora", {"name": "n", "kind": "chunks", "description": "\ud800"}),
+    ("patch", "/corpora/sample", {"version": "1\x00"}),
+    ("post", "/corpora/sample/search", {"query": "retr\x00ies"}),
+    ("post", "/corpora/sample/search", {"query": "retries", "filters": {"language": "py\x00"}}),
+    ("get", "/corpora/sample/search?query=a%00b", None),
+    ("get", "/corpora/sample/chunk?chunk_id=a%00b", None),
+    ("post", "/corpora/sample/fixes/1/reject", {"reason": "r\x00"}),
+])
+def test_text_no_database_can_store_is_a_422_naming_the_field(client, sample_corpus, method, path, body):
+    assert_error(call(client, method, path, body), 422, "validation_error", "text must")
+
+
+@pytest.mark.parametrize("path", ["/corpora/a%00b", "/corpora/sample/builds/a%00b", "/corpora/sample/chunks/a%00b"])
+def test_a_nul_in_the_url_path_is_a_400(client, sample_corpus, path):
+    assert_error(call(client, "get", path), 400, "bad_request", "NUL")
+
+
+def test_an_id_beyond_64_bits_is_a_422(client, sample_corpus):
+    assert_error(call(client, "get", "/corpora/sample/fixes/99999999999999999999999"), 422, "validation_error",
+                 "proposal_id")

@@ -232,6 +232,26 @@ def test_cancelling_a_queued_build_releases_the_corpus(index_root, copy_sample_d
     assert build_request(corpus=corpus, embedding_provider="hash").status == BuildRun.QUEUED
 
 
+def test_a_build_cancelled_while_queued_does_not_run_when_its_task_arrives_late(index_root, copy_sample_docs):
+    corpus = corpus_create(name="skyline", source_dir=str(copy_sample_docs))
+    queued = build_request(corpus=corpus, embedding_provider="hash")
+    build_cancel(build=queued)
+    late = build_execute(build=BuildRun.objects.get(pk=queued.pk))  # what the worker does with the message
+    assert late.status == BuildRun.CANCELLED
+    assert late.started_at is None
+    assert Corpus.objects.get(name="skyline").active_build_id is None
+    assert not (index_root / "skyline" / "builds").exists()
+
+
+def test_a_build_task_delivered_twice_runs_once(index_root, copy_sample_docs):
+    corpus = corpus_create(name="skyline", source_dir=str(copy_sample_docs))
+    build = build_request(corpus=corpus, embedding_provider="hash")
+    first = build_execute(build=BuildRun.objects.get(pk=build.pk))
+    again = build_execute(build=BuildRun.objects.get(pk=build.pk))
+    assert first.status == again.status == BuildRun.COMPLETE
+    assert again.finished_at == first.finished_at
+
+
 def test_second_build_request_while_one_is_in_flight_is_refused_clearly(index_root, copy_sample_docs):
     corpus = corpus_create(name="skyline", source_dir=str(copy_sample_docs))
     queued = build_request(corpus=corpus, embedding_provider="hash")

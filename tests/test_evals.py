@@ -17,7 +17,7 @@ from evals.errors import EvalError, RunStateConflict
 from evals.models import EvalCase, EvalResult, EvalRun, EvalSuite
 from evals.selectors import compare_runs, latest_scores_for_builds, suite_export
 from evals.services import eval_execute, eval_request, eval_run, eval_start, suite_import
-from evals.targets import Target, TargetError
+from evals.targets import Target
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_SUITE = ROOT / "corpus" / "sample_docs_eval.json"
@@ -206,6 +206,21 @@ def test_tool_error_scores_zero_and_is_recorded():
     assert out.metrics["chunk"]["mrr@10"] == 0.0
 
 
+def test_results_are_read_from_structured_content_text_blocks_or_sse():
+    from evals.targets import ToolFailed, parse_search_result, parse_sse
+
+    text_only = hits_result(["a.md#x"], "c1", structured=False)
+    assert parse_search_result(text_only).hits[0]["chunk_id"] == "a.md#x"
+    assert parse_search_result(text_only).next_cursor == "c1"
+    assert parse_search_result({"content": [{"type": "text", "text": "[{\"id\": \"b.md\"}]"}]}).hits == [{"id": "b.md"}]
+    with pytest.raises(ToolFailed, match="no hits"):
+        parse_search_result({"content": [{"type": "text", "text": "--- Chunk: x ---"}]})
+    with pytest.raises(ToolFailed, match="Chunk ID 'x' not found"):
+        parse_search_result({"content": [{"type": "text", "text": "Chunk ID 'x' not found."}], "isError": True})
+    events = parse_sse(': ping\n\nevent: message\ndata: {"id": 1,\ndata:  "result": {}}\n\ndata: not json\n\n')
+    assert events == [{"id": 1, "result": {}}]
+
+
 def test_filters_go_with_every_call_and_the_case_wins():
     target = FakeTarget({"q": [["a.md#x"]]})
     runner.run_case(target, case("c", "q", chunks=["a.md#x"], filters={"language": "go"}),
@@ -316,6 +331,23 @@ def test_crash_while_saving_rolls_back_every_result(fake_suite, monkeypatch):
     run.refresh_from_db()
     assert run.status == EvalRun.FAILED and run.error == "RuntimeError: disk full"
     assert EvalResult.objects.filter(run=run).count() == 0
+
+
+def test_stale_runs_are_marked_failed_before_a_new_one(fake_suite):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()
+    dead = EvalRun.objects.create(suite=fake_suite, corpus=fake_suite.corpus, status=EvalRun.RUNNING,
+                                  heartbeat_at=now - timedelta(hours=1))
+    alive = EvalRun.objects.create(suite=fake_suite, corpus=fake_suite.corpus, status=EvalRun.RUNNING,
+                                   heartbeat_at=now)
+    eval_request(corpus=fake_suite.corpus, suite=fake_suite)
+    dead.refresh_from_db()
+    alive.refresh_from_db()
+    assert dead.status == EvalRun.FAILED and "worker stopped" in dead.error
+    assert alive.status == EvalRun.RUNNING
 
 
 def _closed_port() -> int:

@@ -505,8 +505,15 @@ def test_a_bad_or_partial_llm_answer_is_a_logged_failure_without_a_proposal(corp
     assert any("guides/ok.md" in r.getMessage() and why in r.getMessage() for r in caplog.records)
 
 
-def test_an_llm_answer_that_keeps_everything_proposes_nothing(corpus, llm_settings):
-    with openai_stub(chat_reply=llm_answer(strategy={"chunk_by": "h2"}, rationale="Fine as is.")) as stub:
+def test_an_llm_answer_that_echoes_the_current_strategy_proposes_nothing(corpus, llm_settings):
+    Path(corpus.source_dir, ".docs-mcp.json").write_text(manifest(
+        {**ROOT_MANIFEST, "strategy": {"chunk_by": "h2", "max_chunk_size": 6000, "min_chunk_size": 80}}))
+
+    def echo(body: dict) -> str:
+        current = json.loads(body["messages"][1]["content"])["current"]["strategy"]
+        return llm_answer(strategy=current, rationale="Fine as is.")
+
+    with openai_stub(chat_reply=echo) as stub:
         llm_settings.OPENAI_BASE_URL = stub.base_url
         report = fix_scan_report(corpus=corpus, use_llm=True, files=["guides/ok.md"])
     assert report.llm_failures == [] and not corpus.fix_proposals.filter(source="stub-model").exists()
@@ -609,3 +616,12 @@ def test_every_kind_and_setting_is_documented():
     for name in [*KINDS, "DOCSMCP_FIX_MODEL", "DOCSMCP_FIX_LLM_MAX_FILES", "OPENAI_BASE_URL", "OPENAI_API_KEY",
                  *(f.name for f in fields(Thresholds))]:
         assert f"`{name}`" in docs, name
+
+
+def test_a_decider_can_be_named_without_a_user_account(corpus):
+    fix_scan(corpus=corpus)
+    rejected = fix_reject(proposal=proposal_of(corpus, "shallower-split"), user="api-key:ci", reason="scripted")
+    decision = rejected.decisions.get()
+    assert (rejected.decided_by, decision.username, decision.user) == ("api-key:ci", "api-key:ci", None)
+    applied = fix_approve(proposal=proposal_of(corpus, "hint-fix"), user=None)
+    assert applied.decided_by == "system"

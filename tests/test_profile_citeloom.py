@@ -465,7 +465,7 @@ def test_plan_where_quotes_values():
     from retrieval.errors import InvalidArgument
 
     assert plan_where({"tags": ["a", "b'c"], "zotero.citekey": "k"}) == \
-        "`citekey` IN ('k') AND array_has_any(`tags`, ['a', 'b''c'])"
+        "array_has_any(`tags`, ['a', 'b''c']) AND `citekey` IN ('k')"
     assert plan_where(None) is None
     with pytest.raises(InvalidArgument):
         plan_where({"tags": 3})

@@ -70,7 +70,7 @@ def test_exact_match_rankings_are_complete_where_nothing_else_matches(handwritte
 
 
 @pytest.mark.parametrize(("query", "expected"), [
-    ("RateLimitError", f"{TS_ERRORS}/ratelimiterror"),
+    ("RateLimitError", f"{PY_ERRORS}/ratelimiterror"),
     ("client.list_users()", f"{USERS}/clientlistusers"),
     ("max_connections", f"{POOL}/maxconnections"),
     ("HTTP 429", f"{LIMITS}/http-429-responses"),
@@ -378,3 +378,14 @@ def test_vector_leg_under_a_mask_equals_brute_force(layout):
     allowed = np.flatnonzero(mask)
     expected = allowed[np.lexsort((allowed, -scores[allowed]))][:50]
     assert got.tolist() == expected.tolist()
+
+
+def test_hits_are_the_same_whether_chunk_text_is_in_memory_or_read_per_page(handwritten_index, hash_embedder):  # noqa: F811
+    from retrieval.index import Index
+
+    reading = Index(handwritten_index.path, content_in_memory_chars=0)
+    for query, filters, _ in RANKINGS[:5]:
+        held = run(handwritten_index, query, filters, hash_embedder, limit=50).hits
+        read = run(reading, query, filters, hash_embedder, limit=50).hits
+        assert [(h.chunk_id, h.content, h.snippet) for h in read] == [(h.chunk_id, h.content, h.snippet) for h in held]
+    assert reading._content is False and handwritten_index._content is not False

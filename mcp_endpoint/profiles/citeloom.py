@@ -152,7 +152,7 @@ def trim(text: str, limit: int) -> str:
         return text
     cut = text[: max(0, limit - 1)]
     space = cut.rfind(" ")
-    if space >= limit * 0.6:
+    if space >= limit // 2:
         cut = cut[:space]
     return cut.rstrip() + ELLIPSIS
 
