@@ -62,20 +62,20 @@ def _start_server(env: dict[str, str], port: int, workers: int, log: Path) -> su
         return subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env}, stdout=fh, stderr=subprocess.STDOUT)
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
+def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> None:
     import httpx
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"server exited with code {proc.returncode}:\n{log.read_text()[-2000:]}")
+            raise RuntimeError(f"server exited with code {proc.returncode}: {log.read_text()[-2000:]}")
         try:
             if httpx.get(url, timeout=2).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
-    raise SystemExit(f"server not healthy at {url} after {timeout:.0f}s:\n{log.read_text()[-2000:]}")
+    raise RuntimeError(f"server not healthy at {url} after {timeout:.0f}s {log.read_text()[-2000:]}".strip())
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -104,7 +104,7 @@ def _fmt(value, digits=3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def summary_line(label: str, build, local, remote) -> str:
+def summary_line(label: str, build, local, remote, http_error: str = "") -> str:
     def level(run, name):
         agg = (run.metrics.get("overall") or {}).get(name)
         if not agg:
@@ -114,7 +114,7 @@ def summary_line(label: str, build, local, remote) -> str:
 
     def lat(run):
         if run is None or run.status != "complete":
-            return f"failed ({run.error[:80] if run else 'not run'})"
+            return f"failed ({(run.error if run else http_error or 'not run')[:80]})"
         s = run.latency.get("search") or {}
         return f"p50 {_fmt(s.get('p50'), 1)} p95 {_fmt(s.get('p95'), 1)} ms"
 
@@ -141,6 +141,7 @@ def main(argv=None) -> int:
                         help="chunk matching (default leaf, as ../shared/bench/harness/mcp_eval.py)")
     parser.add_argument("--max-rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers for the HTTP run")
+    parser.add_argument("--server-timeout", type=float, default=300, help="seconds to wait for the server to boot")
     parser.add_argument("--no-http", action="store_true", help="skip the HTTP run")
     parser.add_argument("--label", help="name in the summary line (default: the corpus directory's name)")
     parser.add_argument("--json", help="write both runs' metrics and latency to this file")
@@ -190,18 +191,23 @@ def main(argv=None) -> int:
         if local.status != "complete":
             print(f"in-process run failed: {local.error}", file=sys.stderr)
             return 1
-        remote = None
+        remote, http_error = None, "skipped (--no-http)" if args.no_http else ""
         if not args.no_http:
             port = _free_port()
             log = work / "server.log"
             server = _start_server(env, port, args.workers, log)
-            _wait_healthy(f"http://127.0.0.1:{port}/health/", server, log)
-            bar, progress = _bar("http")
-            remote = eval_run(corpus=corpus, suite=suite, mode="http", url=f"http://127.0.0.1:{port}/mcp/c/bench/",
-                              max_rounds=args.max_rounds, extra_filters=filters, baseline=local, progress=progress,
-                              requested_by="bench/eval.py")
-            bar.close()
-        line = summary_line(args.label or corpus_dir.name, build, local, remote)
+            try:
+                _wait_healthy(f"http://127.0.0.1:{port}/health/", server, log, args.server_timeout)
+            except RuntimeError as exc:
+                http_error = str(exc)
+                print(http_error, file=sys.stderr)
+            else:
+                bar, progress = _bar("http")
+                remote = eval_run(corpus=corpus, suite=suite, mode="http", max_rounds=args.max_rounds,
+                                  url=f"http://127.0.0.1:{port}/mcp/c/bench/", extra_filters=filters, baseline=local,
+                                  progress=progress, requested_by="bench/eval.py")
+                bar.close()
+        line = summary_line(args.label or corpus_dir.name, build, local, remote, http_error)
         print(line, flush=True)
         if args.json:
             Path(args.json).write_text(json.dumps({
@@ -210,7 +216,7 @@ def main(argv=None) -> int:
                 "in_process": {"metrics": local.metrics, "latency": local.latency},
                 "http": {"metrics": remote.metrics, "latency": remote.latency, "delta": remote.delta} if remote else None,
             }, indent=2) + "\n", encoding="utf-8")
-        return 0 if remote is None or remote.status == "complete" else 1
+        return 0 if args.no_http or (remote is not None and remote.status == "complete") else 1
     finally:
         if server is not None:
             _stop(server)

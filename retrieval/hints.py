@@ -54,8 +54,8 @@ def zero_hit_hint(index: Index, query: str, plan: FilterPlan) -> SearchHint:
     catalog = index.catalog()
     suggested: dict[str, list[str]] = {}
     for key, raw in zip(keys, LOOP.run(_all()), strict=True):
-        positions = sorted({int(p) for _, found, _ in raw if not isinstance(found, Exception)
-                            for p in catalog.positions(found)})
+        positions = sorted({int(p) for outcome in raw if outcome.rowids is not None
+                            for p in catalog.positions(outcome.rowids)})
         values = set(catalog.column(index.column(key), positions)) - {None, plan.filters[key]}
         if values:
             suggested[key] = sorted(values)

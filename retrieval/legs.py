@@ -73,7 +73,17 @@ def lexical_queries(query: str, legs: tuple[str, ...]) -> dict[str, object]:
     return out
 
 
-async def _fts(table, name: str, fts_query, where: str | None, depth: int) -> tuple[str, object, float]:
+@dataclass(frozen=True)
+class FtsOutcome:
+    """What one full-text query returned on the loop: row IDs, or the error it raised."""
+
+    name: str
+    rowids: np.ndarray | None
+    seconds: float
+    error: Exception | None = None
+
+
+async def _fts(table, name: str, fts_query, where: str | None, depth: int) -> FtsOutcome:
     started = time.perf_counter()
     builder = table.query().nearest_to_text(fts_query).with_row_id().select(["_score"]).limit(depth)
     if where:
@@ -81,28 +91,39 @@ async def _fts(table, name: str, fts_query, where: str | None, depth: int) -> tu
     try:
         found = await builder.to_arrow()
     except Exception as exc:  # reported per leg; the caller decides whether the search can go on
-        return name, exc, time.perf_counter() - started
-    return name, found["_rowid"].to_numpy(), time.perf_counter() - started
+        return FtsOutcome(name, None, time.perf_counter() - started, exc)
+    return FtsOutcome(name, found["_rowid"].to_numpy(), time.perf_counter() - started)
 
 
-async def gather_lexical(table, queries: dict[str, object], where: str | None,
-                         depth: int) -> list[tuple[str, object, float]]:
+async def gather_lexical(table, queries: dict[str, object], where: str | None, depth: int) -> list[FtsOutcome]:
     """Runs on the private loop; `table` is `index.async_chunks()`, resolved by the caller beforehand
     (opening it runs on the same loop, so it cannot be awaited from inside a coroutine there)."""
     return list(await asyncio.gather(*(_fts(table, name, q, where, depth) for name, q in queries.items())))
 
 
-def lexical_results(index: Index, raw: list[tuple[str, object, float]]) -> list[LegResult]:
+def lexical_results(index: Index, outcomes: list[FtsOutcome]) -> list[LegResult]:
     """Row IDs -> catalog positions; failed legs are logged and kept with their error."""
     catalog = index.catalog()
     out = []
-    for name, found, seconds in raw:
-        if isinstance(found, Exception):
-            log.warning("search leg %r failed on %s: %s", name, index.path, found)
-            out.append(LegResult(name, np.empty(0, np.int64), seconds, f"{type(found).__name__}: {found}"))
+    for outcome in outcomes:
+        if outcome.error is not None:
+            log.warning("search leg %r failed on %s: %s", outcome.name, index.path, outcome.error)
+            error = f"{type(outcome.error).__name__}: {outcome.error}"
+            out.append(LegResult(outcome.name, np.empty(0, np.int64), outcome.seconds, error))
         else:
-            out.append(LegResult(name, catalog.positions(found), seconds))
+            out.append(LegResult(outcome.name, catalog.positions(outcome.rowids), outcome.seconds))
     return out
+
+
+def cosines(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """Row-wise dot products without BLAS threads.
+
+    `matrix @ vector` goes to OpenBLAS, whose thread pool, on a busy 2-CPU host, turned a
+    0.2 ms product over 3.5k rows into 30 ms; a server runs one search per request thread
+    anyway. einsum's own loop is single-threaded and, the product being memory-bound, just
+    as fast on large matrices.
+    """
+    return np.einsum("ij,j->i", matrix, vector)
 
 
 def _scores(matrix: np.ndarray, query_vector: np.ndarray,
@@ -115,18 +136,18 @@ def _scores(matrix: np.ndarray, query_vector: np.ndarray,
     copy; a scattered mask gathers its rows instead.
     """
     if mask is None:
-        return matrix @ query_vector, None
+        return cosines(matrix, query_vector), None
     positions = np.flatnonzero(mask)
     if len(positions) > len(mask) // 2:
-        return np.where(mask, matrix @ query_vector, -np.inf), None
+        return np.where(mask, cosines(matrix, query_vector), -np.inf), None
     if not len(positions):
         return np.empty(0, np.float32), positions
     breaks = np.flatnonzero(np.diff(positions) != 1) + 1
     if len(breaks) < MAX_SLICES:
         starts = positions[np.r_[0, breaks]]
         ends = positions[np.r_[breaks - 1, len(positions) - 1]] + 1
-        return np.concatenate([matrix[a:b] @ query_vector for a, b in zip(starts, ends, strict=True)]), positions
-    return matrix[positions] @ query_vector, positions
+        return np.concatenate([cosines(matrix[a:b], query_vector) for a, b in zip(starts, ends, strict=True)]), positions
+    return cosines(matrix[positions], query_vector), positions
 
 
 def vector_leg(index: Index, query_vector: np.ndarray, mask: np.ndarray | None, depth: int,

@@ -28,7 +28,7 @@ from .embeddings.base import EmbeddingProvider
 from .errors import InvalidArgument, NotFound
 from .filters import FilterPlan
 from .index import Index
-from .legs import TEXT
+from .legs import TEXT, cosines
 from .search import SearchHit, make_hits, rank
 
 log = logging.getLogger("retrieval.related")
@@ -70,7 +70,7 @@ def find_related(index: Index, path: str, *, chunk_text: str | None = None, limi
     probe = _probe_vector(index, own, chunk_text, embedder)
     if probe is not None:
         matrix, _ = index.vectors()
-        scores = matrix @ probe
+        scores = cosines(matrix, probe)
         if not same_document:
             scores[own] = -np.inf
         count = min(limit, int(np.isfinite(scores).sum()))

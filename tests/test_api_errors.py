@@ -125,6 +125,7 @@ def test_every_operation_is_documented_in_docs_api_md(client, db):
     ("post", "/corpora", {"name": "n", "kind": "chunks", "settings": {"k\x00": "v"}}),
     ("post", "/corpora", {"name": "n", "kind": "chunks", "aliases": ["ok", "a\x00"]}),
     ("post", "/corpora", {"name": "n", "kind": "chunks", "description": "\ud800"}),
+    ("post", "/corpora", {"name": "n", "source_dir": "/tmp\x00/docs"}),
     ("patch", "/corpora/sample", {"version": "1\x00"}),
     ("post", "/corpora/sample/search", {"query": "retr\x00ies"}),
     ("post", "/corpora/sample/search", {"query": "retries", "filters": {"language": "py\x00"}}),

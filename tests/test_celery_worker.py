@@ -134,6 +134,14 @@ def web_side_uses_the_broker(celery_worker_process, settings):
     forget_active()
 
 
+def build_task_marker(log: Path) -> str:
+    """The Celery task id of the run_build the worker received (empty until it has one)."""
+    for line in log.read_text(errors="replace").splitlines():
+        if "Task corpus.run_build[" in line and line.rstrip().endswith("received"):
+            return line.split("corpus.run_build[", 1)[1].split("]", 1)[0]
+    return ""
+
+
 def _wait_for(build: BuildRun) -> BuildRun:
     deadline = time.monotonic() + BUILD_TIMEOUT
     while time.monotonic() < deadline:
@@ -160,9 +168,13 @@ def test_build_start_dispatches_to_a_real_worker_which_builds_and_activates(web_
     build = build_start(corpus=corpus, requested_by="celery-test")
     done = _wait_for(build)
 
-    log = web_side_uses_the_broker["log"].read_text(errors="replace")
-    assert done.status == BuildRun.COMPLETE, f"{done.error}\n{log}"
-    assert "corpus.run_build" in log and "succeeded" in log  # the worker, not this process, ran it
+    log_path = web_side_uses_the_broker["log"]
+    assert done.status == BuildRun.COMPLETE, f"{done.error}\n{log_path.read_text(errors='replace')}"
+    # The worker, not this process, ran it (it logs success just after the row is saved).
+    deadline = time.monotonic() + 30
+    while f"corpus.run_build[{build_task_marker(log_path)}] succeeded" not in log_path.read_text(errors="replace"):
+        assert time.monotonic() < deadline, log_path.read_text(errors="replace")
+        time.sleep(0.2)
     corpus.refresh_from_db()
     assert corpus.active_build_id == done.pk != first.pk
     assert done.started_at is not None and done.heartbeat_at is not None and done.finished_at is not None

@@ -8,6 +8,7 @@ Every refusal is followed by a good call, so a bad request never leaves the serv
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import re
 import threading
@@ -162,7 +163,9 @@ def rpc(method: str, params: dict | None = None, request_id: int | str = 1) -> d
 
 
 def raw_call(http: httpx.Client, url: str, name: str, arguments: dict) -> dict:
-    response = post(http, url, rpc("tools/call", {"name": name, "arguments": arguments}), version="2025-06-18")
+    response = post(
+        http, url, rpc("tools/call", {"name": name, "arguments": arguments}), version="2025-06-18"
+    )
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -195,7 +198,9 @@ def test_tools_list_matches_seed_000(docs_server, pin_handshake, mode, version):
     assert negotiated == version
     if mode != MODERN:  # a pinned modern version skips server/discover, so no instructions arrive
         assert instructions.startswith(f"This server searches the {SAMPLE_DESCRIPTION}.")
-        assert "Filters: language (go, python, typescript); scope (global-guide, sdk-specific)." in instructions
+        assert (
+            "Filters: language (go, python, typescript); scope (global-guide, sdk-specific)." in instructions
+        )
     assert [t.name for t in tools] == ["search_docs", "get_doc"]
     search, get_doc = tools
     assert search.description == (
@@ -223,7 +228,12 @@ async def _filtered_searches(url: str, mode: str) -> dict:
     async with Client(url, mode=mode) as client:
         calls = {
             "python": {"query": "RateLimitError", "language": "python", "limit": 50},
-            "python_sdk": {"query": "RateLimitError", "language": "python", "scope": "sdk-specific", "limit": 50},
+            "python_sdk": {
+                "query": "RateLimitError",
+                "language": "python",
+                "scope": "sdk-specific",
+                "limit": 50,
+            },
             "python_guides": {"query": "RateLimitError", "language": "python", "scope": "global-guide"},
             "unfiltered": {"query": "RateLimitError", "limit": 50},
             "default_limit": {"query": "payments"},
@@ -257,7 +267,9 @@ def test_search_filters_and_auto_include(docs_server, pin_handshake, mode, versi
     # no chunk is both python and a global guide: zero hits and a hint that says what would match
     guides = out["python_guides"]
     assert guides["hits"] == [] and guides["next_cursor"] is None
-    assert guides["hint"]["message"].startswith("0 results found for language 'python' and scope 'global-guide'.")
+    assert guides["hint"]["message"].startswith(
+        "0 results found for language 'python' and scope 'global-guide'."
+    )
     # global guides carry no language, so only the scope can change into a match
     assert guides["hint"]["suggested_filters"] == {"scope": ["sdk-specific"]}
 
@@ -305,8 +317,11 @@ def test_paging_with_cursors(docs_server, pin_handshake, mode, version):
 async def _continue_without_limit(url: str, mode: str) -> tuple[dict, dict, dict]:
     async with Client(url, mode=mode) as client:
         first = payload(await client.call_tool("search_docs", {"query": "webhook signature", "limit": 4}))
-        second = payload(await client.call_tool(
-            "search_docs", {"query": "webhook signature", "cursor": first["next_cursor"]}))
+        second = payload(
+            await client.call_tool(
+                "search_docs", {"query": "webhook signature", "cursor": first["next_cursor"]}
+            )
+        )
         wider = payload(await client.call_tool("search_docs", {"query": "webhook signature", "limit": 14}))
         return first, second, wider
 
@@ -333,13 +348,19 @@ async def _get_docs(url: str, mode: str, calls: list[dict]) -> list:
 def test_get_doc_context_follows_the_delimiter_grammar(docs_server, pin_handshake, mode, version):
     pin_handshake(mode, version)
     target = "guides/retries.md#retries/backoff-strategy"
-    alone, window, first, last, default = run(_get_docs(f"{docs_server}/mcp/", mode, [
-        {"chunk_id": target, "context": 0},
-        {"chunk_id": target, "context": 2},
-        {"chunk_id": RETRIES[0], "context": 2},
-        {"chunk_id": RETRIES[-1], "context": 5},
-        {"chunk_id": target},
-    ]))
+    alone, window, first, last, default = run(
+        _get_docs(
+            f"{docs_server}/mcp/",
+            mode,
+            [
+                {"chunk_id": target, "context": 0},
+                {"chunk_id": target, "context": 2},
+                {"chunk_id": RETRIES[0], "context": 2},
+                {"chunk_id": RETRIES[-1], "context": 5},
+                {"chunk_id": target},
+            ],
+        )
+    )
     source = (SAMPLE_DOCS / "guides" / "retries.md").read_text()
     for result in (alone, window, first, last, default):
         assert result.is_error is False
@@ -368,7 +389,13 @@ def test_get_doc_context_follows_the_delimiter_grammar(docs_server, pin_handshak
 
     assert [b["label"] for b in delimiters(first.content[0].text)] == ["Target", "Context: +1", "Context: +2"]
     assert [b["label"] for b in delimiters(last.content[0].text)] == [
-        "Context: -5", "Context: -4", "Context: -3", "Context: -2", "Context: -1", "Target"]
+        "Context: -5",
+        "Context: -4",
+        "Context: -3",
+        "Context: -2",
+        "Context: -1",
+        "Target",
+    ]
 
 
 # --- failures: isError results, JSON-RPC errors -----------------------------------------------------
@@ -391,12 +418,16 @@ async def _tool_failures(url: str, mode: str) -> dict:
             "edited": ("search_docs", {"query": "refund a payment", "cursor": body[:-2] + "x." + sig}),
             "garbage": ("search_docs", {"query": "refund a payment", "cursor": "garbage"}),
             "other_query": ("search_docs", {"query": "dispute a charge", "cursor": cursor}),
-            "other_filter": ("search_docs", {"query": "refund a payment", "language": "go", "cursor": cursor}),
+            "other_filter": (
+                "search_docs",
+                {"query": "refund a payment", "language": "go", "cursor": cursor},
+            ),
             "blank_query": ("search_docs", {"query": "   "}),
         }
         out = {name: await client.call_tool(tool, args) for name, (tool, args) in calls.items()}
-        out["after"] = payload(await client.call_tool(
-            "search_docs", {"query": "refund a payment", "limit": 2, "cursor": cursor}))
+        out["after"] = payload(
+            await client.call_tool("search_docs", {"query": "refund a payment", "limit": 2, "cursor": cursor})
+        )
         return out
 
 
@@ -414,7 +445,10 @@ def test_tool_failures_are_is_error_results_with_actionable_text(docs_server, pi
         text = error_text(out[name])
         assert text.startswith("Invalid chunk ID '"), text
         assert "Expected '{filepath}' or '{filepath}#{heading-path}'" in text
-    assert error_text(out["forged"]) == "Cursor is invalid or was tampered with; repeat the search without a cursor."
+    assert (
+        error_text(out["forged"])
+        == "Cursor is invalid or was tampered with; repeat the search without a cursor."
+    )
     assert error_text(out["edited"]).startswith("Cursor is ")
     assert error_text(out["garbage"]).startswith("Cursor is malformed or truncated;")
     for name in ("other_query", "other_filter"):
@@ -469,7 +503,9 @@ def test_invalid_arguments_are_invalid_params(docs_server, pin_handshake, mode, 
         assert error.code == -32602, (name, error)
         if name in expected:
             assert expected[name] in error.message, (name, error.message)
-    assert out["after"]["hits"] and all(h["metadata"].get("language", "go") == "go" for h in out["after"]["hits"])
+    assert out["after"]["hits"] and all(
+        h["metadata"].get("language", "go") == "go" for h in out["after"]["hits"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -524,12 +560,18 @@ def test_a_corpus_without_a_build_answers_with_an_actionable_error(docs_server, 
     url = f"{docs_server}/mcp/c/empty/"
     tools = raw_tools(http, url)
     assert set(tools["search_docs"]["inputSchema"]["properties"]) == {"query", "limit", "cursor"}
-    for name, arguments in (("search_docs", {"query": "widgets"}), ("get_doc", {"chunk_id": "go/widgets.md"})):
+    for name, arguments in (
+        ("search_docs", {"query": "widgets"}),
+        ("get_doc", {"chunk_id": "go/widgets.md"}),
+    ):
         result = raw_call(http, url, name, arguments)["result"]
         assert result["isError"] is True
         assert "has no active build yet" in result["content"][0]["text"]
         assert "build_index --corpus empty" in result["content"][0]["text"]
-    assert raw_call(http, f"{docs_server}/mcp/", "search_docs", {"query": "refunds"})["result"]["isError"] is False
+    assert (
+        raw_call(http, f"{docs_server}/mcp/", "search_docs", {"query": "refunds"})["result"]["isError"]
+        is False
+    )
 
 
 MANIFEST = {
@@ -546,7 +588,9 @@ def write_widget_docs(root: Path, languages: list[str]) -> Path:
     for language in languages:
         folder = root / language
         folder.mkdir(exist_ok=True)
-        (folder / ".docs-mcp.json").write_text(json.dumps({"version": "1", "metadata": {"language": language}}))
+        (folder / ".docs-mcp.json").write_text(
+            json.dumps({"version": "1", "metadata": {"language": language}})
+        )
         (folder / "widgets.md").write_text(
             f"# Widgets in {language}\n\nThe {language} widget client creates and lists widgets.\n\n"
             f"## Create a widget\n\nCall `create_widget` from {language} to make a widget with a name and "
@@ -557,8 +601,18 @@ def write_widget_docs(root: Path, languages: list[str]) -> Path:
 
 
 def build(name: str, source: Path) -> None:
-    call_command("build_index", "--corpus", name, "--source", str(source), "--embedding-provider", "hash",
-                 "--full", "--no-progress", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    """`manage.py build_index` as an operator runs it: build, then activate."""
+    args = [
+        "--corpus",
+        name,
+        "--source",
+        str(source),
+        "--embedding-provider",
+        "hash",
+        "--full",
+        "--no-progress",
+    ]
+    call_command("build_index", *args, stdout=io.StringIO())
 
 
 def test_rebuild_that_adds_a_language_shows_in_the_next_tools_list(docs_server, index_root, http, tmp_path):
@@ -568,7 +622,10 @@ def test_rebuild_that_adds_a_language_shows_in_the_next_tools_list(docs_server, 
     before = raw_tools(http, url)["search_docs"]
     assert before["description"].startswith("Search the Widget SDK docs.")
     assert before["inputSchema"]["properties"]["language"] == {
-        "type": "string", "description": "Filter results by language.", "enum": ["go", "python"]}
+        "type": "string",
+        "description": "Filter results by language.",
+        "enum": ["go", "python"],
+    }
     assert "scope" not in before["inputSchema"]["properties"]
     first = raw_call(http, url, "search_docs", {"query": "create a widget", "limit": 1})["result"]
     stale_cursor = first["structuredContent"]["next_cursor"]
@@ -580,7 +637,9 @@ def test_rebuild_that_adds_a_language_shows_in_the_next_tools_list(docs_server, 
     after = raw_tools(http, url)["search_docs"]
     assert after["inputSchema"]["properties"]["language"]["enum"] == ["go", "python", "rust"]
     rust = raw_call(http, url, "search_docs", {"query": "delete_widget", "language": "rust"})["result"]
-    assert rust["structuredContent"]["hits"][0]["chunk_id"] == "rust/widgets.md#widgets-in-rust/delete-a-widget"
+    assert (
+        rust["structuredContent"]["hits"][0]["chunk_id"] == "rust/widgets.md#widgets-in-rust/delete-a-widget"
+    )
     stale = raw_call(http, url, "search_docs", {"query": "create a widget", "cursor": stale_cursor})["result"]
     assert stale["isError"] is True and stale["content"][0]["text"].startswith("Cursor belongs to an older")
     # the default corpus is untouched
@@ -609,9 +668,15 @@ def test_searches_never_fail_while_a_new_build_is_activated(docs_server, index_r
             while not stop.is_set():
                 try:
                     searched = raw_call(http, url, "search_docs", {"query": "list widgets", "language": "go"})
-                    got = raw_call(http, url, "get_doc", {"chunk_id": "python/widgets.md#widgets-in-python/list-widgets",
-                                                          "context": 1})
-                    listed = raw_tools(http, url)["search_docs"]["inputSchema"]["properties"]["language"]["enum"]
+                    got = raw_call(
+                        http,
+                        url,
+                        "get_doc",
+                        {"chunk_id": "python/widgets.md#widgets-in-python/list-widgets", "context": 1},
+                    )
+                    listed = raw_tools(http, url)["search_docs"]["inputSchema"]["properties"]["language"][
+                        "enum"
+                    ]
                 except Exception as exc:  # noqa: BLE001 - any failure is what this test looks for
                     failures.append(f"{type(exc).__name__}: {exc}")
                     continue

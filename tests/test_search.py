@@ -389,3 +389,35 @@ def test_hits_are_the_same_whether_chunk_text_is_in_memory_or_read_per_page(hand
         read = run(reading, query, filters, hash_embedder, limit=50).hits
         assert [(h.chunk_id, h.content, h.snippet) for h in read] == [(h.chunk_id, h.content, h.snippet) for h in held]
     assert reading._content is False and handwritten_index._content is not False
+
+
+def _break_legs(monkeypatch, names):
+    from lancedb.query import MatchQuery
+
+    import retrieval.search as search_module
+
+    real = search_module.lexical_queries
+
+    def broken(query, legs):
+        out = real(query, legs)
+        out.update({name: MatchQuery(query, "no_such_column") for name in names})
+        return out
+
+    monkeypatch.setattr(search_module, "lexical_queries", broken)
+
+
+def test_a_failing_full_text_leg_is_left_out_and_logged(handwritten_fts_index, monkeypatch, caplog):  # noqa: F811
+    _break_legs(monkeypatch, ["phrase"])
+    with caplog.at_level(logging.WARNING, logger="retrieval.search"):
+        result = run(handwritten_fts_index, "max_connections")
+    assert ids(result)[0] == f"{POOL}/maxconnections"
+    assert next(leg for leg in result.legs if leg.name == "phrase").error
+    assert "search leg 'phrase' failed" in caplog.text
+
+
+def test_search_fails_when_every_leg_fails(handwritten_fts_index, monkeypatch):  # noqa: F811
+    from retrieval.errors import IndexUnavailable
+
+    _break_legs(monkeypatch, ["text", "ident"])
+    with pytest.raises(IndexUnavailable, match="every search leg failed"):
+        run(handwritten_fts_index, "max_connections")

@@ -9,11 +9,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from retrieval.documents import get_chunk, render_chunk_window
-
 from corpus.errors import CorpusError
 from corpus.selectors import active_index, cursor_secret, query_embedder
 from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus
+from retrieval.documents import get_chunk, render_chunk_window
 from retrieval.errors import RetrievalError
 from retrieval.index import Index
 from retrieval.search import MAX_LIMIT, SearchRequest, SearchResult, search

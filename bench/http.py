@@ -1,0 +1,488 @@
+"""HTTP benchmark: requests/s and p50/p95/p99 of `search_docs` over MCP against a production-style
+server (gunicorn, several workers), at several client concurrencies, next to the engine alone.
+
+    python bench/http.py [--corpus DIR] [--provider none|hash|local] [--index-root DIR]
+                         [--queries FILE.jsonl] [--workers N] [--threads N] [--concurrency 1,8,32]
+                         [--requests N] [--trials N] [--limit 10] [--json OUT]
+
+What it does, in order:
+1. Points Django at a fresh SQLite database in a temporary directory and migrates it.
+2. Builds the corpus with `manage.py build_index` (progress bars), or reuses the newest build
+   under `--index-root DIR/<name>/builds/` made with the same embedding provider, and activates it.
+3. Starts `manage.py serve --workers N` (gunicorn) on a free port with the rate limit off
+   (`MCP_RATE_LIMIT_PER_MINUTE=0`); its log goes to `server.log` in the temporary directory.
+4. Times the engine alone: `retrieval.search.search()` in this process, one query at a time.
+5. Warms every worker up, then for each concurrency C runs `--requests` `tools/call search_docs`
+   calls from C threads, each with its own keep-alive `httpx.Client` that did the `initialize`
+   handshake (protocol 2025-06-18) first. Latency is the wall time of one call.
+
+Any failed call (transport error, HTTP status other than 200, JSON-RPC error, `isError`, no
+hits list) is an error; the exit status is 1 when there was any. `--trials N` measures each row
+N times and keeps the trial with the lowest p50 (for a machine shared with other jobs).
+`overhead_p50` is HTTP p50 minus engine p50: what the transport, Django, JSON and the network
+stack add to one search. Above one client per worker thread it also includes queueing.
+
+Queries: JSONL rows `{"query", "filters"?}` (the shared bench format), or a JSON array of the
+same (the default, corpus/sample_docs_eval.json). Filters on keys the build does not have are
+dropped, so a query file written for another corpus still runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# Run as a script, bench/ heads sys.path and this file would shadow the standard library's `http`
+# package (which httpx and Django import): swap that entry for the repository root.
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+
+import httpx  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+DEFAULT_CORPUS = ROOT / "corpus" / "sample_docs"
+DEFAULT_QUERIES = ROOT / "corpus" / "sample_docs_eval.json"
+PROTOCOL = "2025-06-18"
+HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": PROTOCOL,
+}
+
+
+# --- statistics ---------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+@dataclass
+class Row:
+    label: str
+    latencies: list[float]  # seconds, successful calls only
+    wall: float  # seconds for the whole row
+    errors: int = 0
+    concurrency: int = 1
+
+    def ms(self, p: float) -> float:
+        return percentile(self.latencies, p) * 1000 if self.latencies else float("nan")
+
+    @property
+    def rate(self) -> float:
+        return (len(self.latencies) + self.errors) / self.wall if self.wall else 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "label": self.label,
+            "concurrency": self.concurrency,
+            "n": len(self.latencies),
+            "errors": self.errors,
+            "p50_ms": round(self.ms(50), 3),
+            "p95_ms": round(self.ms(95), 3),
+            "p99_ms": round(self.ms(99), 3),
+            "per_s": round(self.rate, 1),
+        }
+
+
+def best(trials: list[Row]) -> Row:
+    """The trial with the lowest p50; a trial with errors never wins over one without."""
+    return min(trials, key=lambda r: (r.errors > 0, r.ms(50)))
+
+
+# --- setup: database, index, server ---------------------------------------------------------------
+
+
+def corpus_name(corpus: Path, given: str | None) -> str:
+    if given:
+        return given
+    base = corpus.resolve()
+    if base.name in ("corpus", "docs", "src") and base.parent.name:
+        base = base.parent
+    return re.sub(r"[^a-z0-9_-]+", "-", base.name.lower()).strip("-_")[:100] or "bench"
+
+
+def configure_django(workdir: Path, index_root: Path, name: str) -> dict[str, str]:
+    """Environment shared by this process and the server, then django.setup()."""
+    env = {
+        "DJANGO_SETTINGS_MODULE": "docsmcp_site.settings",
+        "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
+        "DOCSMCP_INDEX_ROOT": str(index_root),
+        "DOCSMCP_DEFAULT_CORPUS": name,
+        "MCP_RATE_LIMIT_PER_MINUTE": "0",
+        "MCP_RATE_LIMIT_REDIS_URL": "",
+        "CELERY_BROKER_URL": "",
+        "DJANGO_DEBUG": "false",
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+    }
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    return env
+
+
+def _reusable_build(index_root: Path, name: str, provider: str) -> Path | None:
+    from retrieval.errors import IndexUnavailable
+    from retrieval.metadata import read_metadata
+
+    candidates = sorted(
+        (index_root / name / "builds").glob("*/metadata.json"), key=lambda p: p.stat().st_mtime
+    )
+    for meta in reversed(candidates):
+        try:
+            metadata = read_metadata(meta.parent)
+        except IndexUnavailable:
+            continue
+        built_with = (metadata.embedding or {}).get("provider", "none")
+        if built_with == provider:
+            return meta.parent
+    return None
+
+
+def prepare_index(corpus: Path, name: str, provider: str, index_root: Path) -> Path:
+    """Migrate the fresh database; register and activate a reused build, or build one."""
+    from django.core.management import call_command
+
+    from corpus.models import BuildRun
+    from corpus.selectors import corpus_get
+    from corpus.services import build_activate, corpus_create
+    from retrieval.metadata import read_metadata
+
+    call_command("migrate", verbosity=0)
+    reused = _reusable_build(index_root, name, provider)
+    if reused is None:
+        call_command(
+            "build_index",
+            "--corpus",
+            name,
+            "--source",
+            str(corpus),
+            "--embedding-provider",
+            provider,
+            "--full",
+        )
+        build = corpus_get(name).active_build
+        return Path(build.index_path)
+    metadata = read_metadata(reused)
+    record = corpus_create(
+        name=name,
+        source_dir=str(corpus),
+        description=metadata.corpus_description,
+        corpus_settings={"embedding_provider": provider},
+    )
+    build = BuildRun.objects.create(
+        corpus=record,
+        build_id=metadata.build_id,
+        kind=BuildRun.KIND_FULL,
+        status=BuildRun.COMPLETE,
+        index_path=str(reused),
+        embedding_provider=provider,
+        embedding=metadata.embedding,
+        stats=metadata.stats,
+    )
+    build_activate(build=build)
+    print(f"reusing build {reused}", flush=True)
+    return reused
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(env: dict[str, str], port: int, workers: int, threads: int, log: Path) -> subprocess.Popen:
+    argv = [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    argv += ["--workers", str(workers), "--threads", str(threads)]
+    with open(log, "wb") as out:
+        server = subprocess.Popen(
+            argv, cwd=ROOT, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT
+        )
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"server exited with {server.returncode}; see {log}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health/", timeout=2).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    stop_server(server)
+    raise SystemExit(f"server did not answer /health/ within 90s; see {log}")
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    if server.poll() is None:
+        server.send_signal(signal.SIGTERM)  # the gunicorn master (serve exec'd into it) stops its workers
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+# --- queries -------------------------------------------------------------------------------------
+
+
+def load_queries(path: Path, taxonomy: dict) -> list[dict]:
+    text = path.read_text()
+    if path.suffix == ".json":
+        rows = json.loads(text)
+    else:
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    out = []
+    for row in rows:
+        filters = {
+            k: v for k, v in (row.get("filters") or {}).items() if k in taxonomy and v in taxonomy[k].values
+        }
+        out.append({"query": row["query"], "filters": filters})
+    if not out:
+        raise SystemExit(f"no queries in {path}")
+    return out
+
+
+# --- engine alone --------------------------------------------------------------------------------
+
+
+def engine_row(index_path: Path, queries: list[dict], requests: int, limit: int) -> Row:
+    from corpus.selectors import active_index, cursor_secret, query_embedder
+    from retrieval.search import SearchRequest, search
+
+    index = active_index()
+    assert index.path.resolve() == index_path.resolve(), (index.path, index_path)
+    embedder = query_embedder(index)
+    secret = cursor_secret()
+    latencies = []
+    started = time.perf_counter()
+    for i in tqdm(range(requests), desc="engine", unit="q", leave=False):
+        q = queries[i % len(queries)]
+        t0 = time.perf_counter()
+        search(
+            index,
+            SearchRequest(q["query"], q["filters"], limit=limit),
+            embedder=embedder,
+            cursor_secret=secret,
+        )
+        latencies.append(time.perf_counter() - t0)
+    return Row("engine", latencies, time.perf_counter() - started)
+
+
+# --- HTTP clients ---------------------------------------------------------------------------------
+
+
+class McpClient:
+    """One keep-alive connection that did the initialize handshake, like an agent's MCP client."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.http = httpx.Client(timeout=60, headers=HEADERS)
+        self.next_id = 0
+        init = {
+            "protocolVersion": PROTOCOL,
+            "capabilities": {},
+            "clientInfo": {"name": "docsmcp-bench-http", "version": "1"},
+        }
+        reply = self._post({"jsonrpc": "2.0", "id": self._id(), "method": "initialize", "params": init})
+        reply.raise_for_status()
+        self._post({"jsonrpc": "2.0", "method": "notifications/initialized"}).raise_for_status()
+
+    def _id(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    def _post(self, body: dict) -> httpx.Response:
+        return self.http.post(self.url, content=json.dumps(body))
+
+    def search(self, arguments: dict) -> str | None:
+        """None on success, else what went wrong."""
+        body = {
+            "jsonrpc": "2.0",
+            "id": self._id(),
+            "method": "tools/call",
+            "params": {"name": "search_docs", "arguments": arguments},
+        }
+        try:
+            response = self._post(body)
+        except httpx.HTTPError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        if response.status_code != 200:
+            return f"HTTP {response.status_code}: {response.text[:200]}"
+        reply = response.json()
+        if "error" in reply:
+            return f"JSON-RPC {reply['error']}"
+        result = reply["result"]
+        if result.get("isError"):
+            return f"isError: {result['content'][0]['text'][:200]}"
+        if not isinstance((result.get("structuredContent") or {}).get("hits"), list):
+            return "no hits list in structuredContent"
+        return None
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def http_row(
+    url: str, queries: list[dict], concurrency: int, requests: int, limit: int, samples: list[str]
+) -> Row:
+    clients = [McpClient(url) for _ in range(concurrency)]
+    counter = iter(range(requests))
+    lock = threading.Lock()
+    latencies: list[float] = []
+    errors = 0
+    bar = tqdm(total=requests, desc=f"http c={concurrency}", unit="req", leave=False)
+
+    def drive(client: McpClient) -> None:
+        nonlocal errors
+        mine, failed = [], 0
+        while True:
+            with lock:
+                i = next(counter, None)
+            if i is None:
+                break
+            q = queries[i % len(queries)]
+            t0 = time.perf_counter()
+            problem = client.search({"query": q["query"], "limit": limit, **q["filters"]})
+            elapsed = time.perf_counter() - t0
+            if problem is None:
+                mine.append(elapsed)
+            else:
+                failed += 1
+                if len(samples) < 5:
+                    samples.append(problem)
+            bar.update()
+        with lock:
+            latencies.extend(mine)
+            errors += failed
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(drive, clients))
+    wall = time.perf_counter() - started
+    bar.close()
+    for client in clients:
+        client.close()
+    return Row(f"http c={concurrency}", latencies, wall, errors, concurrency)
+
+
+def warm_up(url: str, queries: list[dict], parallel: int, limit: int) -> int:
+    """Every worker opens the index and answers each query once before anything is timed."""
+    samples: list[str] = []
+    row = http_row(url, queries, parallel, max(len(queries), 1) * 2, limit, samples)
+    return row.errors
+
+
+# --- main ------------------------------------------------------------------------------------------
+
+
+def line(row: Row, engine: Row | None) -> str:
+    text = (
+        f"{row.label:<10} n={len(row.latencies):<6} p50={row.ms(50):7.2f}ms p95={row.ms(95):7.2f}ms "
+        f"p99={row.ms(99):7.2f}ms {row.rate:8.1f} {'q/s' if engine is None else 'req/s'}"
+    )
+    if engine is not None:
+        text += f"  errors={row.errors}  overhead_p50={row.ms(50) - engine.ms(50):+.2f}ms"
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="markdown corpus directory")
+    ap.add_argument("--name", help="corpus name (default: from the directory name)")
+    ap.add_argument(
+        "--provider", default="none", choices=["none", "hash", "local"], help="embedding provider"
+    )
+    ap.add_argument("--index-root", type=Path, help="index root to reuse (or build into); default a temp dir")
+    ap.add_argument("--queries", type=Path, default=DEFAULT_QUERIES, help="JSONL (or JSON array) of queries")
+    ap.add_argument("--workers", type=int, default=4, help="gunicorn worker processes (default 4)")
+    ap.add_argument("--threads", type=int, default=4, help="threads per worker (default 4)")
+    ap.add_argument("--concurrency", default="1,8,32", help="comma-separated client counts (default 1,8,32)")
+    ap.add_argument("--requests", type=int, default=1000, help="calls per concurrency level (default 1000)")
+    ap.add_argument("--trials", type=int, default=1, help="measure each row N times, keep the best p50")
+    ap.add_argument("--limit", type=int, default=10, help="hits per search (default 10)")
+    ap.add_argument("--json", type=Path, help="also write the rows to this file")
+    args = ap.parse_args(argv)
+    levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
+    corpus = args.corpus.resolve()
+    name = corpus_name(corpus, args.name)
+    workdir = Path(tempfile.mkdtemp(prefix="docsmcp-bench-http-"))
+    index_root = (args.index_root or workdir / "indexes").resolve()
+    env = configure_django(workdir, index_root, name)
+    index_path = prepare_index(corpus, name, args.provider, index_root)
+
+    from corpus.selectors import active_index
+
+    index = active_index()
+    queries = load_queries(args.queries, index.metadata.taxonomy)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp/"
+    print(
+        f"corpus {name}: {len(index.catalog())} chunks, provider {args.provider}, {len(queries)} queries; "
+        f"server {args.workers} workers x {args.threads} threads at {url}; {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    server = start_server(env, port, args.workers, args.threads, workdir / "server.log")
+    rows: list[Row] = []
+    samples: list[str] = []
+    try:
+        engine_row(index_path, queries, min(len(queries), 50), args.limit)  # warm this process
+        engine = best(
+            [engine_row(index_path, queries, args.requests, args.limit) for _ in range(args.trials)]
+        )
+        print(line(engine, None), flush=True)
+        warm_errors = warm_up(url, queries, max(levels + [args.workers * args.threads]), args.limit)
+        if warm_errors:
+            print(f"warm-up: {warm_errors} error(s)", flush=True)
+        for concurrency in levels:
+            trials = [
+                http_row(url, queries, concurrency, args.requests, args.limit, samples)
+                for _ in range(args.trials)
+            ]
+            row = best(trials)
+            row.errors = sum(t.errors for t in trials)  # every error counts, whichever trial won
+            rows.append(row)
+            print(line(row, engine), flush=True)
+    finally:
+        stop_server(server)
+    errors = sum(r.errors for r in rows)
+    print(f"errors: {errors}; load average at the end {os.getloadavg()[0]:.1f}", flush=True)
+    for sample in samples:
+        print(f"  e.g. {sample}")
+    if args.json:
+        payload = {
+            "corpus": name,
+            "chunks": len(index.catalog()),
+            "provider": args.provider,
+            "workers": args.workers,
+            "threads": args.threads,
+            "cpus": os.cpu_count(),
+            "rows": [engine.as_dict(), *(r.as_dict() for r in rows)],
+        }
+        args.json.write_text(json.dumps(payload, indent=2))
+    if errors:
+        print(f"kept {workdir} (server.log) for the errors above")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)  # the index too, unless it lives in --index-root
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
