@@ -20,6 +20,7 @@ from .models import BuildRun, Corpus
 
 POINTER_TTL = 1.0  # seconds a worker trusts its cached active-build pointer
 _pointers: dict[str, tuple[float, str]] = {}
+_default_name: tuple[float, str] | None = None  # (when, name) of the default corpus, for POINTER_TTL
 _pointer_lock = threading.Lock()
 
 
@@ -65,16 +66,32 @@ def _active_path(name: str) -> str:
 
 
 def forget_active(name: str | None = None) -> None:
+    global _default_name
     with _pointer_lock:
+        _default_name = None
         if name is None:
             _pointers.clear()
         else:
             _pointers.pop(name, None)
 
 
+def _default_corpus_name() -> str:
+    """`default_corpus().name`, cached like the pointers: a server asks for it on every request,
+    and the query (a join on the active build) would cost more than the search it precedes."""
+    global _default_name
+    now = time.monotonic()
+    cached = _default_name
+    if cached and now - cached[0] < POINTER_TTL:
+        return cached[1]
+    name = default_corpus().name
+    with _pointer_lock:
+        _default_name = (now, name)
+    return name
+
+
 def active_index(name: str | None = None) -> Index:
     """The active index of a corpus (default corpus when name is None), opened once per process."""
-    corpus_name = name or default_corpus().name
+    corpus_name = name or _default_corpus_name()
     return INDEXES.get(Path(_active_path(corpus_name)))
 
 

@@ -312,9 +312,10 @@ def _run_build(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> None
     build.stats, build.timings = result.stats, result.timings
     build.findings = [f.as_dict() for f in result.findings]
     build.embedding = result.metadata.embedding
-    build.status = BuildRun.COMPLETE
-    build.save()
-    build_activate(build=build)
+    build.status, build.finished_at = BuildRun.COMPLETE, timezone.now()
+    with transaction.atomic():  # whoever sees "complete" also sees it active
+        build.save()
+        build_activate(build=build)
     builds_prune(corpus=corpus)
 
 

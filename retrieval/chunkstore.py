@@ -34,6 +34,7 @@ log = logging.getLogger("retrieval.chunkstore")
 
 TABLE = "chunks"
 HYBRID_DEPTH = 50  # candidates each leg contributes to the fusion
+PAYLOAD_KEY_SCAN = 10_000  # inspect() reads the payload keys of at most this many chunks
 ROW_COLUMNS = ("id", "text", "embed_model", "citekey", "doi", "url", "title", "source_path", "section",
                "section_path", "page_start", "page_end", "tags", "version", "payload")
 # filter key (as a client writes it, flat or as the payload path) -> column
@@ -275,15 +276,19 @@ class ChunkStore:
         self._index(table)
         return UpsertResult(len(chunks), removed)
 
-    @staticmethod
-    def _index(table) -> None:
-        """ID index for the merges, FTS over the text for hybrid search; then fold the new rows into them."""
-        names = {ix.name for ix in table.list_indices()}
-        if "id_idx" not in names:
-            table.create_index("id", config=BTree(), replace=True)
-        if "text_idx" not in names:
-            table.create_index("text", config=FTS(with_position=False), replace=True)
-        table.optimize()
+    def _index(self, table) -> None:
+        """ID index for the merges, FTS over the text for hybrid search; then fold the new rows into them.
+
+        A failure here (two workers indexing at once) leaves the rows written; the next write retries."""
+        try:
+            names = {ix.name for ix in table.list_indices()}
+            if "id_idx" not in names:
+                table.create_index("id", config=BTree(), replace=True)
+            if "text_idx" not in names:
+                table.create_index("text", config=FTS(with_position=False), replace=True)
+            table.optimize()
+        except Exception as exc:
+            log.warning("indexing the chunk store at %s failed; the next write retries: %s", self.path, exc)
 
     def _vector_rows(self, table, vector: np.ndarray, depth: int, where: str | None) -> list[dict]:
         if self._dimensions(table) != len(vector):
@@ -325,7 +330,7 @@ class ChunkStore:
         if table is None:
             return StoreInfo(0, None, [], {"keyword": [], "fulltext": [], "vector": []})
         try:
-            payloads = table.search().select(["payload"]).limit(None).to_arrow()["payload"].to_pylist()
+            payloads = table.search().select(["payload"]).limit(PAYLOAD_KEY_SCAN).to_arrow()["payload"].to_pylist()
             keys = sorted({k for p in payloads if p for k in json.loads(p)})
             indexes: dict[str, list[str]] = {"keyword": [], "fulltext": [], "vector": []}
             for ix in table.list_indices():

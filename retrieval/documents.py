@@ -156,7 +156,7 @@ def check_document_path(path: object) -> str:
     return path
 
 
-def _check_int(name: str, value: object, low: int, high: int | None = None) -> int:
+def check_int(name: str, value: object, low: int, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
         bound = f"from {low} to {high}" if high is not None else f">= {low}"
         raise InvalidArgument(f"{name} must be an integer {bound}, got {value!r}")
@@ -188,7 +188,7 @@ def _record(index: Index, row: dict) -> ChunkRecord:
 def get_chunk(index: Index, chunk_id: str, context: int = 0) -> ChunkWindow:
     """The chunk and up to `context` chunks before and after it in the same file."""
     check_chunk_id(chunk_id)
-    context = _check_int("context", context, 0, MAX_CONTEXT)
+    context = check_int("context", context, 0, MAX_CONTEXT)
     columns = [*_CHUNK_COLUMNS, *index.taxonomy_columns]
     found = _select(index, f"chunk_id = {sql_string(chunk_id)}", columns)
     if not found:
@@ -238,8 +238,8 @@ def get_document(index: Index, path: str) -> Document:
 
 def list_documents(index: Index, limit: int = 100, offset: int = 0) -> DocumentPage:
     """Documents ordered by path, `limit` from `offset`, with the total for paging."""
-    limit = _check_int("limit", limit, 1, 1000)
-    offset = _check_int("offset", offset, 0)
+    limit = check_int("limit", limit, 1, 1000)
+    offset = check_int("offset", offset, 0)
     rows = index.documents.search().select(["filepath", "title", "size", "chunk_count"]).limit(None).to_arrow()
     rows = sorted(rows.to_pylist(), key=lambda r: r["filepath"])
     page = [DocumentSummary(r["filepath"], r["title"] or "", int(r["size"]), int(r["chunk_count"]))
@@ -253,7 +253,7 @@ def _outline_entries(row: dict) -> list[OutlineEntry]:
 
 def get_outline(index: Index, path: str, max_depth: int = 3) -> Outline:
     """Headings of the document down to `max_depth` (1-6), with their 1-based line numbers."""
-    max_depth = _check_int("max_depth", max_depth, 1, 6)
+    max_depth = check_int("max_depth", max_depth, 1, 6)
     row = _document_row(index, path, ["filepath", "title", "outline"])
     entries = [e for e in _outline_entries(row) if e.level <= max_depth]
     return Outline(row["filepath"], row["title"] or "", entries)

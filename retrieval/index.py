@@ -35,10 +35,11 @@ CONTENT_IN_MEMORY_CHARS = 64 * 1024 * 1024
 def _release_memory() -> None:
     """Returns freed heap pages to the OS after a bulk load.
 
-    Loading the catalog or the vectors decodes whole columns through temporary buffers; glibc
-    keeps the freed pages, so a serving process would report (and keep) 60-100 MB it no longer
-    uses. A no-op where glibc is not the allocator.
+    Loading the catalog or the vectors decodes whole columns through temporary buffers; Arrow's
+    pool and glibc keep the freed pages, so a serving process would report (and keep) 60-120 MB
+    it no longer uses. The glibc part is a no-op where glibc is not the allocator.
     """
+    pa.default_memory_pool().release_unused()
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
@@ -111,15 +112,21 @@ class Index:
             catalog = self.catalog()
             with self._lock:
                 if self._vectors is None:
-                    table = self.chunks.search().with_row_id(True).select(["vector"]).limit(None).to_arrow()
-                    dims = int(self.metadata.embedding["dimensions"]) if self.metadata.embedding else 0
-                    flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
-                    matrix = np.asarray(flat, dtype=np.float32).reshape(-1, dims)
-                    order = np.argsort(catalog.positions(table["_rowid"].to_numpy()), kind="stable")
-                    self._vectors = (np.ascontiguousarray(matrix[order]), catalog.chunk_ids)
-                    del table, flat, matrix
+                    self._vectors = (self._load_matrix(catalog), catalog.chunk_ids)
                     _release_memory()
         return self._vectors
+
+    def _load_matrix(self, catalog: Catalog) -> np.ndarray:
+        """Streams the vector column into one preallocated matrix in catalog order, so loading
+        needs the matrix plus one batch of memory rather than two copies of the column."""
+        dims = int(self.metadata.embedding["dimensions"]) if self.metadata.embedding else 0
+        matrix = np.empty((len(catalog), dims), dtype=np.float32)
+        reader = self.chunks.search().with_row_id(True).select(["vector"]).limit(None).to_batches()
+        for batch in reader:
+            rows = catalog.positions(batch.column("_rowid").to_numpy())
+            flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
+            matrix[rows] = np.asarray(flat, dtype=np.float32).reshape(-1, dims)
+        return matrix
 
     def filter_mask(self, where: str | None) -> np.ndarray | None:
         """Boolean mask over catalog positions for a WHERE clause (None: no filter), LRU-cached.

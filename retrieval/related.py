@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow.compute as pc
 
-from .documents import _check_int, check_document_path, get_outline
+from .documents import check_document_path, check_int, get_outline
 from .embeddings import EmbeddingSpec, check_compatible
 from .embeddings.base import EmbeddingProvider
 from .errors import InvalidArgument, NotFound
@@ -61,13 +61,18 @@ def _document_positions(index: Index, path: str) -> np.ndarray:
 def find_related(index: Index, path: str, *, chunk_text: str | None = None, limit: int = 5,
                  same_document: bool = False, embedder: EmbeddingProvider | None = None) -> RelatedResult:
     check_document_path(path)
-    limit = _check_int("limit", limit, 1, MAX_RELATED)
+    limit = check_int("limit", limit, 1, MAX_RELATED)
     if chunk_text is not None and (not isinstance(chunk_text, str) or not chunk_text.strip()):
         raise InvalidArgument("chunk text must be a non-empty string, or omitted to use the whole document")
-    own = _document_positions(index, path)
-    if not len(own):
+    if path not in index.metadata.files:
         raise NotFound(f"Document '{path}' not found. Use list_documents to see the available documents.")
-    probe = _probe_vector(index, own, chunk_text, embedder)
+    own = _document_positions(index, path)
+    try:
+        probe = _probe_vector(index, own, chunk_text, embedder)
+    except Exception as exc:  # like search: a failing embedder costs the vectors, not the answer
+        log.warning("related: embedding the probe failed on %s, using full text: %s: %s",
+                    index.path, type(exc).__name__, exc)
+        probe = None
     if probe is not None:
         matrix, _ = index.vectors()
         scores = cosines(matrix, probe)
@@ -100,6 +105,8 @@ def _probe_vector(index: Index, own: np.ndarray, chunk_text: str | None,
             return None
         check_compatible(EmbeddingSpec.from_dict(index.metadata.embedding), embedder)
         return np.asarray(embedder.embed_query(chunk_text), dtype=np.float32)
+    if not len(own):
+        return None
     matrix, _ = index.vectors()
     centroid = matrix[own].mean(axis=0)
     norm = float(np.linalg.norm(centroid))

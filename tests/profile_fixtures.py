@@ -134,9 +134,11 @@ def with_client(url: str, work: Callable[[Any], Awaitable[Any]], *, mode: str = 
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
-            async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
-                async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
-                    return await work(client)
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=60) as http,
+                Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+            ):
+                return await work(client)
         async with Client(url, mode=mode, read_timeout_seconds=60) as client:
             return await work(client)
 

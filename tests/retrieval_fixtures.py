@@ -73,3 +73,33 @@ def replicated_index(tmp_path_factory) -> Index:
 @pytest.fixture(scope="module")
 def hash_embedder():
     return get_provider("hash")
+
+
+class BrokenEmbedder:
+    """Looks like the index's provider but fails to embed, like an API that is down."""
+
+    def __init__(self):
+        real = get_provider("hash")
+        self.name, self.model, self.dimensions, self.spec = real.name, real.model, real.dimensions, real.spec
+
+    def embed_query(self, text):
+        raise EmbeddingError("embedding API unreachable")
+
+    def embed_queries(self, texts):
+        raise EmbeddingError("embedding API unreachable")
+
+
+class CountingEmbedder:
+    def __init__(self):
+        self.inner = get_provider("hash")
+        self.name, self.model, self.dimensions, self.spec = (
+            self.inner.name, self.inner.model, self.inner.dimensions, self.inner.spec)
+        self.calls: list[str] = []
+
+    def embed_query(self, text):
+        self.calls.append("embed_query")
+        return self.inner.embed_query(text)
+
+    def embed_queries(self, texts):
+        self.calls.append("embed_queries")
+        return self.inner.embed_queries(texts)

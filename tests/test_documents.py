@@ -17,6 +17,7 @@ from retrieval.errors import InvalidArgument, InvalidChunkId, NotFound
 from retrieval.related import find_related
 from tests.retrieval_fixtures import (  # noqa: F401
     HANDWRITTEN,
+    BrokenEmbedder,
     handwritten_fts_index,
     handwritten_index,
     hash_embedder,
@@ -197,3 +198,10 @@ def test_related_without_vectors_searches_the_documents_headings(handwritten_fts
 def test_related_for_an_unknown_document_is_not_found(handwritten_index):  # noqa: F811
     with pytest.raises(NotFound, match="Document 'nope.md' not found"):
         find_related(handwritten_index, "nope.md")
+
+
+def test_related_falls_back_to_full_text_when_the_embedder_fails(handwritten_index, caplog):  # noqa: F811
+    result = find_related(handwritten_index, "sdks/python/errors.md", chunk_text="retry after a 429 with backoff",
+                          limit=2, embedder=BrokenEmbedder())
+    assert result.method == "lexical" and result.hits
+    assert "embedding the probe failed" in caplog.text

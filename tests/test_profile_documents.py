@@ -344,3 +344,20 @@ def test_schema_errors_are_invalid_params(doc_corpora, live_url, http):
                 {"collection": "postgresql", "document": "indexes.md", "maxDepth": 7})
     assert body["error"]["code"] == -32602
     assert "Argument 'maxDepth' must be an integer from 1 to 6; got 7." in body["error"]["message"]
+
+
+def test_every_profile_tool_error_code_and_setting_is_documented(db, settings):
+    from pathlib import Path
+
+    from mcp_endpoint.profiles import Context, get_profile
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "profiles.md").read_text()
+    names = []
+    for profile in ("documents", "techdoc", "citeloom"):
+        names += [t.name for t in get_profile(profile).tools(Context(request=None, profile=profile))]
+    names += ["INVALID_PROJECT", "EMBEDDING_MISMATCH", "HYBRID_NOT_SUPPORTED", "INDEX_UNAVAILABLE", "TIMEOUT",
+              "DOCSMCP_DEFAULT_PROFILE", "CITELOOM_MAX_CHARS_PER_CHUNK", "CITELOOM_MAX_TOP_K", "CITELOOM_BATCH_MIN",
+              "CITELOOM_BATCH_MAX", "CITELOOM_MAX_BODY_BYTES", "allow_model_migration", "final_batch",
+              "query_embedding", "hybridSearch", "document_id"]
+    names += [f"CITELOOM_TIMEOUT_{tool.upper()}" for tool in settings.CITELOOM_TIMEOUTS]
+    assert [n for n in names if f"`{n}`" not in docs] == []

@@ -10,11 +10,13 @@ import pytest
 from retrieval.catalog import Catalog
 from retrieval.collapse import collapse_variants, structural_key
 from retrieval.embeddings import get_provider
-from retrieval.errors import EmbeddingError, InvalidArgument, InvalidFilter
+from retrieval.errors import InvalidArgument, InvalidFilter
 from retrieval.search import SearchRequest, search, search_batch
 from retrieval.snippets import make_snippet, query_terms
 from tests.retrieval_fixtures import (  # noqa: F401
     SECRET,
+    BrokenEmbedder,
+    CountingEmbedder,
     handwritten_fts_index,
     handwritten_index,
     hash_embedder,
@@ -247,20 +249,6 @@ def test_hits_have_no_hint(handwritten_index):  # noqa: F811
 
 # --- vector leg failures ----------------------------------------------------------------------
 
-class BrokenEmbedder:
-    """Looks like the index's provider but fails to embed, like an API that is down."""
-
-    def __init__(self):
-        real = get_provider("hash")
-        self.name, self.model, self.dimensions, self.spec = real.name, real.model, real.dimensions, real.spec
-
-    def embed_query(self, text):
-        raise EmbeddingError("embedding API unreachable")
-
-    def embed_queries(self, texts):
-        raise EmbeddingError("embedding API unreachable")
-
-
 def test_failing_vector_leg_answers_from_full_text_and_logs(handwritten_index, caplog):  # noqa: F811
     with caplog.at_level(logging.WARNING, logger="retrieval.search"):
         result = run(handwritten_index, "max_connections", embedder=BrokenEmbedder())
@@ -278,22 +266,6 @@ def test_embedder_of_another_model_is_left_out_not_fatal(handwritten_index, capl
 
 
 # --- batch ------------------------------------------------------------------------------------
-
-class CountingEmbedder:
-    def __init__(self):
-        self.inner = get_provider("hash")
-        self.name, self.model, self.dimensions, self.spec = (
-            self.inner.name, self.inner.model, self.inner.dimensions, self.inner.spec)
-        self.calls: list[str] = []
-
-    def embed_query(self, text):
-        self.calls.append("embed_query")
-        return self.inner.embed_query(text)
-
-    def embed_queries(self, texts):
-        self.calls.append("embed_queries")
-        return self.inner.embed_queries(texts)
-
 
 def test_batch_shares_one_embedding_call_and_matches_single_searches(handwritten_index):  # noqa: F811
     embedder = CountingEmbedder()
