@@ -11,10 +11,14 @@ What it does, in order:
    under `--index-root DIR/<name>/builds/` made with the same embedding provider, and activates it.
 3. Starts `manage.py serve --workers N` (gunicorn) on a free port with the rate limit off
    (`MCP_RATE_LIMIT_PER_MINUTE=0`); its log goes to `server.log` in the temporary directory.
-4. Times the engine alone: `retrieval.search.search()` in this process, one query at a time.
-5. Warms every worker up, then for each concurrency C runs `--requests` `tools/call search_docs`
-   calls from C threads, each with its own keep-alive `httpx.Client` that did the `initialize`
-   handshake (protocol 2025-06-18) first. Latency is the wall time of one call.
+4. Warms every worker up. Then, per trial: times the engine alone (`retrieval.search.search()` in
+   this process, one query at a time, `--requests` calls), and for each concurrency C runs
+   `--requests` `tools/call search_docs` calls from C threads, each with its own keep-alive
+   `httpx.Client` that did the `initialize` handshake (protocol 2025-06-18) first. Latency is the
+   wall time of one call. Prints one line for the engine and one per concurrency level.
+
+`--serve-only` stops after step 3 and serves until Ctrl-C / SIGTERM, for other clients such as
+../shared/bench/harness/mcp_eval.py.
 
 Any failed call (transport error, HTTP status other than 200, JSON-RPC error, `isError`, no
 hits list) is an error; the exit status is 1 when there was any. `--trials N` measures each row
@@ -437,6 +441,52 @@ def line(row: Row, engine: Row | None) -> str:
     return text
 
 
+def measure(args, url: str, index_path: Path, queries: list[dict]) -> tuple[Row, list[Row], list[str]]:
+    """Trials interleaved (engine, then each level; again), so a burst of load from other jobs
+    spoils one trial of every row rather than every trial of one row."""
+    levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
+    samples: list[str] = []
+    engine_row(index_path, queries, min(len(queries), 50), args.limit)  # warm this process
+    warm_errors = warm_up(url, queries, max([*levels, args.workers * args.threads]), args.limit)
+    if warm_errors:
+        print(f"warm-up: {warm_errors} error(s)", flush=True)
+    engines: list[Row] = []
+    trials: dict[int, list[Row]] = {c: [] for c in levels}
+    for trial in range(args.trials):
+        engines.append(engine_row(index_path, queries, args.requests, args.limit))
+        for concurrency in levels:
+            trials[concurrency].append(
+                http_row(url, queries, concurrency, args.requests, args.limit, samples)
+            )
+        if args.trials > 1:
+            summary = ", ".join(f"c={c} p50={rows[-1].ms(50):.2f}ms" for c, rows in trials.items())
+            print(
+                f"trial {trial + 1}/{args.trials}: engine p50={engines[-1].ms(50):.2f}ms, {summary}",
+                flush=True,
+            )
+    rows = []
+    for concurrency in levels:
+        row = best(trials[concurrency])
+        row.errors = sum(t.errors for t in trials[concurrency])  # every error counts, whichever trial won
+        rows.append(row)
+    return best(engines), rows, samples
+
+
+def hold(server: subprocess.Popen, url: str) -> None:
+    """--serve-only: keep serving until Ctrl-C or SIGTERM, then stop the server."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    print(f"serving {url} (Ctrl-C or SIGTERM to stop)", flush=True)
+    try:
+        while server.poll() is None:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="markdown corpus directory")
@@ -448,13 +498,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=Path, default=DEFAULT_QUERIES, help="JSONL (or JSON array) of queries")
     ap.add_argument("--workers", type=int, default=4, help="gunicorn worker processes (default 4)")
     ap.add_argument("--threads", type=int, default=4, help="threads per worker (default 4)")
+    ap.add_argument("--port", type=int, help="server port (default: a free one)")
     ap.add_argument("--concurrency", default="1,8,32", help="comma-separated client counts (default 1,8,32)")
     ap.add_argument("--requests", type=int, default=1000, help="calls per concurrency level (default 1000)")
     ap.add_argument("--trials", type=int, default=1, help="measure each row N times, keep the best p50")
     ap.add_argument("--limit", type=int, default=10, help="hits per search (default 10)")
     ap.add_argument("--json", type=Path, help="also write the rows to this file")
+    ap.add_argument(
+        "--serve-only",
+        action="store_true",
+        help="set up and serve until stopped, for other clients (mcp_eval.py)",
+    )
     args = ap.parse_args(argv)
-    levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
     corpus = args.corpus.resolve()
     name = corpus_name(corpus, args.name)
     workdir = Path(tempfile.mkdtemp(prefix="docsmcp-bench-http-"))
@@ -466,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
 
     index = active_index()
     queries = load_queries(args.queries, index.metadata.taxonomy)
-    port = free_port()
+    port = args.port or free_port()
     url = f"http://127.0.0.1:{port}/mcp/"
     print(
         f"corpus {name}: {len(index.catalog())} chunks, provider {args.provider}, {len(queries)} queries; "
@@ -475,31 +530,20 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     server = start_server(env, port, args.workers, args.threads, workdir / "server.log")
-    rows: list[Row] = []
-    samples: list[str] = []
     try:
-        engine_row(index_path, queries, min(len(queries), 50), args.limit)  # warm this process
-        engine = best(
-            [engine_row(index_path, queries, args.requests, args.limit) for _ in range(args.trials)]
-        )
-        print(line(engine, None), flush=True)
-        warm_errors = warm_up(url, queries, max(levels + [args.workers * args.threads]), args.limit)
-        if warm_errors:
-            print(f"warm-up: {warm_errors} error(s)", flush=True)
-        for concurrency in levels:
-            trials = [
-                http_row(url, queries, concurrency, args.requests, args.limit, samples)
-                for _ in range(args.trials)
-            ]
-            row = best(trials)
-            row.errors = sum(t.errors for t in trials)  # every error counts, whichever trial won
-            rows.append(row)
-            print(line(row, engine), flush=True)
+        if args.serve_only:
+            hold(server, url)
+            shutil.rmtree(workdir, ignore_errors=True)
+            return 0
+        engine, rows, samples = measure(args, url, index_path, queries)
     finally:
         stop_server(server)
+    print(line(engine, None))
+    for row in rows:
+        print(line(row, engine))
     errors = sum(r.errors for r in rows)
     print(f"errors: {errors}; load average at the end {os.getloadavg()[0]:.1f}", flush=True)
-    for sample in samples:
+    for sample in samples[:5]:
         print(f"  e.g. {sample}")
     if args.json:
         payload = {

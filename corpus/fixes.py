@@ -133,6 +133,7 @@ def fix_scan_report(*, corpus: Corpus, use_llm: bool = False, model: str | None 
     if fixer is not None:
         candidates = [f for f in files if f in ctx.results] if files else \
             llm_candidates(ctx, limit=settings.DOCSMCP_FIX_LLM_MAX_FILES)
+        report.llm_failures += [(f, "not a markdown file of this corpus") for f in files or () if f not in ctx.results]
         for n, relpath in enumerate(candidates):
             if progress:
                 progress("llm", n, len(candidates))

@@ -209,6 +209,10 @@ def eval_execute(*, run: EvalRun, progress: Progress | None = None, headers: dic
         with target:
             outcomes = runner.run_cases(target, cases, match=run.match_mode, max_rounds=run.max_rounds,
                                         extra_filters=run.extra_filters, progress=writer)
+        active = Corpus.objects.filter(pk=run.corpus_id).values_list("active_build_id", flat=True).first()
+        if run.mode == EvalRun.MODE_IN_PROCESS and active != run.build_id:
+            run.error = (f"warning: the corpus's active build changed during the run (was {run.build_label}); "
+                         "later cases may have been answered by the new build")
         with transaction.atomic():
             EvalResult.objects.bulk_create([_result_row(run, c, o) for c, o in zip(cases, outcomes, strict=True)],
                                            batch_size=500)

@@ -14,6 +14,7 @@ import pytest
 
 from retrieval.build import BuildRequest, build_index
 from retrieval.embeddings import get_provider
+from retrieval.errors import EmbeddingError
 from retrieval.index import Index
 
 HANDWRITTEN = Path(__file__).resolve().parent / "corpora" / "handwritten"
@@ -90,6 +91,8 @@ class BrokenEmbedder:
 
 
 class CountingEmbedder:
+    """The hash provider, recording which embedding calls a search made."""
+
     def __init__(self):
         self.inner = get_provider("hash")
         self.name, self.model, self.dimensions, self.spec = (

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.worker
 
 ROOT = Path(__file__).resolve().parent.parent
 REDIS_URL = os.environ.get("DOCSMCP_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-WORKER_READY_TIMEOUT = 60
+WORKER_READY_TIMEOUT = 180  # generous: a loaded CI machine imports Django + LanceDB slowly
 BUILD_TIMEOUT = 120
 
 

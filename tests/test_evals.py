@@ -287,6 +287,21 @@ def test_baseline_delta_lists_better_and_worse_cases(fake_suite):
     assert rows["rows"][0]["rank"] == 2 and rows["rows"][0]["other_rank"] == 1
 
 
+def test_a_build_switch_during_the_run_is_reported(fake_suite):
+    corpus = fake_suite.corpus
+    newer = BuildRun.objects.create(corpus=corpus, build_id="fake-build-2", status=BuildRun.COMPLETE)
+
+    class Switching(FakeTarget):
+        def call(self, name, arguments):
+            if arguments.get("query") == "q3":
+                Corpus.objects.filter(pk=corpus.pk).update(active_build=newer)
+            return super().call(name, arguments)
+
+    run = eval_execute(run=eval_request(corpus=corpus, suite=fake_suite), target=Switching({}))
+    assert run.status == EvalRun.COMPLETE and run.build.build_id == "fake-build-1"
+    assert "active build changed during the run (was fake-build-1)" in run.error
+
+
 def test_baseline_must_be_complete(fake_suite):
     failed = EvalRun.objects.create(suite=fake_suite, corpus=fake_suite.corpus, status=EvalRun.FAILED)
     with pytest.raises(RunStateConflict, match="only a complete run"):

@@ -710,3 +710,25 @@ def test_searches_never_fail_while_a_new_build_is_activated(docs_server, index_r
     assert failures == []
     assert done["search"] >= 70 and done["get_doc"] >= 70
     assert {("go", "python"), ("go", "python", "rust"), ("go", "python", "rust", "zig")} <= seen_enums
+
+
+def test_a_warm_search_on_the_default_corpus_makes_no_database_query(
+    sample_corpus, client, settings, django_assert_num_queries
+):
+    """The default corpus and its active build are cached like the active-build pointer (1 s), so
+    a call costs the search and not an ORM join per request (it cost more than the search itself)."""
+    settings.MCP_RATE_LIMIT_PER_MINUTE = 0
+    body = rpc("tools/call", {"name": "search_docs", "arguments": {"query": "refund a payment"}})
+    headers = {
+        "HTTP_ACCEPT": "application/json, text/event-stream",
+        "HTTP_MCP_PROTOCOL_VERSION": "2025-06-18",
+    }
+
+    def call() -> dict:
+        response = client.post("/mcp/", data=json.dumps(body), content_type="application/json", **headers)
+        assert response.status_code == 200
+        return response.json()["result"]
+
+    assert call()["isError"] is False
+    with django_assert_num_queries(0):
+        assert call()["structuredContent"]["hits"]

@@ -353,6 +353,19 @@ def test_timeouts_are_the_seeds_and_return_timeout(projects, live_url, http, set
     assert error["code"] == "TIMEOUT" and error["details"] == {"tool": "list_projects", "timeout_seconds": 0.2}
 
 
+def test_an_unexpected_failure_keeps_the_error_shape(projects, live_url, http, monkeypatch):
+    from retrieval.chunkstore import ChunkStore
+
+    def boom(self, sample=0):
+        raise RuntimeError("secret detail /etc/passwd")
+
+    monkeypatch.setattr(ChunkStore, "inspect", boom)
+    error = tool(http, live_url, "inspect_collection", {"project": "citeloom/ddd"})["error"]
+    assert error == {"code": "INTERNAL_ERROR",
+                     "message": "inspect_collection failed with an internal error; the server log has details",
+                     "details": {"tool": "inspect_collection", "project_id": "citeloom/ddd"}}
+
+
 def test_store_chunks_needs_the_write_scope(projects, live_url, http, settings):
     from mcp_endpoint.apikeys import create_api_key
 

@@ -289,6 +289,17 @@ def test_doc_type_restricts_and_all_merges(doc_corpora, live_url, http):
     assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
 
 
+def test_an_unexpected_failure_is_a_seed_shaped_tool_error(doc_corpora, live_url, http, monkeypatch):
+    def boom(*args, **kwargs):
+        raise RuntimeError("secret detail /etc/passwd")
+
+    monkeypatch.setattr("mcp_endpoint.profiles.techdoc.search", boom)
+    result = call(http, url_of(live_url), "search_documentation", {"query": "vacuum"})["result"]
+    message = "Tool 'search_documentation' failed with an internal error; the server log has details."
+    assert (result["isError"], result["is_error"], result["error"]) == (True, True, message)
+    assert "secret" not in json.dumps(result)
+
+
 # --- resources --------------------------------------------------------------------------------------
 
 

@@ -138,6 +138,10 @@ def _handler(tool: str, work: Callable[[dict[str, Any]], dict[str, Any]]):
             return CiteloomError("INDEX_UNAVAILABLE", str(exc), {"project_id": project}).result()
         except InvalidArgument as exc:
             raise InvalidParams(f"Invalid arguments for tool '{tool}': {exc}", data={"errors": [str(exc)]}) from None
+        except Exception:
+            log.exception("citeloom %s failed", tool)
+            message = f"{tool} failed with an internal error; the server log has details"
+            return CiteloomError("INTERNAL_ERROR", message, {"tool": tool, "project_id": project}).result()
         return ToolResult.json(payload)
 
     return handle

@@ -16,6 +16,7 @@ our sources are markdown while a techdoc client may hold ids of the HTML or PDF 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
@@ -49,6 +50,7 @@ ALL = "all"
 MAX_QUERY = 1000
 MAX_RESULTS = 20
 NOT_FOUND = "Document not found"
+log = logging.getLogger("docsmcp.mcp")
 
 
 def instructions(context: Context) -> str:
@@ -71,12 +73,19 @@ def _tool_error(message: str, error: str | None = None) -> ToolResult:
     )
 
 
-def _seed_errors(handler: Callable[[Context, dict[str, Any]], ToolResult]):
+def _seed_errors(name: str, handler: Callable[[Context, dict[str, Any]], ToolResult]):
+    """Every failure the agent should read, in the seed's shape too; bad arguments stay -32602."""
+
     def wrapped(context: Context, args: dict[str, Any]) -> ToolResult:
         try:
             return handler(context, args)
+        except InvalidParams:
+            raise
         except (ToolError, RetrievalError) as exc:
             return _tool_error(str(exc) or exc.__class__.__name__)
+        except Exception:
+            log.exception("tool %s failed", name)
+            return _tool_error(f"Tool '{name}' failed with an internal error; the server log has details.")
 
     return wrapped
 
@@ -251,14 +260,14 @@ def tools(context: Context) -> list[ToolDef]:
             name="search_documentation",
             description=SEARCH_DESCRIPTION,
             input_schema=search_input,
-            handler=_seed_errors(_search_documentation),
+            handler=_seed_errors("search_documentation", _search_documentation),
             extra={"input_schema": search_input},
         ),
         ToolDef(
             name="get_document",
             description=GET_DESCRIPTION,
             input_schema=GET_SCHEMA,
-            handler=_seed_errors(_get_document),
+            handler=_seed_errors("get_document", _get_document),
             extra={"input_schema": GET_SCHEMA},
         ),
     ]
