@@ -24,7 +24,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS, BTree, Bitmap
+from lancedb.index import FTS, Bitmap, BTree
 
 from .chunking import Chunk
 from .embedding_cache import EmbeddingCache, embed_with_cache
@@ -273,7 +273,8 @@ def _create_indexes(chunks, documents, taxonomy: dict[str, TaxonomyField], progr
         lambda: documents.create_index("filepath", config=BTree()),
     ]
     if chunks.count_rows():
-        steps += [(lambda col=taxonomy_column(key): chunks.create_index(col, config=Bitmap())) for key in taxonomy]
+        columns = [taxonomy_column(key) for key in taxonomy]
+        steps += [(lambda col=col: chunks.create_index(col, config=Bitmap())) for col in columns]
     else:
         steps = steps[3:]
     for n, step in enumerate(steps):

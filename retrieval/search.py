@@ -26,7 +26,7 @@ import numpy as np
 from .aio import LOOP
 from .collapse import collapse_variants
 from .cursor import CursorState, decode_cursor, encode_cursor
-from .embeddings import EmbeddingSpec, check_compatible
+from .embeddings import EmbeddingSpec, check_compatible, similarity_floor
 from .embeddings.base import EmbeddingProvider
 from .errors import IndexUnavailable, InvalidArgument
 from .filters import FilterPlan, plan_filters
@@ -42,10 +42,6 @@ DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 DEFAULT_DEPTH = 100
 MAX_QUERY_CHARS = 2000
-# Cosine below which a vector neighbour is not a hit. all-MiniLM-L6-v2 puts unrelated
-# documentation passages around 0.0-0.15 from a question; feature-hash vectors of texts
-# without shared words sit near 0.
-VECTOR_FLOOR = 0.15
 
 __all__ = [
     "DEFAULT_DEPTH", "DEFAULT_LIMIT", "MAX_LIMIT", "LegReport", "SearchHint", "SearchHit",
@@ -146,7 +142,7 @@ def _wants_vector(index: Index, legs: tuple[str, ...], embedder: EmbeddingProvid
 
 def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = LEGS, depth: int = DEFAULT_DEPTH,
          embedder: EmbeddingProvider | None = None, query_vector: np.ndarray | None = None,
-         vector_floor: float = VECTOR_FLOOR) -> Ranking:
+         vector_floor: float | None = None) -> Ranking:
     """Runs the legs and fuses them; no paging, no hit dressing (benchmarks time this alone)."""
     queries = lexical_queries(query, legs)
     pending = LOOP.submit(gather_lexical(index.async_chunks(), queries, plan.where, depth)) if queries else None
@@ -155,7 +151,8 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
         started = time.perf_counter()
         try:
             vector = query_vector if query_vector is not None else _query_vector(index, embedder, query)
-            positions = vector_leg(index, vector, index.filter_mask(plan.where), depth, vector_floor)
+            floor = vector_floor if vector_floor is not None else similarity_floor(index.metadata.embedding["provider"])
+            positions = vector_leg(index, vector, index.filter_mask(plan.where), depth, floor)
             results.append(LegResult(VECTOR, positions, time.perf_counter() - started))
         except Exception as exc:  # never fail a search for its vector leg
             log.warning("vector leg failed on %s, answering from full-text legs: %s: %s",
@@ -178,7 +175,7 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
 
 def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider | None = None,
            cursor_secret: bytes, query_vector: np.ndarray | None = None,
-           vector_floor: float = VECTOR_FLOOR) -> SearchResult:
+           vector_floor: float | None = None) -> SearchResult:
     """Searches `index`; raises InvalidArgument / InvalidFilter / InvalidCursor for bad requests.
 
     `query_vector` lets a caller that embedded several queries at once (search_batch) skip the
@@ -252,7 +249,7 @@ def _found_by(page: list[tuple[int, float]], legs: list[LegResult]) -> dict[int,
 
 
 def search_batch(index: Index, requests: Sequence[SearchRequest], *, embedder: EmbeddingProvider | None = None,
-                 cursor_secret: bytes, vector_floor: float = VECTOR_FLOOR) -> list[SearchResult]:
+                 cursor_secret: bytes, vector_floor: float | None = None) -> list[SearchResult]:
     """Several searches sharing one `embed_queries` call (one round trip to an API provider).
 
     Every request is validated before any work is done, so a bad one fails the batch at once.

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.db import connection
 
 MAX_EXAMPLES = int(os.environ.get("DOCSMCP_FUZZ_EXAMPLES", "10"))
 HARD_LIMIT = int(os.environ.get("DOCSMCP_FUZZ_SECONDS", "85"))  # past this the run is killed and the test fails
@@ -76,8 +75,8 @@ def test_no_generated_request_gets_a_server_error(live_server, fuzz_env, tmp_pat
         str(SCHEMATHESIS), "--config-file", str(fuzz_env), "run", live_server.url.replace("localhost", "127.0.0.1") + "/api/v1/openapi.json",
         "--checks", "not_a_server_error",
         "--max-examples", str(MAX_EXAMPLES),
-        "--phases", "examples,coverage,fuzzing",
-        "--workers", "1" if connection.vendor == "sqlite" else "4",  # in-memory SQLite: one shared connection
+        "--phases", "coverage,fuzzing",
+        "--workers", "1",  # in-memory SQLite shares one connection; threaded workers also trip a CPython 3.11 AST bug
         "--seed", "20260101",
         "--request-timeout", "20",
         "--generation-with-security-parameters", "false",
