@@ -90,6 +90,7 @@ def test_no_generated_request_gets_a_server_error(live_server, fuzz_env, tmp_pat
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"schemathesis did not finish within {HARD_LIMIT}s:\n{exc.stdout or ''}")
     output = result.stdout + result.stderr
+    print(output)
     assert result.returncode == 0, output[-8000:]
     statuses = answered(tmp_path / "events.ndjson")
     assert statuses, output[-3000:]

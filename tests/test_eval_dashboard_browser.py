@@ -130,6 +130,7 @@ def test_overview_run_page_and_compare(page, runs, artifacts_dir):
     page.select_option(".filters select.category", "")
     page.check(".filters input.failures-only")
     assert set(_visible_statuses(page)) == {"fail"} and len(_visible_statuses(page)) == failures
+    page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(artifacts_dir / "evals-run-sorted-filtered.png"), full_page=True)
 
     # compare against the baseline (the first run), chosen from the select
