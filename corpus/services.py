@@ -361,7 +361,7 @@ def build_cancel(*, build: BuildRun) -> BuildRun:
 
 def builds_prune(*, corpus: Corpus, keep: int | None = None) -> list[str]:
     """Delete index directories of old complete builds, never the active one; returns deleted build IDs."""
-    keep = keep or int(corpus.settings.get("keep_builds", settings.DOCSMCP_KEEP_BUILDS))
+    keep = keep if keep is not None else int(corpus.settings.get("keep_builds", settings.DOCSMCP_KEEP_BUILDS))
     corpus.refresh_from_db()
     complete = list(corpus.builds.filter(status=BuildRun.COMPLETE).exclude(index_path="").order_by("-created_at"))
     removed = []
