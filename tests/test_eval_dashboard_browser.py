@@ -67,7 +67,7 @@ def page(browser, live_server, django_user_model):
     django_user_model.objects.create_superuser("evals", "evals@example.com", "correct-horse")
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, base_url=live_server.url)
     page = context.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(30_000)  # generous: CI machines run several suites at once
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto("/evals/")  # staff only: lands on the admin login
