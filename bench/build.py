@@ -55,7 +55,7 @@ def _one(args: argparse.Namespace) -> None:
 
 
 def _run_child(corpus: Path, out: Path, provider: str, previous: Path | None, cache: Path) -> dict:
-    cmd = [sys.executable, "-P", __file__, "--one", "--corpus", str(corpus), "--out", str(out), "--provider", provider,
+    cmd = [sys.executable, __file__, "--one", "--corpus", str(corpus), "--out", str(out), "--provider", provider,
            "--cache", str(cache), "--show-progress"]
     if previous:
         cmd += ["--previous", str(previous)]

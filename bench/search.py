@@ -29,12 +29,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# Python puts this script's directory first on sys.path, where bench/http.py would shadow the
-# standard library's http package (which lancedb imports); the repository root goes there instead.
-if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
-    sys.path[0] = str(ROOT)
-else:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))
 
 from tqdm import tqdm  # noqa: E402
 

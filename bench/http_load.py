@@ -1,7 +1,7 @@
 """HTTP benchmark: requests/s and p50/p95/p99 of `search_docs` over MCP against a production-style
 server (gunicorn, several workers), at several client concurrencies, next to the engine alone.
 
-    python bench/http.py [--corpus DIR] [--provider none|hash|local] [--index-root DIR]
+    python bench/http_load.py [--corpus DIR] [--provider none|hash|local] [--index-root DIR]
                          [--queries FILE.jsonl] [--workers N] [--threads N] [--concurrency 1,8,32]
                          [--requests N] [--trials N] [--limit 10] [--json OUT]
 
@@ -50,9 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# Run as a script, bench/ heads sys.path and this file would shadow the standard library's `http`
-# package (which httpx and Django import): swap that entry for the repository root.
-sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 from tqdm import tqdm  # noqa: E402
