@@ -124,6 +124,7 @@ def _table(rows) -> str:
 
 @admin.register(BuildRun)
 class BuildRunAdmin(admin.ModelAdmin):
+    change_list_template = "admin/evals/buildrun_change_list.html"  # adds the eval scores column
     list_display = ("build_id", "corpus", "kind", "status", "progress", "is_active_build", "chunks",
                     "errors_warnings", "created_at", "duration")
     list_filter = ("corpus", "status", "kind")
