@@ -21,6 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Throttled, ValidationError
 
 from corpus.errors import CorpusError
+from evals.errors import EvalError
 from retrieval import errors as engine
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ STATUS_CODES = {
     409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type", 422: "validation_error",
     429: "rate_limited", 500: "internal_error", 502: "bad_gateway", 503: "service_unavailable",
 }
-_GENERIC_CLASSES = {"RetrievalError", "CorpusError"}
+_GENERIC_CLASSES = {"RetrievalError", "CorpusError", "EvalError"}
 OBJECT_EXPECTED = {"model_attributes_type", "model_type", "dict_type"}
 
 
@@ -151,6 +152,10 @@ def install(api: NinjaAPI) -> None:
         if isinstance(exc, engine.ValidationFailed):
             details["findings"] = [f.as_dict() if hasattr(f, "as_dict") else f for f in exc.findings]
         return respond(request, status, code_of(exc, status), str(exc), details)
+
+    @api.exception_handler(EvalError)
+    def eval_error(request: HttpRequest, exc: EvalError):
+        return respond(request, exc.status, code_of(exc, exc.status), str(exc))
 
     @api.exception_handler(ValidationError)
     def request_invalid(request: HttpRequest, exc: ValidationError):

@@ -31,9 +31,17 @@ ENDPOINTS = [
     ("get", "/corpora/sample/fixes/1", None, "read"),
     ("post", "/corpora/sample/fixes/1/approve", None, "build"),
     ("post", "/corpora/sample/fixes/1/reject", {"reason": "not needed"}, "build"),
+    ("post", "/evals/runs", {"corpus": "sample", "suite": "none"}, "build"),
+    ("get", "/evals/runs", None, "read"),
+    ("get", "/evals/runs/1", None, "read"),
+    ("get", "/evals/runs/1/results", None, "read"),
+    ("get", "/evals/runs/1/compare/2", None, "read"),
+    ("get", "/evals/suites", None, "read"),
 ]
 # The same paths as the OpenAPI schema writes them.
 TEMPLATES = {SAMPLE_BUILD: "{build_id}", "sample": "{name}", "1": "{proposal_id}", "guides/retries.md": "{chunk_id}"}
+EVAL_TEMPLATES = {"/evals/runs/1": "/evals/runs/{run_id}", "/evals/runs/1/results": "/evals/runs/{run_id}/results",
+                  "/evals/runs/1/compare/2": "/evals/runs/{run_id}/compare/{other_id}"}
 IDS = [f"{m.upper()} {p}" for m, p, _, _ in ENDPOINTS]
 OTHER_SCOPES = {"read": ["build", "write"], "build": ["read", "write"], "admin": ["read", "build", "write"]}
 
@@ -55,7 +63,7 @@ def test_every_operation_is_in_the_matrix(client, db):
             for concrete, template in TEMPLATES.items():
                 rest = rest.replace(concrete, template)
             parts[1] = rest
-        tested.add((method, "/corpora/".join(parts)))
+        tested.add((method, EVAL_TEMPLATES.get(path, "/corpora/".join(parts))))
     assert documented == tested
 
 

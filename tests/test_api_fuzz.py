@@ -2,7 +2,7 @@
 
 schemathesis (CLI, in a subprocess) reads /api/v1/openapi.json from the live server started by
 pytest-django and sends schema-valid and schema-breaking requests to every operation, checking
-`not_a_server_error`: one run per OpenAPI tag, each with at most DOCSMCP_FUZZ_EXAMPLES random
+`not_a_server_error`: one run per OpenAPI tag (small tags share one, see RUNS), each with at most DOCSMCP_FUZZ_EXAMPLES random
 examples per operation after the boundary values, killed after DOCSMCP_FUZZ_SECONDS. Search and chunk operations are pointed at the registered sample corpus
 so the engine itself is fuzzed (queries, filters, cursors, chunk IDs); the other operations get
 generated names. Mutations cannot touch real paths: DOCSMCP_SOURCE_ROOTS and the index root are
@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 
 MAX_EXAMPLES = int(os.environ.get("DOCSMCP_FUZZ_EXAMPLES", "10"))
-TAGS = ("corpora", "builds", "search", "fixes")
+TAGS = ("corpora", "builds", "search", "fixes", "evals")
+# One schemathesis run per entry; small tags share a run to keep the time budget.
+RUNS = (("corpora",), ("builds",), ("search",), ("fixes", "evals"))
 HARD_LIMIT = int(os.environ.get("DOCSMCP_FUZZ_SECONDS", "85"))  # past this the run is killed and the test fails
 SCHEMATHESIS = Path(sys.executable).with_name("st")
 
@@ -49,6 +51,8 @@ def fuzz_env(settings, tmp_path, index_root, sample_corpus, copy_sample_docs, mo
     """Allowed roots, corpora and a fix proposal, all under tmp_path; builds are queued, never run."""
     from corpus.models import Corpus, FixProposal
     from corpus.tasks import run_build
+    from evals.services import suite_import
+    from evals.tasks import run_eval
     from retrieval.fix_apply import current_hash
 
     sources = tmp_path / "sources"
@@ -59,6 +63,9 @@ def fuzz_env(settings, tmp_path, index_root, sample_corpus, copy_sample_docs, mo
     # Builds would run inline in the request (no broker), with whatever provider the fuzzer picks
     # (`local` loads a model, `openai` calls out): queue them instead; test_api_builds runs real ones.
     monkeypatch.setattr(run_build, "delay", lambda *args, **kwargs: None)
+    monkeypatch.setattr(run_eval, "delay", lambda *args, **kwargs: None)  # eval runs too (http mode calls out)
+    suite_import(name="fuzz-suite", text='[{"query": "retries", "expectedChunkId": "guides/retries.md"}]',
+                 corpus=sample_corpus)
     Corpus.objects.filter(pk=sample_corpus.pk).update(source_dir=str(copy_sample_docs))
     Corpus.objects.create(name="fuzz-victim", kind=Corpus.KIND_CHUNKS)
     fixes = Corpus.objects.create(name="fuzz-fixes", source_dir=str(sources / "docs"))
@@ -75,16 +82,17 @@ def test_every_operation_is_in_a_fuzzed_tag(client, db):
     schema = client.get("/api/v1/openapi.json").json()
     tags = {tag for ops in schema["paths"].values() for op in ops.values() for tag in op["tags"]}
     assert tags == set(TAGS)
+    assert sorted(tag for run in RUNS for tag in run) == sorted(TAGS)
 
 
 @pytest.mark.skipif(not SCHEMATHESIS.exists(), reason="schemathesis is not installed (requirements.txt)")
-@pytest.mark.parametrize("tag", TAGS)
-def test_no_generated_request_gets_a_server_error(live_server, fuzz_env, tmp_path, tag):
+@pytest.mark.parametrize("tags", RUNS, ids="+".join)
+def test_no_generated_request_gets_a_server_error(live_server, fuzz_env, tmp_path, tags):
     """One bounded schemathesis run per tag, so each stays well inside its time limit."""
     command = [
         str(SCHEMATHESIS), "--config-file", str(fuzz_env), "run",
         live_server.url.replace("localhost", "127.0.0.1") + "/api/v1/openapi.json",
-        "--include-tag", tag,
+        "--include-tag-regex", f"^({'|'.join(tags)})$",
         "--checks", "not_a_server_error",
         "--phases", "coverage,fuzzing",  # boundary and negative values of every parameter, then random ones
         "--max-examples", str(MAX_EXAMPLES),
@@ -107,7 +115,7 @@ def test_no_generated_request_gets_a_server_error(live_server, fuzz_env, tmp_pat
     assert statuses, output[-3000:]
     server_errors = {uri: codes for uri, codes in statuses.items() if any(code >= 500 for code in codes)}
     assert not server_errors, server_errors
-    if tag == "search":  # the engine itself was fuzzed: searches and chunk reads of the sample got answers
+    if "search" in tags:  # the engine itself was fuzzed: searches and chunk reads of the sample got answers
         for route in ("/corpora/sample/search", "/corpora/sample/chunk"):
             assert any(200 in codes for uri, codes in statuses.items() if route in uri), output[-3000:]
 
