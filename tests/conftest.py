@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,40 @@ def copy_sample_docs(tmp_path) -> Path:
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+def _chromium_path() -> str | None:
+    """Chromium may still be being installed by apt when the suite starts: give it a moment."""
+    for _ in range(10):
+        if Path(CHROMIUM).exists() and shutil.which(CHROMIUM):
+            return CHROMIUM
+        time.sleep(2)
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless chromium driven by Playwright (no browser download at run time)."""
+    executable = _chromium_path()
+    if executable is None:
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium); browser tests need Debian's chromium")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    # Playwright's sync API keeps an event loop registered on this thread while it is open, so Django
+    # would refuse the test's own (synchronous, non-concurrent) ORM calls without this switch.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+            yield browser
+            browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous

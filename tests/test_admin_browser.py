@@ -6,9 +6,6 @@ live server. Screenshots go to test-artifacts/. Skipped, with the reason, when c
 
 from __future__ import annotations
 
-import os
-import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -17,42 +14,9 @@ from corpus.fixes import fix_scan
 from corpus.models import BuildRun, Corpus, FixDecision, FixProposal
 from tests.test_fixes import ROOT_MANIFEST, big_file, manifest, normal_file, tiny_file, write_tree
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def _chromium_path() -> str | None:
-    """Chromium may still be being installed by apt when the suite starts: give it a moment."""
-    for _ in range(10):
-        if Path(CHROMIUM).exists() and shutil.which(CHROMIUM):
-            return CHROMIUM
-        time.sleep(2)
-    return None
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = _chromium_path()
-    if executable is None:
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium); browser tests need Debian's chromium")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    # Playwright's sync API keeps an event loop registered on this thread while it is open, so Django
-    # would refuse the test's own (synchronous, non-concurrent) ORM calls without this switch.
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-            yield browser
-            browser.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture

@@ -7,49 +7,17 @@ test-artifacts/. Skipped, with the reason, only when chromium is absent.
 
 from __future__ import annotations
 
-import os
-import shutil
-import time
 from pathlib import Path
 
 import pytest
 
 from evals.services import eval_run, suite_import
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 SAMPLE_SUITE = Path(__file__).resolve().parent.parent / "corpus" / "sample_docs_eval.json"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def _chromium_path() -> str | None:
-    for _ in range(10):  # apt may still be installing it when the suite starts
-        if Path(CHROMIUM).exists() and shutil.which(CHROMIUM):
-            return CHROMIUM
-        time.sleep(2)
-    return None
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = _chromium_path()
-    if executable is None:
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium); browser tests need Debian's chromium")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's loop on this thread vs the test's ORM calls
-    try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-            yield browser
-            browser.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture
