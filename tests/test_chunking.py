@@ -18,7 +18,7 @@ from retrieval.sources import process_corpus, process_file, scan_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = ROOT / "corpus" / "sample_docs"
-K8S_DOCS = Path("/work/shared/bench/k8s/corpus")
+K8S_DOCS = ROOT.parent / "shared" / "bench" / "k8s" / "corpus"  # the shared benchmark data, when present
 
 
 def chunk(text: str, chunk_by: str = "h2", path: str = "doc.md", **sizes):
