@@ -105,10 +105,13 @@ def _targets(names: list[str] | None) -> list[Collection]:
     return list(seen.values())
 
 
-def _document_missing(collection: Collection, index: Index, document: str, asked: str) -> ToolResult | None:
-    if document in index.metadata.files:
-        return None
-    return ToolResult.error(f'Document "{document}" not found in collection "{asked}".')
+def _open_document(args: dict[str, Any]) -> tuple[Collection, Index]:
+    """The collection and its index, when `args["document"]` is one of its documents (seed 002's message otherwise)."""
+    collection = resolve_collection(args["collection"])
+    index = collection.index()
+    if args["document"] not in index.metadata.files:
+        raise ToolError(f'Document "{args["document"]}" not found in collection "{args["collection"]}".')
+    return collection, index
 
 
 # --- result shapes ------------------------------------------------------------------------------
@@ -214,11 +217,7 @@ def _search_batch(context: Context, args: dict[str, Any]) -> ToolResult:
 
 
 def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
-    collection = resolve_collection(args["collection"])
-    index = collection.index()
-    missing = _document_missing(collection, index, args["document"], args["collection"])
-    if missing:
-        return missing
+    collection, index = _open_document(args)
     document = get_document(index, args["document"])
     payload = {
         **collection.label(),
@@ -242,11 +241,7 @@ def _list_documents(context: Context, args: dict[str, Any]) -> ToolResult:
 
 
 def _get_outline(context: Context, args: dict[str, Any]) -> ToolResult:
-    collection = resolve_collection(args["collection"])
-    index = collection.index()
-    missing = _document_missing(collection, index, args["document"], args["collection"])
-    if missing:
-        return missing
+    collection, index = _open_document(args)
     outline = get_outline(index, args["document"], args["maxDepth"])
     payload = {
         **collection.label(),
@@ -258,12 +253,8 @@ def _get_outline(context: Context, args: dict[str, Any]) -> ToolResult:
 
 
 def _get_section(context: Context, args: dict[str, Any]) -> ToolResult:
-    collection = resolve_collection(args["collection"])
-    index = collection.index()
+    collection, index = _open_document(args)
     document = args["document"]
-    missing = _document_missing(collection, index, document, args["collection"])
-    if missing:
-        return missing
     try:
         section = get_section(index, document, args["section"], args["includeSubsections"])
     except NotFound:
@@ -281,12 +272,8 @@ def _get_section(context: Context, args: dict[str, Any]) -> ToolResult:
 
 
 def _find_related(context: Context, args: dict[str, Any]) -> ToolResult:
-    collection = resolve_collection(args["collection"])
-    index = collection.index()
+    collection, index = _open_document(args)
     document = args["document"]
-    missing = _document_missing(collection, index, document, args["collection"])
-    if missing:
-        return missing
     result = find_related(
         index,
         document,
