@@ -118,7 +118,7 @@ def check_corpus_settings(values: dict) -> dict:
     if not isinstance(values, dict):
         raise CorpusError("settings must be a JSON object, e.g. {\"embedding_provider\": \"hash\"}")
     if "embedding_provider" in values:
-        get_provider_name_check(values["embedding_provider"])
+        check_provider_name(values["embedding_provider"])
     if "keep_builds" in values:
         keep = values["keep_builds"]
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
@@ -199,7 +199,7 @@ def build_request(*, corpus: Corpus, kind: str = BuildRun.KIND_INCREMENTAL, embe
     if corpus.kind != Corpus.KIND_MARKDOWN:
         raise CorpusError(f"corpus {corpus.name!r} is fed by store_chunks; it has no markdown to build")
     provider = embedding_provider or corpus.settings.get("embedding_provider") or settings.DOCSMCP_EMBEDDING_PROVIDER
-    get_provider_name_check(provider)
+    check_provider_name(provider)
     _fail_stale_builds(corpus)
     try:
         with transaction.atomic():
@@ -211,7 +211,7 @@ def build_request(*, corpus: Corpus, kind: str = BuildRun.KIND_INCREMENTAL, embe
                               f"({running.build_id if running else 'unknown'}); wait for it to finish or cancel it") from exc
 
 
-def get_provider_name_check(name: str) -> None:
+def check_provider_name(name: str) -> None:
     from retrieval.embeddings import PROVIDERS
 
     if name not in PROVIDERS:

@@ -6,7 +6,11 @@ class RetrievalError(Exception):
 
 
 class ConfigError(RetrievalError):
-    """A manifest, frontmatter or option is invalid."""
+    """A manifest, frontmatter or option is invalid; `line` (1-based) when the parser knows it."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
 
 
 class ValidationFailed(RetrievalError):

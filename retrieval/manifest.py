@@ -135,7 +135,8 @@ def parse_manifest(text: str, directory: str) -> Manifest:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+        raise ConfigError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+                          line=exc.lineno) from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: a manifest must be a JSON object")
     _check_keys(where, data, MANIFEST_KEYS)

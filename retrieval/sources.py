@@ -141,14 +141,7 @@ def _load_manifest(scan: CorpusScan, path: Path, reldir: str, relpath: str) -> N
     try:
         scan.manifests[reldir] = parse_manifest(text, reldir)
     except ConfigError as exc:
-        line = None
-        if "line " in str(exc):
-            try:
-                line = int(str(exc).split("line ")[1].split()[0])
-            except ValueError:
-                line = None
-        if line is None:
-            line = _manifest_line(text, str(exc))
+        line = exc.line or _manifest_line(text, str(exc))
         scan.findings.append(Finding("error", "manifest-invalid", relpath, line, str(exc),
                                      "fix the manifest; see docs/manifests.md for the schema"))
 
