@@ -72,6 +72,8 @@ TEMPLATES = [
 
 WSGI_APPLICATION = "docsmcp_site.wsgi.application"
 
+if "DATABASE_URL" not in os.environ:
+    (BASE_DIR / "var").mkdir(exist_ok=True)  # the embedded default lives in ./var, which a fresh checkout lacks
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'var' / 'docsmcp.sqlite3'}"),
