@@ -1,6 +1,7 @@
-"""Fixtures for the MCP transport tests: a small `echo` profile and a live server that serves it.
+"""Fixtures for the MCP tests: a small `echo` profile and a live server that serves it, and a live
+server serving the product itself (the docs profile over the sample build).
 
-The profile is registered through the public `register_profile()`, so the transport is tested
+The echo profile is registered through the public `register_profile()`, so the transport is tested
 independently of the engine. Import the fixtures you use into the test module.
 """
 
@@ -184,6 +185,21 @@ def mcp_server(live_server, echo_profile, settings) -> Iterator[str]:
 def mcp_db_server(transactional_db, mcp_server) -> str:
     """`mcp_server` with the test database open to the server thread (API keys, health checks)."""
     return mcp_server
+
+
+@pytest.fixture
+def docs_server(sample_corpus, live_server, settings) -> Iterator[str]:
+    """Base URL of a live server whose /mcp/ is the product: the docs profile, default corpus the sample build.
+
+    The rate limit is off because a client such as the conformance suite sends far more than a
+    minute's allowance.
+    """
+    settings.DOCSMCP_DEFAULT_PROFILE = profiles.DEFAULT_PROFILE
+    settings.MCP_RATE_LIMIT_REDIS_URL = ""
+    settings.MCP_RATE_LIMIT_PER_MINUTE = 0
+    ratelimit.reset()
+    yield live_server.url
+    ratelimit.reset()
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from django.core.management import call_command
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcp_endpoint import ratelimit
+from tests import fixtures_mcp
 from tests.conftest import SAMPLE_DOCS
 from tests.fixtures_mcp import MODERN, post
 
@@ -33,6 +33,8 @@ ERAS = [
     pytest.param("legacy", "2025-11-25", id="2025-11-25"),
     pytest.param(MODERN, MODERN, id=MODERN),
 ]
+
+docs_server = fixtures_mcp.docs_server  # bound here so the tests below can request it by name
 
 # Seed 000, word for word; the taxonomy properties are the sample build's.
 SEARCH_SCHEMA = {
@@ -104,16 +106,6 @@ RETRIES = [
 
 
 # --- fixtures and helpers -----------------------------------------------------------------------
-
-
-@pytest.fixture
-def docs_server(sample_corpus, live_server, settings) -> Iterator[str]:
-    """Base URL of a live server whose default corpus is the sample build; rate limit off."""
-    settings.MCP_RATE_LIMIT_REDIS_URL = ""
-    settings.MCP_RATE_LIMIT_PER_MINUTE = 0
-    ratelimit.reset()
-    yield live_server.url
-    ratelimit.reset()
 
 
 @pytest.fixture

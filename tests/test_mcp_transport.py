@@ -27,6 +27,7 @@ echo_profile = fixtures_mcp.echo_profile
 mcp_server = fixtures_mcp.mcp_server
 mcp_http = fixtures_mcp.mcp_http
 mcp_db_server = fixtures_mcp.mcp_db_server
+docs_server = fixtures_mcp.docs_server
 
 REPO = Path(__file__).resolve().parent.parent
 LEGACY_VERSIONS = ["2025-03-26", "2025-06-18", "2025-11-25"]
@@ -729,19 +730,55 @@ def _npm_reachable() -> bool:
     return done.returncode == 0
 
 
-@pytest.mark.skipif(not _npm_reachable(), reason="npm registry unreachable (or DOCSMCP_SKIP_CONFORMANCE=1)")
-def test_conformance_suite(mcp_server, tmp_path):
-    """@modelcontextprotocol/conformance against the live server: no failures beyond conformance/expected-failures."""
-    url = f"{mcp_server.replace('localhost', '127.0.0.1')}/mcp/echo/"
-    done = subprocess.run(
-        ["bash", str(REPO / "conformance" / "run.sh"), url],
+def _conformance(url: str, output_dir: Path, **env: str) -> subprocess.CompletedProcess:
+    """conformance/run.sh at 127.0.0.1: the live server listens on IPv4 only, and Node may resolve
+    `localhost` to ::1 first."""
+    return subprocess.run(
+        ["bash", str(REPO / "conformance" / "run.sh"), url.replace("localhost", "127.0.0.1")],
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
-        env={**os.environ, "CONFORMANCE_OUTPUT_DIR": str(tmp_path)},
+        env={**os.environ, "CONFORMANCE_OUTPUT_DIR": str(output_dir), **env},
+    )
+
+
+needs_npm = pytest.mark.skipif(
+    not _npm_reachable(), reason="npm registry unreachable (or DOCSMCP_SKIP_CONFORMANCE=1)"
+)
+
+
+@needs_npm
+def test_conformance_suite(docs_server, mcp_http, tmp_path):
+    """@modelcontextprotocol/conformance against the product as shipped, the docs profile at /mcp/ over the
+    sample build, so the baselines in conformance/expected-failures can only excuse what that server does."""
+    url = f"{docs_server}/mcp/"
+    listed = post(mcp_http, url, rpc("tools/list"), version="2025-11-25").json()["result"]["tools"]
+    tools = {tool["name"]: tool for tool in listed}
+    assert list(tools) == ["search_docs", "get_doc"]
+    # Without an active build the profile still lists its tools; the corpus description proves the build.
+    assert "Skyline Payments API documentation" in tools["search_docs"]["description"]
+    done = _conformance(url, tmp_path)
+    assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-4000:]
+
+
+@needs_npm
+def test_conformance_of_transport_features_the_docs_profile_lacks(mcp_server, tmp_path):
+    """The docs profile has no resources, prompts or `x-mcp-header` arguments, so the suite's checks of
+    those listings and of Mcp-Param-* validation run against the echo profile, with no failure allowed."""
+    listings = ("resources-list", "prompts-list")
+    custom_headers = "http-custom-header-server-validation"
+    done = _conformance(
+        echo_url(mcp_server),
+        tmp_path,
+        CONFORMANCE_SCENARIOS=" ".join((*listings, custom_headers)),
+        CONFORMANCE_STRICT="1",
     )
     assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-4000:]
+    ran = {tuple(line.split()[1:3]) for line in done.stdout.splitlines() if line.startswith("=== ")}
+    assert ran == {(spec, s) for spec in ("2025-06-18", "2025-11-25", MODERN) for s in listings} | {
+        (MODERN, custom_headers)
+    }
 
 
 def test_header_values_are_trimmed_and_decoded():
