@@ -2,11 +2,21 @@
 
 A build writes into `<out_dir>.partial` and renames it to `out_dir` only when every table,
 index and metadata.json is in place, so a reader never sees a half-written build, and a
-failed or interrupted build leaves nothing that looks complete.
+failed or interrupted build leaves nothing that looks complete. Nothing is embedded or
+written before the whole corpus has validated, so a corpus with errors costs no API calls.
 
-Incremental: a file whose content and governing manifests hash the same as in the previous
-build (`file_key`) is not parsed or chunked again; its rows, vectors included, are copied.
-Chunks of changed files are embedded through the embedding cache, so only new text costs.
+Memory: parsed files are turned into Arrow batches as they arrive from the worker processes
+and their Python objects dropped; the tables are written from those batches, each released
+once written.
+
+Incremental (a previous build made with the same schema and embedding model): a file whose
+`file_key` (content + governing manifests) is unchanged is not parsed again. When few files
+changed, the build *patches* a copy of the previous tables: the copy hard-links the previous
+build's Lance files (Lance never rewrites a file, it adds new ones), deletes the rows of
+changed and removed files, appends the new rows, and re-optimises the indexes only once
+enough rows are unindexed (a few unindexed rows cost a flat scan of a few rows). Otherwise
+the tables are rewritten, reused files' rows copied from the previous build. Changed chunks
+are embedded through the embedding cache either way.
 """
 
 from __future__ import annotations
@@ -16,7 +26,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,19 +36,21 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree
 
-from .chunking import Chunk
 from .embedding_cache import EmbeddingCache, embed_with_cache
 from .embeddings.base import EmbeddingProvider
 from .errors import BuildCancelled, ValidationFailed
 from .manifest import AutoInclude
-from .metadata import BuildMetadata, TaxonomyField, write_metadata
-from .sources import FileResult, Finding, OutlineEntry, process_corpus, scan_corpus
+from .metadata import BuildMetadata, TaxonomyField, read_metadata, write_metadata
+from .sources import CorpusScan, FileResult, Finding, OutlineEntry, process_files, scan_corpus
 
 log = logging.getLogger("retrieval.build")
 
 CHUNKS_TABLE = "chunks"
 DOCUMENTS_TABLE = "documents"
 TAXONOMY_PREFIX = "m_"
+BATCH_CHUNKS = 8192  # rows per Arrow batch: large enough for cheap writes, small next to the corpus
+PATCH_MAX_TOUCHED = 0.2  # above this fraction of files added, changed or removed, rewriting beats patching
+REINDEX_UNINDEXED = 0.01  # fraction of unindexed rows at which a patched build re-optimises its indexes
 Progress = Callable[[str, int, int], None]
 
 
@@ -69,6 +81,17 @@ class BuildResult:
     timings: dict
 
 
+@dataclass
+class _Batch:
+    """Rows of freshly parsed files, minus what is only known later (taxonomy columns, vectors)."""
+
+    chunks: pa.Table  # BASE chunk columns
+    documents: pa.Table  # DOCUMENT_SCHEMA
+    metadata: list[tuple[dict[str, str], int]]  # per file, in row order: taxonomy values, number of chunks
+    embed_texts: list[str] | None  # None when the build has no embeddings
+    vectors: np.ndarray | None = None
+
+
 def _noop(stage: str, done: int, total: int) -> None:
     return None
 
@@ -86,49 +109,47 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
         timings[stage] = round(time.perf_counter() - started - sum(timings.values()), 3)
 
     scan = scan_corpus(request.source_dir)
-    previous = None if request.full else _previous_rows(request.previous_dir)
     provider = request.provider
-    spec = provider.spec.to_dict() if provider and provider.dimensions else None
-    if previous is not None and previous.embedding != spec:
-        previous = None  # vectors from another model cannot be reused
-    results = process_corpus(scan, reuse=previous.reuse if previous else None, workers=request.workers,
-                             progress=lambda d, t: progress("chunk", d, t))
+    dims = provider.dimensions if provider else 0
+    spec = provider.spec.to_dict() if provider and dims else None
+    previous = None if request.full else _open_previous(request.previous_dir, spec, dims)
+    keys = {relpath: scan.file_key(relpath) for relpath in sorted(scan.files)}
+    reused = previous.reusable(keys) if previous else {}
+    stale = previous.stale(keys) if previous else []  # files whose previous rows must go
+    touched = len(set(keys) - set(reused) | set(stale))
+    patch = previous is not None and touched <= PATCH_MAX_TOUCHED * max(len(keys), 1)
+    results, batches = _parse(scan, keys, reused, dims > 0, request.workers, progress, cancelled)
     findings = list(scan.findings) + [f for r in results for f in r.findings]
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         raise ValidationFailed(f"validation found {len(errors)} error(s); fix them before building", findings)
     mark("scan_and_chunk")
 
-    taxonomy = _taxonomy(scan.taxonomy_config(), results)
-    fresh = [r for r in results if not r.reused]
-    fresh_chunks = [c for r in fresh for c in r.chunks]
-    vectors, embedded = _embed(request, provider, fresh_chunks, progress)
+    embedded = _embed(request, provider, batches, progress)
     mark("embed")
 
+    taxonomy = _taxonomy(scan, results)
     partial = request.out_dir.with_name(request.out_dir.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
-        db = lancedb.connect(partial / "lancedb")
-        chunk_table = _chunk_table(results, fresh, vectors, previous, taxonomy, provider)
-        doc_table = _document_table(results, previous)
-        progress("write", 0, 2)
-        chunks = db.create_table(CHUNKS_TABLE, chunk_table)
-        documents = db.create_table(DOCUMENTS_TABLE, doc_table)
-        progress("write", 2, 2)
+        if patch:
+            chunks, documents = _patch_tables(partial, previous, stale, batches, taxonomy, progress)
+        else:
+            chunks, documents = _write_tables(partial, previous, results, batches, taxonomy, dims, progress)
         mark("write")
         _create_indexes(chunks, documents, taxonomy, progress, cancelled)
         mark("index")
-        reused_files = sum(1 for r in results if r.reused)
         stats = {
-            "total_chunks": chunk_table.num_rows,
+            "total_chunks": chunks.count_rows(),
             "total_files": len(results),
             "indexed_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "source_commit": None,
-            "reused_files": reused_files,
-            "chunked_files": len(results) - reused_files,
+            "reused_files": len(reused),
+            "chunked_files": len(results) - len(reused),
             "embedded_chunks": embedded,
             "warnings": sum(1 for f in findings if f.severity == "warning"),
+            "patched": patch,
         }
         root = scan.root_manifest
         metadata = BuildMetadata(
@@ -154,11 +175,82 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
     return BuildResult(request.out_dir, metadata, findings, stats, timings)
 
 
-def _taxonomy(config: dict, results: list[FileResult]) -> dict[str, TaxonomyField]:
+def _parse(scan: CorpusScan, keys: dict[str, str], reused: dict[str, FileResult], embeds: bool, workers: int,
+           progress: Progress, cancelled: Callable[[], bool]) -> tuple[list[FileResult], list[_Batch]]:
+    """Every file's result in path order (fresh ones without their chunks), and the fresh rows as batches.
+
+    Once a file has an error nothing more is converted: the build will not be written."""
+    todo = [(relpath, key) for relpath, key in keys.items() if relpath not in reused]
+    fresh = process_files(scan, todo, workers=workers)
+    results: list[FileResult] = []
+    batches: list[_Batch] = []
+    pending: list[FileResult] = []
+    failed = False
+    progress("chunk", 0, len(keys))
+    for relpath in keys:
+        result = reused.get(relpath) or next(fresh)
+        failed = failed or any(f.severity == "error" for f in result.findings)
+        if not result.reused and not failed:
+            pending.append(result)
+            if sum(r.chunk_count for r in pending) >= BATCH_CHUNKS:
+                batches.append(_batch(pending, embeds))
+                pending = []
+        results.append(_light(result))
+        progress("chunk", len(results), len(keys))
+        if cancelled():
+            fresh.close()
+            raise BuildCancelled("build was cancelled while chunking")
+    if pending and not failed:
+        batches.append(_batch(pending, embeds))
+    return results, batches
+
+
+def _light(result: FileResult) -> FileResult:
+    """The result without its chunks and text, which now live in a batch."""
+    if result.reused:
+        return result
+    return FileResult(result.relpath, result.key, result.title, "", result.config, outline=result.outline,
+                      findings=result.findings, metadata=result.metadata, chunk_count=result.chunk_count)
+
+
+def _batch(results: list[FileResult], embeds: bool) -> _Batch:
+    columns: dict[str, list] = {name: [] for name in BASE_CHUNK_SCHEMA.names}
+    texts: list[str] | None = [] if embeds else None
+    for result in results:
+        for chunk in result.chunks:
+            columns["chunk_id"].append(chunk.chunk_id)
+            columns["filepath"].append(chunk.filepath)
+            columns["title"].append(result.title)
+            columns["heading"].append(chunk.heading)
+            columns["heading_level"].append(chunk.heading_level)
+            columns["breadcrumb"].append(chunk.breadcrumb)
+            columns["content"].append(chunk.content)
+            columns["ident"].append(chunk.ident)
+            columns["chunk_index"].append(chunk.chunk_index)
+            columns["total_chunks"].append(result.chunk_count)
+            columns["start_line"].append(chunk.start_line)
+            columns["end_line"].append(chunk.end_line)
+            columns["file_key"].append(result.key)
+            if texts is not None:
+                texts.append(chunk.embed_text)
+    documents = pa.Table.from_pylist([{
+        "filepath": r.relpath, "title": r.title, "content": r.content, "size": len(r.content),
+        "chunk_count": r.chunk_count,
+        "outline": json.dumps([[e.level, e.text, e.line] for e in r.outline], ensure_ascii=False),
+        "file_key": r.key,
+        "findings": json.dumps([f.as_dict() for f in r.findings], ensure_ascii=False),
+        "metadata": json.dumps(r.metadata, ensure_ascii=False, sort_keys=True),
+    } for r in results], schema=DOCUMENT_SCHEMA)
+    return _Batch(pa.table(columns, schema=BASE_CHUNK_SCHEMA), documents,
+                  [(r.metadata, r.chunk_count) for r in results], texts)
+
+
+def _taxonomy(scan: CorpusScan, results: list[FileResult]) -> dict[str, TaxonomyField]:
+    config = scan.taxonomy_config()
     values: dict[str, set[str]] = {}
     for result in results:
-        if result.config and result.chunks:
-            for key, value in result.config.metadata.items():
+        if result.chunk_count:
+            for key, value in result.metadata.items():
                 values.setdefault(key, set()).add(value)
     return {key: TaxonomyField(config[key].description if key in config else None, tuple(sorted(found)),
                                config[key].vector_collapse if key in config else False)
@@ -170,163 +262,226 @@ def _auto_include(rules: list[AutoInclude], taxonomy: dict[str, TaxonomyField]) 
     return [r for r in rules if r.when in taxonomy and r.unless in taxonomy and set(r.include) <= set(taxonomy)]
 
 
-def _embed(request: BuildRequest, provider: EmbeddingProvider | None, chunks: list[Chunk],
-           progress: Progress) -> tuple[np.ndarray | None, int]:
+def _embed(request: BuildRequest, provider: EmbeddingProvider | None, batches: list[_Batch],
+           progress: Progress) -> int:
+    """Fills each batch's vectors; returns how many texts were actually embedded (not cached)."""
     if provider is None or not provider.dimensions:
-        return None, 0
-    texts = [c.embed_text for c in chunks]
-    progress("embed", 0, len(texts))
-    report = lambda n: progress("embed", n, len(texts))  # noqa: E731
+        return 0
+    total = sum(len(b.embed_texts) for b in batches)
     cache = EmbeddingCache(request.cache_dir, provider.spec) if request.cache_dir is not None else None
-    if cache is not None and not request.full:
-        vectors, embedded = embed_with_cache(provider, texts, cache, progress=report)
-    else:
-        vectors, embedded = provider.embed(texts, progress=report), len(texts)
-        if cache is not None:
-            cache.put_many([cache.key(t) for t in texts], vectors)
-    progress("embed", len(texts), len(texts))
-    return vectors, embedded
+    done = embedded = 0
+    progress("embed", 0, total)
+    for batch in batches:
+        report = lambda n, base=done: progress("embed", base + n, total)  # noqa: E731
+        if cache is not None and not request.full:
+            batch.vectors, count = embed_with_cache(provider, batch.embed_texts, cache, progress=report)
+        else:
+            batch.vectors, count = provider.embed(batch.embed_texts, progress=report), len(batch.embed_texts)
+            if cache is not None:
+                cache.put_many([cache.key(t) for t in batch.embed_texts], batch.vectors)
+        done += len(batch.embed_texts)
+        embedded += count
+        batch.embed_texts = None
+    progress("embed", total, total)
+    return embedded
 
 
-def _chunk_schema(taxonomy: dict[str, TaxonomyField], dimensions: int) -> pa.Schema:
-    fields = [
-        pa.field("chunk_id", pa.string()), pa.field("filepath", pa.string()), pa.field("title", pa.string()),
-        pa.field("heading", pa.string()), pa.field("heading_level", pa.int32()),
-        pa.field("breadcrumb", pa.string()), pa.field("content", pa.string()), pa.field("ident", pa.string()),
-        pa.field("chunk_index", pa.int32()), pa.field("total_chunks", pa.int32()),
-        pa.field("start_line", pa.int32()), pa.field("end_line", pa.int32()), pa.field("file_key", pa.string()),
-    ]
-    fields += [pa.field(taxonomy_column(key), pa.string()) for key in taxonomy]
+BASE_CHUNK_SCHEMA = pa.schema([
+    pa.field("chunk_id", pa.string()), pa.field("filepath", pa.string()), pa.field("title", pa.string()),
+    pa.field("heading", pa.string()), pa.field("heading_level", pa.int32()),
+    pa.field("breadcrumb", pa.string()), pa.field("content", pa.string()), pa.field("ident", pa.string()),
+    pa.field("chunk_index", pa.int32()), pa.field("total_chunks", pa.int32()),
+    pa.field("start_line", pa.int32()), pa.field("end_line", pa.int32()), pa.field("file_key", pa.string()),
+])
+DOCUMENT_SCHEMA = pa.schema([
+    pa.field("filepath", pa.string()), pa.field("title", pa.string()), pa.field("content", pa.string()),
+    pa.field("size", pa.int64()), pa.field("chunk_count", pa.int32()), pa.field("outline", pa.string()),
+    pa.field("file_key", pa.string()), pa.field("findings", pa.string()), pa.field("metadata", pa.string()),
+])
+
+
+def _chunk_schema(keys: list[str], dimensions: int) -> pa.Schema:
+    fields = [*BASE_CHUNK_SCHEMA, *(pa.field(taxonomy_column(key), pa.string()) for key in keys)]
     if dimensions:
         fields.append(pa.field("vector", pa.list_(pa.float32(), dimensions)))
     return pa.schema(fields)
 
 
-def _chunk_table(results: list[FileResult], fresh: list[FileResult], vectors: np.ndarray | None,
-                 previous: _PreviousBuild | None, taxonomy: dict[str, TaxonomyField],
-                 provider: EmbeddingProvider | None) -> pa.Table:
-    dims = provider.dimensions if provider else 0
-    schema = _chunk_schema(taxonomy, dims)
-    columns: dict[str, list] = {name: [] for name in schema.names if name != "vector"}
-    for result in fresh:
-        total = len(result.chunks)
-        for chunk in result.chunks:
-            columns["chunk_id"].append(chunk.chunk_id)
-            columns["filepath"].append(chunk.filepath)
-            columns["title"].append(result.title)
-            columns["heading"].append(chunk.heading)
-            columns["heading_level"].append(chunk.heading_level)
-            columns["breadcrumb"].append(chunk.breadcrumb)
-            columns["content"].append(chunk.content)
-            columns["ident"].append(chunk.ident)
-            columns["chunk_index"].append(chunk.chunk_index)
-            columns["total_chunks"].append(total)
-            columns["start_line"].append(chunk.start_line)
-            columns["end_line"].append(chunk.end_line)
-            columns["file_key"].append(result.key)
-            for key in taxonomy:
-                columns[taxonomy_column(key)].append(result.config.metadata.get(key) if result.config else None)
-    arrays = [pa.array(columns[name], type=schema.field(name).type) for name in schema.names if name != "vector"]
-    if dims:
-        flat = vectors if vectors is not None else np.zeros((0, dims), np.float32)
-        arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(flat.astype(np.float32).ravel(), pa.float32()), dims))
-    table = pa.Table.from_arrays(arrays, schema=schema)
-    reused = [r.relpath for r in results if r.reused]
-    if previous is not None and reused:
-        table = pa.concat_tables([previous.rows_for(reused, schema), table])
+def _fresh_chunks(batch: _Batch, schema: pa.Schema) -> pa.Table:
+    """A batch's chunk rows in `schema`: taxonomy values spread over each file's rows, vectors added."""
+    table = batch.chunks
+    for column in schema.names[len(BASE_CHUNK_SCHEMA):]:
+        if column == "vector":
+            dims = schema.field("vector").type.list_size
+            flat = pa.array(batch.vectors.astype(np.float32, copy=False).ravel(), pa.float32())
+            table = table.append_column(schema.field("vector"), pa.FixedSizeListArray.from_arrays(flat, dims))
+        else:
+            key = column[len(TAXONOMY_PREFIX):]
+            values = [value for metadata, count in batch.metadata for value in [metadata.get(key)] * count]
+            table = table.append_column(schema.field(column), pa.array(values, pa.string()))
     return table
 
 
-DOCUMENT_SCHEMA = pa.schema([
-    pa.field("filepath", pa.string()), pa.field("title", pa.string()), pa.field("content", pa.string()),
-    pa.field("size", pa.int64()), pa.field("chunk_count", pa.int32()), pa.field("outline", pa.string()),
-    pa.field("file_key", pa.string()), pa.field("findings", pa.string()),
-])
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Previous rows in the new schema: taxonomy keys the previous build lacked become nulls."""
+    arrays = [table[f.name] if f.name in table.column_names else pa.nulls(table.num_rows, f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _document_table(results: list[FileResult], previous: _PreviousBuild | None) -> pa.Table:
-    rows = []
-    for result in results:
-        if result.reused:
-            rows.append(previous.document(result.relpath))
-            continue
-        rows.append({
-            "filepath": result.relpath, "title": result.title, "content": result.content,
-            "size": len(result.content), "chunk_count": len(result.chunks),
-            "outline": json.dumps([[e.level, e.text, e.line] for e in result.outline], ensure_ascii=False),
-            "file_key": result.key,
-            "findings": json.dumps([f.as_dict() for f in result.findings], ensure_ascii=False),
-        })
-    return pa.Table.from_pylist(rows, schema=DOCUMENT_SCHEMA)
+def _write_tables(partial: Path, previous: _PreviousBuild | None, results: list[FileResult], batches: list[_Batch],
+                  taxonomy: dict[str, TaxonomyField], dims: int, progress: Progress):
+    """New tables from the fresh batches and, for reused files, the previous build's rows."""
+    schema = _chunk_schema(list(taxonomy), dims)
+    reused = [r.relpath for r in results if r.reused]
+
+    def chunk_rows() -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield from _fresh_chunks(batch, schema).to_batches()
+            batch.chunks = batch.vectors = None  # its documents are written next
+        for start in range(0, len(reused), REUSE_FILES):
+            yield from _conform(previous.chunk_rows(reused[start: start + REUSE_FILES]), schema).to_batches()
+
+    def document_rows() -> Iterator[pa.RecordBatch]:
+        while batches:
+            yield from batches.pop(0).documents.to_batches()
+        for start in range(0, len(reused), REUSE_FILES):
+            yield from _conform(previous.document_rows(reused[start: start + REUSE_FILES]), DOCUMENT_SCHEMA).to_batches()
+
+    # LanceDB pulls these readers from its own thread, so progress is reported around them, not inside.
+    progress("write", 0, 2)
+    db = lancedb.connect(partial / "lancedb")
+    chunks = db.create_table(CHUNKS_TABLE, pa.RecordBatchReader.from_batches(schema, chunk_rows()))
+    progress("write", 1, 2)
+    documents = db.create_table(DOCUMENTS_TABLE, pa.RecordBatchReader.from_batches(DOCUMENT_SCHEMA, document_rows()))
+    progress("write", 2, 2)
+    return chunks, documents
+
+
+REUSE_FILES = 1000  # reused files whose previous rows are read in one query
+
+
+def _patch_tables(partial: Path, previous: _PreviousBuild, stale: list[str], batches: list[_Batch],
+                  taxonomy: dict[str, TaxonomyField], progress: Progress):
+    """The previous tables, hard-linked, minus the stale files' rows, plus the fresh ones."""
+    _link_tree(previous.directory / "lancedb", partial / "lancedb")
+    db = lancedb.connect(partial / "lancedb")
+    chunks, documents = db.open_table(CHUNKS_TABLE), db.open_table(DOCUMENTS_TABLE)
+    have = set(chunks.schema.names)
+    missing = [pa.field(taxonomy_column(key), pa.string()) for key in taxonomy if taxonomy_column(key) not in have]
+    if missing:
+        chunks.add_columns(missing)
+    for start in range(0, len(stale), REUSE_FILES):
+        where = _in_files(stale[start: start + REUSE_FILES])
+        chunks.delete(where)
+        documents.delete(where)
+    progress("write", 0, len(batches))
+    for n, batch in enumerate(batches, 1):
+        if batch.chunks.num_rows:
+            chunks.add(_fresh_chunks(batch, chunks.schema))
+        documents.add(batch.documents)
+        progress("write", n, len(batches))
+    batches.clear()
+    return chunks, documents
+
+
+def _link_tree(source: Path, target: Path) -> None:
+    """A copy whose data and index files are hard links: Lance adds files and never rewrites one."""
+    shutil.copytree(source, target, copy_function=os.link)
+
+
+def _in_files(relpaths: list[str]) -> str:
+    from .filters import sql_string  # filters imports this module for taxonomy_column
+
+    return f"filepath IN ({', '.join(sql_string(p) for p in relpaths)})"
 
 
 def _create_indexes(chunks, documents, taxonomy: dict[str, TaxonomyField], progress: Progress,
                     cancelled: Callable[[], bool]) -> None:
-    steps = [
-        lambda: chunks.create_index("heading", config=FTS(with_position=False)),
-        lambda: chunks.create_index("content", config=FTS(with_position=True)),
-        lambda: chunks.create_index("ident", config=FTS(base_tokenizer="whitespace", stem=False,
-                                                        remove_stop_words=False, max_token_length=80,
-                                                        with_position=False)),
-        lambda: chunks.create_index("chunk_id", config=BTree()),
-        lambda: chunks.create_index("filepath", config=BTree()),
-        lambda: documents.create_index("filepath", config=BTree()),
+    """Creates the indexes a table lacks; on a patched table, folds in unindexed rows once there are enough."""
+    wanted = [
+        (chunks, "heading", FTS(with_position=False)),
+        (chunks, "content", FTS(with_position=True)),
+        (chunks, "ident", FTS(base_tokenizer="whitespace", stem=False, remove_stop_words=False,
+                              max_token_length=80, with_position=False)),
+        (chunks, "chunk_id", BTree()),
+        (chunks, "filepath", BTree()),
+        (documents, "filepath", BTree()),
+        *((chunks, taxonomy_column(key), Bitmap()) for key in taxonomy),
     ]
-    if chunks.count_rows():
-        columns = [taxonomy_column(key) for key in taxonomy]
-        steps += [(lambda col=col: chunks.create_index(col, config=Bitmap())) for col in columns]
-    else:
-        steps = steps[3:]
-    for n, step in enumerate(steps):
+    rows = {id(chunks): chunks.count_rows(), id(documents): documents.count_rows()}
+    indexed = {id(t): {c for i in t.list_indices() for c in i.columns} for t in (chunks, documents)}
+    steps = [(t, column, config) for t, column, config in wanted
+             if column not in indexed[id(t)] and (rows[id(t)] or not isinstance(config, FTS | Bitmap))]
+    folds = [t for t in (chunks, documents)
+             if indexed[id(t)] and _unindexed(t) > REINDEX_UNINDEXED * rows[id(t)]]
+    total = len(steps) + len(folds)
+    progress("index", 0, total)
+    for n, (table, column, config) in enumerate(steps, 1):
         if cancelled():
             raise BuildCancelled("build was cancelled while creating indexes")
-        step()
-        progress("index", n + 1, len(steps))
+        table.create_index(column, config=config)
+        progress("index", n, total)
+    for n, table in enumerate(folds, len(steps) + 1):
+        table.optimize()
+        progress("index", n, total)
+
+
+def _unindexed(table) -> int:
+    stats = table.index_stats("filepath_idx")
+    return stats.num_unindexed_rows if stats else 0
 
 
 class _PreviousBuild:
-    """Rows of the last complete build, looked up by file for reuse."""
+    """The last complete build: per-file records for reuse (no content), and its tables for rows."""
 
     def __init__(self, directory: Path):
-        from .metadata import read_metadata
-
+        self.directory = directory
         self.metadata = read_metadata(directory)
-        self.embedding = self.metadata.embedding
         db = lancedb.connect(directory / "lancedb")
-        self.chunks = db.open_table(CHUNKS_TABLE).to_arrow()
-        self.documents = {row["filepath"]: row for row in db.open_table(DOCUMENTS_TABLE).to_arrow().to_pylist()}
-        self.keys = {path: row["file_key"] for path, row in self.documents.items()}
-        order = np.argsort(np.array(self.chunks["filepath"].to_pylist(), dtype=object), kind="stable")
-        self._by_file: dict[str, np.ndarray] = {}
-        paths = self.chunks["filepath"].to_pylist()
-        for idx in order:
-            self._by_file.setdefault(paths[idx], []).append(idx)
+        self.chunks, self.documents = db.open_table(CHUNKS_TABLE), db.open_table(DOCUMENTS_TABLE)
+        columns = ["filepath", "file_key", "title", "outline", "findings", "metadata", "chunk_count"]
+        self.files = {row["filepath"]: row for row in
+                      self.documents.search().select(columns).limit(None).to_arrow().to_pylist()}
 
-    def reuse(self, relpath: str, key: str) -> FileResult | None:
-        if self.keys.get(relpath) != key:
-            return None
-        doc = self.documents[relpath]
-        return FileResult(relpath, key, doc["title"], doc["content"], None, reused=True,
-                          outline=[OutlineEntry(*e) for e in json.loads(doc["outline"])],
-                          findings=[Finding(**f) for f in json.loads(doc["findings"] or "[]")])
+    def compatible(self, dims: int) -> bool:
+        """Rows can be reused only from tables of the schema this code writes."""
+        base = _chunk_schema([], dims)
+        chunk_fields = [f for f in self.chunks.schema if not f.name.startswith(TAXONOMY_PREFIX)]
+        return chunk_fields == list(base) and self.documents.schema == DOCUMENT_SCHEMA
 
-    def rows_for(self, relpaths: list[str], schema: pa.Schema) -> pa.Table:
-        """The previous rows of these files, conformed to the new schema (taxonomy keys may differ)."""
-        rows = [i for path in relpaths for i in self._by_file.get(path, [])]
-        taken = self.chunks.take(pa.array(rows, pa.int64()))
-        arrays = [taken[f.name].cast(f.type) if f.name in taken.column_names else pa.nulls(taken.num_rows, f.type)
-                  for f in schema]
-        return pa.Table.from_arrays(arrays, schema=schema)
+    def reusable(self, keys: dict[str, str]) -> dict[str, FileResult]:
+        out = {}
+        for relpath, key in keys.items():
+            row = self.files.get(relpath)
+            if row is not None and row["file_key"] == key:
+                out[relpath] = FileResult(
+                    relpath, key, row["title"], "", None, reused=True,
+                    outline=[OutlineEntry(*e) for e in json.loads(row["outline"])],
+                    findings=[Finding(**f) for f in json.loads(row["findings"] or "[]")],
+                    metadata=json.loads(row["metadata"]), chunk_count=row["chunk_count"])
+        return out
 
-    def document(self, relpath: str) -> dict:
-        return self.documents[relpath]
+    def stale(self, keys: dict[str, str]) -> list[str]:
+        return sorted(path for path, row in self.files.items() if keys.get(path) != row["file_key"])
+
+    def chunk_rows(self, relpaths: list[str]) -> pa.Table:
+        return self.chunks.search().where(_in_files(relpaths)).limit(None).to_arrow()
+
+    def document_rows(self, relpaths: list[str]) -> pa.Table:
+        return self.documents.search().where(_in_files(relpaths)).limit(None).to_arrow()
 
 
-def _previous_rows(directory: Path | None) -> _PreviousBuild | None:
+def _open_previous(directory: Path | None, spec: dict | None, dims: int) -> _PreviousBuild | None:
     if directory is None or not Path(directory).exists():
         return None
     try:
-        return _PreviousBuild(Path(directory))
+        previous = _PreviousBuild(Path(directory))
     except Exception as exc:  # a broken previous build only costs us the reuse
         log.warning("cannot reuse previous build at %s: %s", directory, exc)
         return None
+    if previous.metadata.embedding != spec:
+        return None  # vectors from another model cannot be reused
+    if not previous.compatible(dims):
+        log.info("previous build at %s has another table schema; parsing every file", directory)
+        return None
+    return previous

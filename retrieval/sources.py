@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,7 +66,9 @@ class FileResult:
     chunks: list[Chunk] = field(default_factory=list)
     outline: list[OutlineEntry] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    reused: bool = False  # rows come from the previous build; chunks/findings are not recomputed
+    reused: bool = False  # rows come from the previous build; `chunks` stays empty, `content` may too
+    metadata: dict[str, str] = field(default_factory=dict)  # taxonomy values of every chunk of the file
+    chunk_count: int = 0
 
 
 @dataclass
@@ -192,7 +194,8 @@ def process_file(relpath: str, raw: bytes, key: str, manifests: dict[str, Manife
         findings.append(Finding("warning", "empty-file", relpath, None, "file has no content; it gives no chunks",
                                 "add content or remove the file"))
     outline = [OutlineEntry(b.level, b.text, b.start + 1) for b in doc.blocks if b.kind == "heading"]
-    return FileResult(relpath, key, doc.title or Path(relpath).stem, text, config, chunks, outline, findings)
+    return FileResult(relpath, key, doc.title or Path(relpath).stem, text, config, chunks, outline, findings,
+                      metadata=dict(config.metadata), chunk_count=len(chunks))
 
 
 def _resolve_hints(relpath: str, doc: ParsedDocument, findings: list[Finding]) -> tuple[Strategy | None, dict[int, int]]:
@@ -273,33 +276,21 @@ def _check_chunks(relpath: str, chunks: list[Chunk], strategy: Strategy, finding
                                     "split the block, or raise max_chunk_size for this file"))
 
 
-def process_corpus(scan: CorpusScan, *, reuse: Callable[[str, str], FileResult | None] | None = None,
-                   progress: Callable[[int, int], None] | None = None, workers: int = 1) -> list[FileResult]:
-    """Parse and chunk every file; `reuse(relpath, key)` may return a previous result to skip work."""
-    taxonomy = scan.taxonomy_config()
+def process_corpus(scan: CorpusScan, *, progress: Callable[[int, int], None] | None = None,
+                   workers: int = 1) -> list[FileResult]:
+    """Parse and chunk every file, in path order."""
     paths = sorted(scan.files)
-    results: dict[str, FileResult] = {}
-    todo: list[tuple[str, str]] = []
-    for relpath in paths:
-        key = scan.file_key(relpath)
-        previous = reuse(relpath, key) if reuse else None
-        if previous is not None:
-            results[relpath] = previous
-        else:
-            todo.append((relpath, key))
-    done = len(results)
-    if progress:
-        progress(done, len(paths))
-    for result in _map_files(scan, todo, taxonomy, workers):
-        results[result.relpath] = result
-        done += 1
+    results = []
+    for result in process_files(scan, [(p, scan.file_key(p)) for p in paths], workers=workers):
+        results.append(result)
         if progress:
-            progress(done, len(paths))
-    return [results[p] for p in paths]
+            progress(len(results), len(paths))
+    return results
 
 
-def _map_files(scan: CorpusScan, todo: list[tuple[str, str]], taxonomy: dict[str, TaxonomyConfig],
-               workers: int) -> Iterable[FileResult]:
+def process_files(scan: CorpusScan, todo: list[tuple[str, str]], *, workers: int = 1) -> Iterator[FileResult]:
+    """Results of `(relpath, file_key)` pairs, in the order given, parsed in `workers` processes."""
+    taxonomy = scan.taxonomy_config()
     if workers <= 1 or len(todo) < 200:
         for relpath, key in todo:
             yield process_file(relpath, scan.files[relpath], key, scan.manifests, taxonomy)
@@ -307,7 +298,7 @@ def _map_files(scan: CorpusScan, todo: list[tuple[str, str]], taxonomy: dict[str
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    args = [(relpath, scan.files[relpath], key, scan.manifests, taxonomy) for relpath, key in todo]
+    args = ((relpath, scan.files[relpath], key, scan.manifests, taxonomy) for relpath, key in todo)
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
         yield from pool.map(_process_args, args, chunksize=32)
 

@@ -39,7 +39,7 @@ CHUNK_COLUMNS = [
     "chunk_id", "filepath", "title", "heading", "heading_level", "breadcrumb", "content", "ident",
     "chunk_index", "total_chunks", "start_line", "end_line", "file_key", "m_language", "m_scope", "vector",
 ]
-DOCUMENT_COLUMNS = ["filepath", "title", "content", "size", "chunk_count", "outline", "file_key", "findings"]
+DOCUMENT_COLUMNS = ["filepath", "title", "content", "size", "chunk_count", "outline", "file_key", "findings", "metadata"]
 
 
 @pytest.fixture(autouse=True)
@@ -185,18 +185,23 @@ def test_build_keeps_previous_index_active_when_validation_fails(index_root, cop
     assert active_index("skyline").build_id == good.build_id
 
 
-def test_interrupted_build_leaves_no_partial_directory_and_keeps_previous_build_active(index_root, copy_sample_docs):
+@pytest.mark.parametrize(("kind", "stage", "after"), [
+    (BuildRun.KIND_INCREMENTAL, "write", 1),  # patching a copy of the previous tables
+    (BuildRun.KIND_FULL, "index", 2),  # new tables, part of their indexes created
+])
+def test_interrupted_build_leaves_no_partial_directory_and_keeps_previous_build_active(
+        index_root, copy_sample_docs, kind, stage, after):
     good = build_corpus("skyline", copy_sample_docs)
     (copy_sample_docs / "guides" / "new.md").write_text("# New\n\n## Section\n\nfresh text\n")
     corpus = Corpus.objects.get(name="skyline")
-    build = build_request(corpus=corpus, embedding_provider="hash")
+    build = build_request(corpus=corpus, kind=kind, embedding_provider="hash")
 
-    def interrupt_while_indexing(stage: str, done: int, total: int) -> None:
-        if stage == "index" and done >= 2:
+    def interrupt(reported: str, done: int, total: int) -> None:
+        if reported == stage and done >= after:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        build_execute(build=build, echo=interrupt_while_indexing)
+        build_execute(build=build, echo=interrupt)
     build.refresh_from_db()
     assert build.status == BuildRun.FAILED
     assert "KeyboardInterrupt" in build.error

@@ -1,0 +1,128 @@
+"""Incremental builds at the retrieval level: a patched copy of the previous tables must answer
+exactly as a full rebuild of the same sources would, and must never touch the previous build."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import lancedb
+import pytest
+
+from retrieval import build as build_module
+from retrieval.build import BuildRequest, build_index
+from retrieval.embeddings import get_provider
+from retrieval.index import Index
+from retrieval.metadata import read_metadata
+from retrieval.search import SearchRequest, search
+
+SECRET = b"test-secret"
+PAYMENTS = "sdks/python/payments.md"
+
+
+def build(source: Path, out: Path, previous: Path | None = None, **kwargs):
+    return build_index(BuildRequest(source, out, out.name, "skyline", provider=get_provider("hash"),
+                                    previous_dir=previous, workers=1, **kwargs))
+
+
+def rows(build_dir: Path, table: str = "chunks") -> dict[str, dict]:
+    data = lancedb.connect(build_dir / "lancedb").open_table(table).to_arrow()
+    key = "chunk_id" if table == "chunks" else "filepath"
+    return {r[key]: {k: v for k, v in r.items() if k != "vector"} | {"vector": r.get("vector")} for r in data.to_pylist()}
+
+
+def hits(build_dir: Path, query: str, **filters: str) -> list[str]:
+    index = Index(build_dir)
+    request = SearchRequest(query, filters=filters, limit=10, legs=("text", "ident", "phrase"))
+    result = search(index, request, cursor_secret=SECRET)
+    return [h.chunk_id for h in result.hits]
+
+
+@pytest.fixture
+def first(copy_sample_docs, tmp_path) -> Path:
+    return build(copy_sample_docs, tmp_path / "b1").path
+
+
+def test_patched_build_equals_a_full_rebuild_of_the_same_sources(copy_sample_docs, first, tmp_path):
+    payments = copy_sample_docs / PAYMENTS
+    payments.write_text(payments.read_text() + "\n## Capture later\n\nHold the zephyrcapture funds first.\n")
+    (copy_sample_docs / "guides" / "payouts.md").unlink()
+    (copy_sample_docs / "guides" / "fx.md").write_text("# FX\n\n## Rates\n\nQuotes refresh hourly.\n")
+    before = rows(first)
+
+    patched = build(copy_sample_docs, tmp_path / "b2", previous=first)
+    full = build(copy_sample_docs, tmp_path / "b3")
+
+    assert patched.stats["patched"] is True and full.stats["patched"] is False
+    assert (patched.stats["chunked_files"], patched.stats["reused_files"]) == (2, 40)
+    assert patched.metadata.taxonomy == full.metadata.taxonomy
+    assert patched.metadata.files == full.metadata.files
+    assert patched.stats["total_chunks"] == full.stats["total_chunks"]
+    for table in ("chunks", "documents"):
+        got, want = rows(patched.path, table), rows(full.path, table)
+        assert got.keys() == want.keys()
+        for key in want:
+            assert got[key] == want[key], key
+    assert not any(cid.startswith("guides/payouts.md#") for cid in rows(patched.path))
+    assert rows(first) == before  # the hard-linked previous build is untouched
+    assert hits(patched.path, "zephyrcapture") == [f"{PAYMENTS}#payments/capture-later"]
+    assert hits(first, "zephyrcapture") == []
+    assert hits(patched.path, "create a payment", language="python")[0] == f"{PAYMENTS}#payments/create-a-payment"
+
+
+def test_incremental_build_keeps_the_taxonomy_of_files_it_did_not_parse(copy_sample_docs, first, tmp_path):
+    retries = copy_sample_docs / "guides" / "retries.md"  # a global guide: no `language` of its own
+    retries.write_text(retries.read_text() + "\nRetry budgets cap the total retries per minute.\n")
+    second = build(copy_sample_docs, tmp_path / "b2", previous=first)
+    assert second.stats["chunked_files"] == 1
+    assert second.metadata.taxonomy == read_metadata(first).taxonomy
+    assert set(second.metadata.taxonomy["language"].values) == {"go", "python", "typescript"}
+    go = hits(second.path, "create a payment", language="go", scope="sdk-specific")
+    assert go and all(cid.startswith("sdks/go/") for cid in go)
+
+
+def test_a_new_taxonomy_key_from_front_matter_is_added_to_a_patched_build(copy_sample_docs, first, tmp_path):
+    (copy_sample_docs / "guides" / "beta.md").write_text(
+        "---\nmcp_metadata:\n  stability: beta\n---\n# Beta\n\n## Preview features\n\nEarly access to quasarflow.\n")
+    second = build(copy_sample_docs, tmp_path / "b2", previous=first)
+    assert second.stats["patched"] is True
+    assert second.metadata.taxonomy["stability"].values == ("beta",)
+    assert hits(second.path, "quasarflow", stability="beta") == ["guides/beta.md#beta/preview-features"]
+    assert rows(second.path)[f"{PAYMENTS}#payments/create-a-payment"]["m_stability"] is None
+
+
+def test_many_changed_files_rewrite_the_tables_reusing_unchanged_rows(copy_sample_docs, first, tmp_path):
+    changed = sorted(copy_sample_docs.rglob("*.md"))[:20]
+    for path in changed:
+        path.write_text(path.read_text() + "\nA trailing note.\n")
+    second = build(copy_sample_docs, tmp_path / "b2", previous=first)
+    full = build(copy_sample_docs, tmp_path / "b3")
+    assert second.stats["patched"] is False
+    assert (second.stats["chunked_files"], second.stats["reused_files"]) == (20, 22)
+    assert rows(second.path) == rows(full.path)
+    assert rows(second.path, "documents") == rows(full.path, "documents")
+
+
+def test_enough_unindexed_rows_fold_into_the_indexes(copy_sample_docs, first, tmp_path, monkeypatch):
+    payments = copy_sample_docs / PAYMENTS
+    payments.write_text(payments.read_text() + "\nOne more line.\n")
+    monkeypatch.setattr(build_module, "REINDEX_UNINDEXED", 0.0)
+    second = build(copy_sample_docs, tmp_path / "b2", previous=first)
+    table = lancedb.connect(second.path / "lancedb").open_table("chunks")
+    assert second.stats["patched"] is True
+    assert {table.index_stats(i.name).num_unindexed_rows for i in table.list_indices()} == {0}
+
+    monkeypatch.setattr(build_module, "REINDEX_UNINDEXED", 1.0)
+    payments.write_text(payments.read_text() + "\nAnd another.\n")
+    third = build(copy_sample_docs, tmp_path / "b3", previous=second.path)
+    table = lancedb.connect(third.path / "lancedb").open_table("chunks")
+    assert table.index_stats("content_idx").num_unindexed_rows == len([c for c in rows(third.path)
+                                                                        if c.startswith(PAYMENTS)])
+
+
+def test_a_previous_build_with_another_table_schema_is_not_reused(copy_sample_docs, first, tmp_path):
+    documents = lancedb.connect(first / "lancedb").open_table("documents")
+    documents.drop_columns(["metadata"])  # as written before per-file metadata was stored
+    second = build(copy_sample_docs, tmp_path / "b2", previous=first)
+    assert (second.stats["chunked_files"], second.stats["reused_files"]) == (42, 0)
+    assert json.loads((second.path / "metadata.json").read_text())["taxonomy"].keys() == {"language", "scope"}
