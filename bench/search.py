@@ -64,8 +64,10 @@ def build_child(corpus: Path, out: Path, provider: str) -> None:
         bar.update(done - bar.n)  # update() honours mininterval; refresh() would redraw every call
 
     started = time.perf_counter()
+    # An embedding cache, as a corpus's builds have: identical chunks (versioned copies) embed once.
     result = build_index(BuildRequest(corpus, out, f"bench-{int(time.time())}", corpus.name,
-                                      provider=None if provider == "none" else get_provider(provider)),
+                                      provider=None if provider == "none" else get_provider(provider),
+                                      cache_dir=out.with_name(out.name + "-embedding-cache")),
                          progress=progress)
     for bar in bars.values():
         bar.close()

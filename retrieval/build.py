@@ -41,7 +41,7 @@ from .embeddings.base import EmbeddingProvider
 from .errors import BuildCancelled, ValidationFailed
 from .manifest import AutoInclude
 from .metadata import BuildMetadata, TaxonomyField, read_metadata, write_metadata
-from .sources import CorpusScan, FileResult, Finding, OutlineEntry, process_files, scan_corpus
+from .sources import CorpusScan, FileResult, Finding, OutlineEntry, file_text, process_files, scan_corpus
 
 log = logging.getLogger("retrieval.build")
 
@@ -85,8 +85,8 @@ class BuildResult:
 class _Batch:
     """Rows of freshly parsed files, minus what is only known later (taxonomy columns, vectors)."""
 
-    chunks: pa.Table  # BASE chunk columns
-    documents: pa.Table  # DOCUMENT_SCHEMA
+    chunks: pa.Table  # BASE_CHUNK_SCHEMA
+    documents: pa.Table  # DOCUMENT_SCHEMA without `content`, which is read from the scan's bytes when written
     metadata: list[tuple[dict[str, str], int]]  # per file, in row order: taxonomy values, number of chunks
     embed_texts: list[str] | None  # None when the build has no embeddings
     vectors: np.ndarray | None = None
@@ -134,9 +134,10 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
     partial.mkdir(parents=True)
     try:
         if patch:
-            chunks, documents = _patch_tables(partial, previous, stale, batches, taxonomy, progress)
+            chunks, documents = _patch_tables(partial, previous, stale, batches, scan.files, taxonomy, progress)
         else:
-            chunks, documents = _write_tables(partial, previous, results, batches, taxonomy, dims, progress)
+            chunks, documents = _write_tables(partial, previous, results, batches, scan.files, taxonomy, dims,
+                                              progress)
         mark("write")
         _create_indexes(chunks, documents, taxonomy, progress, cancelled)
         mark("index")
@@ -185,6 +186,7 @@ def _parse(scan: CorpusScan, keys: dict[str, str], reused: dict[str, FileResult]
     results: list[FileResult] = []
     batches: list[_Batch] = []
     pending: list[FileResult] = []
+    pending_chunks = 0
     failed = False
     progress("chunk", 0, len(keys))
     for relpath in keys:
@@ -192,9 +194,10 @@ def _parse(scan: CorpusScan, keys: dict[str, str], reused: dict[str, FileResult]
         failed = failed or any(f.severity == "error" for f in result.findings)
         if not result.reused and not failed:
             pending.append(result)
-            if sum(r.chunk_count for r in pending) >= BATCH_CHUNKS:
+            pending_chunks += result.chunk_count
+            if pending_chunks >= BATCH_CHUNKS:
                 batches.append(_batch(pending, embeds))
-                pending = []
+                pending, pending_chunks = [], 0
         results.append(_light(result))
         progress("chunk", len(results), len(keys))
         if cancelled():
@@ -234,13 +237,13 @@ def _batch(results: list[FileResult], embeds: bool) -> _Batch:
             if texts is not None:
                 texts.append(chunk.embed_text)
     documents = pa.Table.from_pylist([{
-        "filepath": r.relpath, "title": r.title, "content": r.content, "size": len(r.content),
+        "filepath": r.relpath, "title": r.title, "size": len(r.content),
         "chunk_count": r.chunk_count,
         "outline": json.dumps([[e.level, e.text, e.line] for e in r.outline], ensure_ascii=False),
         "file_key": r.key,
         "findings": json.dumps([f.as_dict() for f in r.findings], ensure_ascii=False),
         "metadata": json.dumps(r.metadata, ensure_ascii=False, sort_keys=True),
-    } for r in results], schema=DOCUMENT_SCHEMA)
+    } for r in results], schema=_DOCUMENT_ROWS)
     return _Batch(pa.table(columns, schema=BASE_CHUNK_SCHEMA), documents,
                   [(r.metadata, r.chunk_count) for r in results], texts)
 
@@ -298,6 +301,15 @@ DOCUMENT_SCHEMA = pa.schema([
     pa.field("size", pa.int64()), pa.field("chunk_count", pa.int32()), pa.field("outline", pa.string()),
     pa.field("file_key", pa.string()), pa.field("findings", pa.string()), pa.field("metadata", pa.string()),
 ])
+_DOCUMENT_ROWS = DOCUMENT_SCHEMA.remove(DOCUMENT_SCHEMA.get_field_index("content"))
+
+
+def _documents(batch: _Batch, files: dict[str, bytes]) -> pa.Table:
+    """The batch's documents rows with their text; holding the text twice (bytes and str) until
+    the write would cost as much memory as the corpus."""
+    texts = pa.array([file_text(files[p]) for p in batch.documents["filepath"].to_pylist()], pa.string())
+    return batch.documents.add_column(DOCUMENT_SCHEMA.get_field_index("content"), DOCUMENT_SCHEMA.field("content"),
+                                      texts)
 
 
 def _chunk_schema(keys: list[str], dimensions: int) -> pa.Schema:
@@ -329,7 +341,7 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _write_tables(partial: Path, previous: _PreviousBuild | None, results: list[FileResult], batches: list[_Batch],
-                  taxonomy: dict[str, TaxonomyField], dims: int, progress: Progress):
+                  files: dict[str, bytes], taxonomy: dict[str, TaxonomyField], dims: int, progress: Progress):
     """New tables from the fresh batches and, for reused files, the previous build's rows."""
     schema = _chunk_schema(list(taxonomy), dims)
     reused = [r.relpath for r in results if r.reused]
@@ -343,7 +355,7 @@ def _write_tables(partial: Path, previous: _PreviousBuild | None, results: list[
 
     def document_rows() -> Iterator[pa.RecordBatch]:
         while batches:
-            yield from batches.pop(0).documents.to_batches()
+            yield from _documents(batches.pop(0), files).to_batches()
         for start in range(0, len(reused), REUSE_FILES):
             yield from _conform(previous.document_rows(reused[start: start + REUSE_FILES]), DOCUMENT_SCHEMA).to_batches()
 
@@ -361,7 +373,7 @@ REUSE_FILES = 1000  # reused files whose previous rows are read in one query
 
 
 def _patch_tables(partial: Path, previous: _PreviousBuild, stale: list[str], batches: list[_Batch],
-                  taxonomy: dict[str, TaxonomyField], progress: Progress):
+                  files: dict[str, bytes], taxonomy: dict[str, TaxonomyField], progress: Progress):
     """The previous tables, hard-linked, minus the stale files' rows, plus the fresh ones."""
     _link_tree(previous.directory / "lancedb", partial / "lancedb")
     db = lancedb.connect(partial / "lancedb")
@@ -378,7 +390,7 @@ def _patch_tables(partial: Path, previous: _PreviousBuild, stale: list[str], bat
     for n, batch in enumerate(batches, 1):
         if batch.chunks.num_rows:
             chunks.add(_fresh_chunks(batch, chunks.schema))
-        documents.add(batch.documents)
+        documents.add(_documents(batch, files))
         progress("write", n, len(batches))
     batches.clear()
     return chunks, documents

@@ -160,16 +160,20 @@ def _manifest_line(text: str, message: str) -> int | None:
     return None
 
 
+def file_text(raw: bytes) -> str:
+    """A file's text as chunked and stored: UTF-8 without a byte-order mark."""
+    return raw.decode("utf-8").lstrip("\ufeff")
+
+
 def process_file(relpath: str, raw: bytes, key: str, manifests: dict[str, Manifest],
                  taxonomy: dict[str, TaxonomyConfig]) -> FileResult:
     try:
-        text = raw.decode("utf-8")
+        text = file_text(raw)
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         return FileResult(relpath, key, relpath, "", None, findings=[Finding(
             "error", "encoding", relpath, line, f"file is not valid UTF-8 (byte {exc.start})",
             "re-save the file as UTF-8")])
-    text = text.lstrip("\ufeff")
     doc = parse_markdown(text)
     findings: list[Finding] = []
     if doc.frontmatter_error:
