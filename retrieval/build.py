@@ -13,10 +13,9 @@ Incremental (a previous build made with the same schema and embedding model): a 
 `file_key` (content + governing manifests) is unchanged is not parsed again. When few files
 changed, the build *patches* a copy of the previous tables: the copy hard-links the previous
 build's Lance files (Lance never rewrites a file, it adds new ones), deletes the rows of
-changed and removed files, appends the new rows, and re-optimises the indexes only once
-enough rows are unindexed (a few unindexed rows cost a flat scan of a few rows). Otherwise
-the tables are rewritten, reused files' rows copied from the previous build. Changed chunks
-are embedded through the embedding cache either way.
+changed and removed files, appends the new rows and indexes them as a new index segment.
+Otherwise the tables are rewritten, reused files' rows copied from the previous build.
+Changed chunks are embedded through the embedding cache either way.
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ DOCUMENTS_TABLE = "documents"
 TAXONOMY_PREFIX = "m_"
 BATCH_CHUNKS = 8192  # rows per Arrow batch: large enough for cheap writes, small next to the corpus
 PATCH_MAX_TOUCHED = 0.2  # above this fraction of files added, changed or removed, rewriting beats patching
-REINDEX_UNINDEXED = 0.01  # fraction of unindexed rows at which a patched build re-optimises its indexes
+MAX_INDEX_SEGMENTS = 8  # index segments a patched table may grow before they are merged into one
 Progress = Callable[[str, int, int], None]
 
 
@@ -409,7 +408,7 @@ def _in_files(relpaths: list[str]) -> str:
 
 def _create_indexes(chunks, documents, taxonomy: dict[str, TaxonomyField], progress: Progress,
                     cancelled: Callable[[], bool]) -> None:
-    """Creates the indexes a table lacks; on a patched table, folds in unindexed rows once there are enough."""
+    """Creates the indexes a table lacks, and indexes the rows a patched table gained."""
     wanted = [
         (chunks, "heading", FTS(with_position=False)),
         (chunks, "content", FTS(with_position=True)),
@@ -424,23 +423,40 @@ def _create_indexes(chunks, documents, taxonomy: dict[str, TaxonomyField], progr
     indexed = {id(t): {c for i in t.list_indices() for c in i.columns} for t in (chunks, documents)}
     steps = [(t, column, config) for t, column, config in wanted
              if column not in indexed[id(t)] and (rows[id(t)] or not isinstance(config, FTS | Bitmap))]
-    folds = [t for t in (chunks, documents)
-             if indexed[id(t)] and _unindexed(t) > REINDEX_UNINDEXED * rows[id(t)]]
-    total = len(steps) + len(folds)
+    patched = [t for t in (chunks, documents) if indexed[id(t)] and _index_state(t)[0]]
+    total = len(steps) + len(patched)
     progress("index", 0, total)
     for n, (table, column, config) in enumerate(steps, 1):
         if cancelled():
             raise BuildCancelled("build was cancelled while creating indexes")
         table.create_index(column, config=config)
         progress("index", n, total)
-    for n, table in enumerate(folds, len(steps) + 1):
-        table.optimize()
+    for n, table in enumerate(patched, len(steps) + 1):
+        _index_appended_rows(table)
         progress("index", n, total)
 
 
-def _unindexed(table) -> int:
+def _index_state(table) -> tuple[int, int]:
+    """(unindexed rows, index segments) of a table's indexes; appends affect all of them alike."""
     stats = table.index_stats("filepath_idx")
-    return stats.num_unindexed_rows if stats else 0
+    return (stats.num_unindexed_rows, stats.num_indices) if stats else (0, 0)
+
+
+def _index_appended_rows(table) -> None:
+    """Indexes appended rows as a new segment of each index, merging the segments once there are many.
+
+    Left unindexed, even a few rows cost every full-text query a flat scan (at 124k rows, 9 such
+    rows added 3 ms and 1.3k rows 90 ms); a new segment costs 0.1 s to write and about 0.5 ms a
+    query, while merging into the main segment rewrites it (1.5 s at 124k rows). LanceDB's own
+    `optimize()` always merges, hence the Lance dataset API.
+    """
+    segments = _index_state(table)[1]
+    dataset = table.to_lance()
+    if segments < MAX_INDEX_SEGMENTS:
+        dataset.optimize.optimize_indices(num_indices_to_merge=0)
+    else:
+        dataset.optimize.optimize_indices(num_indices_to_merge=segments)
+    table.checkout_latest()
 
 
 class _PreviousBuild:

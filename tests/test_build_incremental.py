@@ -103,21 +103,22 @@ def test_many_changed_files_rewrite_the_tables_reusing_unchanged_rows(copy_sampl
     assert rows(second.path, "documents") == rows(full.path, "documents")
 
 
-def test_enough_unindexed_rows_fold_into_the_indexes(copy_sample_docs, first, tmp_path, monkeypatch):
-    payments = copy_sample_docs / PAYMENTS
-    payments.write_text(payments.read_text() + "\nOne more line.\n")
-    monkeypatch.setattr(build_module, "REINDEX_UNINDEXED", 0.0)
-    second = build(copy_sample_docs, tmp_path / "b2", previous=first)
-    table = lancedb.connect(second.path / "lancedb").open_table("chunks")
-    assert second.stats["patched"] is True
-    assert {table.index_stats(i.name).num_unindexed_rows for i in table.list_indices()} == {0}
-
-    monkeypatch.setattr(build_module, "REINDEX_UNINDEXED", 1.0)
-    payments.write_text(payments.read_text() + "\nAnd another.\n")
-    third = build(copy_sample_docs, tmp_path / "b3", previous=second.path)
-    table = lancedb.connect(third.path / "lancedb").open_table("chunks")
-    assert table.index_stats("content_idx").num_unindexed_rows == len([c for c in rows(third.path)
-                                                                        if c.startswith(PAYMENTS)])
+def test_patched_rows_are_indexed_as_new_segments_merged_once_there_are_many(copy_sample_docs, first, tmp_path,
+                                                                                monkeypatch):
+    monkeypatch.setattr(build_module, "MAX_INDEX_SEGMENTS", 3)
+    previous, segments = first, []
+    for n, language in enumerate(("python", "go", "typescript")):
+        payments = copy_sample_docs / "sdks" / language / "payments.md"  # a segment whose rows all go is dropped
+        payments.write_text(payments.read_text() + f"\nEdit number {n}: vortexmark{n}.\n")
+        result = build(copy_sample_docs, tmp_path / f"b{n + 2}", previous=previous)
+        assert result.stats["patched"] is True
+        table = lancedb.connect(result.path / "lancedb").open_table("chunks")
+        stats = [table.index_stats(i.name) for i in table.list_indices()]
+        assert {s.num_unindexed_rows for s in stats} == {0}  # no full-text query falls back to a flat scan
+        segments.append({s.num_indices for s in stats})
+        assert hits(result.path, f"vortexmark{n}") == [f"sdks/{language}/payments.md#payments/refund-a-payment"]
+        previous = result.path
+    assert segments == [{2}, {3}, {1}]
 
 
 def test_a_previous_build_with_another_table_schema_is_not_reused(copy_sample_docs, first, tmp_path):
