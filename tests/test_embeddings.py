@@ -272,6 +272,26 @@ def test_local_sorts_by_length_and_pads_per_batch(monkeypatch):
     assert sequence_lengths[1:] == [11, 4]  # each batch padded to its own longest text ([CLS] ... [SEP])
 
 
+def test_local_batches_hold_at_most_a_token_budget_and_embed_as_texts_alone_do(monkeypatch):
+    real = local_module.runtime()
+    shapes: list[tuple[int, int]] = []
+
+    class RecordingSession:
+        def run(self, outputs, feeds):
+            shapes.append(feeds["input_ids"].shape)
+            return real.session.run(outputs, feeds)
+
+    monkeypatch.setattr(local_module, "_runtime", local_module._Runtime(RecordingSession(), real.tokenizer))
+    texts = [" ".join([f"term{i}"] * 300) for i in range(12)] + [f"short text {i}" for i in range(40)]
+    provider = get_provider("local")
+    together = provider.embed(texts)
+    assert shapes[0] == (8, local_module.MAX_TOKENS)  # 8 x 256 tokens = the budget
+    assert all(rows * width <= local_module.BATCH_TOKENS and rows <= provider.batch_size for rows, width in shapes)
+    assert sum(rows for rows, _ in shapes) == len(texts)
+    alone = np.stack([provider.embed([t])[0] for t in (texts[0], texts[11], texts[12], texts[-1])])
+    np.testing.assert_allclose(together[[0, 11, 12, -1]], alone, atol=1e-4)
+
+
 def test_local_refuses_weights_with_the_wrong_hash(tmp_path):
     fake = tmp_path / "model.onnx"
     fake.write_bytes(b"not the model")

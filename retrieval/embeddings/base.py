@@ -64,8 +64,7 @@ class EmbeddingProvider:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        order = self.batch_order(texts)
-        batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        batches = self.make_batches(texts)
         out: np.ndarray | None = None
         done = 0
         for indices, vectors in self.run_batches(texts, batches):
@@ -92,9 +91,10 @@ class EmbeddingProvider:
         """Several queries in one call, so a batch search pays for one round trip, not one per query."""
         return self.embed(texts)
 
-    def batch_order(self, texts: list[str]) -> list[int]:
-        """The order texts are sent in; a backend that benefits from grouping similar lengths overrides it."""
-        return list(range(len(texts)))
+    def make_batches(self, texts: list[str]) -> list[list[int]]:
+        """Indices of the texts each batch sends; a backend that benefits from grouping similar lengths
+        overrides it."""
+        return [list(range(i, min(i + self.batch_size, len(texts)))) for i in range(0, len(texts), self.batch_size)]
 
     def run_batches(
         self, texts: list[str], batches: list[list[int]]
