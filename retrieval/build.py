@@ -396,8 +396,15 @@ def _patch_tables(partial: Path, previous: _PreviousBuild, stale: list[str], bat
 
 
 def _link_tree(source: Path, target: Path) -> None:
-    """A copy whose data and index files are hard links: Lance adds files and never rewrites one."""
-    shutil.copytree(source, target, copy_function=os.link)
+    """A copy whose files are hard links (Lance adds files and never rewrites one), or plain copies
+    where the filesystem cannot link them (another device, no hard links)."""
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, target, copy_function=link)
 
 
 def _in_files(relpaths: list[str]) -> str:

@@ -64,7 +64,9 @@ def test_patched_build_equals_a_full_rebuild_of_the_same_sources(copy_sample_doc
         for key in want:
             assert got[key] == want[key], key
     assert not any(cid.startswith("guides/payouts.md#") for cid in rows(patched.path))
-    assert rows(first) == before  # the hard-linked previous build is untouched
+    linked = [f for f in (patched.path / "lancedb").rglob("*") if f.is_file() and f.stat().st_nlink > 1]
+    assert any(f.suffix == ".lance" for f in linked)  # unchanged data and index files are shared, not copied
+    assert rows(first) == before  # ... and the previous build is untouched
     assert hits(patched.path, "zephyrcapture") == [f"{PAYMENTS}#payments/capture-later"]
     assert hits(first, "zephyrcapture") == []
     assert hits(patched.path, "create a payment", language="python")[0] == f"{PAYMENTS}#payments/create-a-payment"
@@ -127,3 +129,17 @@ def test_a_previous_build_with_another_table_schema_is_not_reused(copy_sample_do
     second = build(copy_sample_docs, tmp_path / "b2", previous=first)
     assert (second.stats["chunked_files"], second.stats["reused_files"]) == (42, 0)
     assert json.loads((second.path / "metadata.json").read_text())["taxonomy"].keys() == {"language", "scope"}
+
+
+def test_a_patched_build_copies_files_it_cannot_hard_link(copy_sample_docs, first, tmp_path, monkeypatch):
+    def refuse(src, dst):
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(build_module.os, "link", refuse)
+    payments = copy_sample_docs / PAYMENTS
+    payments.write_text(payments.read_text() + "\nCopied rather than linked: nebulacopy.\n")
+    second = build(copy_sample_docs, tmp_path / "b2", previous=first)
+    assert second.stats["patched"] is True
+    assert hits(second.path, "nebulacopy") == [f"{PAYMENTS}#payments/refund-a-payment"]
+    data = next((second.path / "lancedb" / "chunks.lance" / "data").iterdir())
+    assert data.stat().st_nlink == 1
