@@ -49,6 +49,7 @@ DOCUMENTS_TABLE = "documents"
 TAXONOMY_PREFIX = "m_"
 BATCH_CHUNKS = 8192  # rows per Arrow batch: large enough for cheap writes, small next to the corpus
 PATCH_MAX_TOUCHED = 0.2  # above this fraction of files added, changed or removed, rewriting beats patching
+FILES_PER_QUERY = 1000  # files named in one `filepath IN (...)` clause
 MAX_INDEX_SEGMENTS = 8  # index segments a patched table may grow before they are merged into one
 Progress = Callable[[str, int, int], None]
 
@@ -349,14 +350,14 @@ def _write_tables(partial: Path, previous: _PreviousBuild | None, results: list[
         for batch in batches:
             yield from _fresh_chunks(batch, schema).to_batches()
             batch.chunks = batch.vectors = None  # its documents are written next
-        for start in range(0, len(reused), REUSE_FILES):
-            yield from _conform(previous.chunk_rows(reused[start: start + REUSE_FILES]), schema).to_batches()
+        for start in range(0, len(reused), FILES_PER_QUERY):
+            yield from _conform(previous.chunk_rows(reused[start: start + FILES_PER_QUERY]), schema).to_batches()
 
     def document_rows() -> Iterator[pa.RecordBatch]:
         while batches:
             yield from _documents(batches.pop(0), files).to_batches()
-        for start in range(0, len(reused), REUSE_FILES):
-            yield from _conform(previous.document_rows(reused[start: start + REUSE_FILES]), DOCUMENT_SCHEMA).to_batches()
+        for start in range(0, len(reused), FILES_PER_QUERY):
+            yield from _conform(previous.document_rows(reused[start: start + FILES_PER_QUERY]), DOCUMENT_SCHEMA).to_batches()
 
     # LanceDB pulls these readers from its own thread, so progress is reported around them, not inside.
     progress("write", 0, 2)
@@ -366,9 +367,6 @@ def _write_tables(partial: Path, previous: _PreviousBuild | None, results: list[
     documents = db.create_table(DOCUMENTS_TABLE, pa.RecordBatchReader.from_batches(DOCUMENT_SCHEMA, document_rows()))
     progress("write", 2, 2)
     return chunks, documents
-
-
-REUSE_FILES = 1000  # reused files whose previous rows are read in one query
 
 
 def _patch_tables(partial: Path, previous: _PreviousBuild, stale: list[str], batches: list[_Batch],
@@ -381,8 +379,8 @@ def _patch_tables(partial: Path, previous: _PreviousBuild, stale: list[str], bat
     missing = [pa.field(taxonomy_column(key), pa.string()) for key in taxonomy if taxonomy_column(key) not in have]
     if missing:
         chunks.add_columns(missing)
-    for start in range(0, len(stale), REUSE_FILES):
-        where = _in_files(stale[start: start + REUSE_FILES])
+    for start in range(0, len(stale), FILES_PER_QUERY):
+        where = _in_files(stale[start: start + FILES_PER_QUERY])
         chunks.delete(where)
         documents.delete(where)
     progress("write", 0, len(batches))
