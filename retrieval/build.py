@@ -221,18 +221,10 @@ def _batch(results: list[FileResult], embeds: bool) -> _Batch:
     texts: list[str] | None = [] if embeds else None
     for result in results:
         for chunk in result.chunks:
-            columns["chunk_id"].append(chunk.chunk_id)
-            columns["filepath"].append(chunk.filepath)
+            for name in _FROM_CHUNK:
+                columns[name].append(getattr(chunk, name))
             columns["title"].append(result.title)
-            columns["heading"].append(chunk.heading)
-            columns["heading_level"].append(chunk.heading_level)
-            columns["breadcrumb"].append(chunk.breadcrumb)
-            columns["content"].append(chunk.content)
-            columns["ident"].append(chunk.ident)
-            columns["chunk_index"].append(chunk.chunk_index)
             columns["total_chunks"].append(result.chunk_count)
-            columns["start_line"].append(chunk.start_line)
-            columns["end_line"].append(chunk.end_line)
             columns["file_key"].append(result.key)
             if texts is not None:
                 texts.append(chunk.embed_text)
@@ -296,6 +288,7 @@ BASE_CHUNK_SCHEMA = pa.schema([
     pa.field("chunk_index", pa.int32()), pa.field("total_chunks", pa.int32()),
     pa.field("start_line", pa.int32()), pa.field("end_line", pa.int32()), pa.field("file_key", pa.string()),
 ])
+_FROM_CHUNK = [name for name in BASE_CHUNK_SCHEMA.names if name not in ("title", "total_chunks", "file_key")]
 DOCUMENT_SCHEMA = pa.schema([
     pa.field("filepath", pa.string()), pa.field("title", pa.string()), pa.field("content", pa.string()),
     pa.field("size", pa.int64()), pa.field("chunk_count", pa.int32()), pa.field("outline", pa.string()),
