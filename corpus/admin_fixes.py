@@ -12,6 +12,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from docsmcp_site.admin_base import ReadOnlyAdmin
+
 from .errors import FixError
 from .fixes import fix_approve, fix_approve_many, fix_preview, fix_reject, fix_reject_many
 from .models import FixDecision, FixProposal
@@ -48,7 +50,10 @@ def _summary(proposals: list[FixProposal]) -> str:
 
 
 @admin.register(FixProposal)
-class FixProposalAdmin(admin.ModelAdmin):
+class FixProposalAdmin(ReadOnlyAdmin):
+    """Proposals are decided, never edited or deleted: the change page is a review page, and the
+    decision history stays."""
+
     list_display = ("id", "corpus", "file", "kind", "status_badge", "source", "created_at", "decided_by",
                     "decided_at")
     list_display_links = ("id", "file")
@@ -57,15 +62,6 @@ class FixProposalAdmin(admin.ModelAdmin):
     list_select_related = ("corpus",)
     actions = ["approve_selected", "reject_selected"]
     change_form_template = "admin/corpus/fixproposal/change_form.html"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False  # proposals are decided, never edited: the change page is a review page
-
-    def has_delete_permission(self, request, obj=None):
-        return False  # the decision history stays
 
     def has_review_permission(self, request) -> bool:
         return request.user.has_perm("corpus.change_fixproposal")
@@ -179,22 +175,13 @@ class FixProposalAdmin(admin.ModelAdmin):
 
 
 @admin.register(FixDecision)
-class FixDecisionAdmin(admin.ModelAdmin):
+class FixDecisionAdmin(ReadOnlyAdmin):
     """The audit trail: every approve, reject, refusal and staleness, with who and when (read-only)."""
 
     list_display = ("at", "username", "action", "status_after", "proposal_link", "note")
     list_filter = ("action", "username", "proposal__corpus")
     search_fields = ("username", "note", "proposal__file")
     list_select_related = ("proposal",)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="proposal")
     def proposal_link(self, obj):

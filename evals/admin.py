@@ -4,6 +4,8 @@ from django.http import HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from docsmcp_site.admin_base import ReadOnlyAdmin
+
 from .errors import EvalError
 from .models import EvalCase, EvalResult, EvalRun, EvalSuite
 from .selectors import headline, suite_export
@@ -130,7 +132,7 @@ class EvalRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(EvalResult)
-class EvalResultAdmin(admin.ModelAdmin):
+class EvalResultAdmin(ReadOnlyAdmin):
     """Read-only: results are written by runs, never edited."""
 
     list_display = ("case_name", "run", "category", "passed", "chunk_rank", "file_rank", "rounds", "search_ms",
@@ -142,12 +144,3 @@ class EvalResultAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         return [f.name for f in EvalResult._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
