@@ -264,26 +264,21 @@ def tool_result_to_wire(tool: ToolDef, result: ToolResult, version: str) -> dict
 # --- resources ---------------------------------------------------------------------------------
 
 
+def _described(wire: dict[str, Any], item: Any) -> dict[str, Any]:
+    """The optional fields resources and templates share, each only when set."""
+    for key, value in (("title", item.title), ("description", item.description), ("mimeType", item.mime_type)):
+        if value:
+            wire[key] = value
+    return wire
+
+
 def _resource_to_wire(resource: Any) -> dict[str, Any]:
-    wire: dict[str, Any] = {"uri": resource.uri, "name": resource.name}
-    if resource.title:
-        wire["title"] = resource.title
-    if resource.description:
-        wire["description"] = resource.description
-    if resource.mime_type:
-        wire["mimeType"] = resource.mime_type
+    wire = _described({"uri": resource.uri, "name": resource.name}, resource)
     return _with_extra(wire, getattr(resource, "extra", None) or {})
 
 
 def _template_to_wire(template: Any) -> dict[str, Any]:
-    wire: dict[str, Any] = {"uriTemplate": template.uri_template, "name": template.name}
-    if template.title:
-        wire["title"] = template.title
-    if template.description:
-        wire["description"] = template.description
-    if template.mime_type:
-        wire["mimeType"] = template.mime_type
-    return wire
+    return _described({"uriTemplate": template.uri_template, "name": template.name}, template)
 
 
 def _contents_to_wire(item: ResourceContents) -> dict[str, Any]:
