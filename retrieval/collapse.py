@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .catalog import Catalog
+from .vectors import Vectors
 
 COLLAPSE_COSINE = 0.97
 
@@ -41,7 +42,7 @@ def structural_key(chunk_id: str, value: str) -> str:
 
 
 def collapse_variants(ranked: Sequence[tuple[int, float]], catalog: Catalog, column: str,
-                      vectors: np.ndarray | None = None,
+                      vectors: Vectors | None = None,
                       threshold: float = COLLAPSE_COSINE) -> list[tuple[int, float]]:
     """`ranked` (position, score) best first, minus variants of better-ranked hits (rules above)."""
     if not ranked:
@@ -49,20 +50,21 @@ def collapse_variants(ranked: Sequence[tuple[int, float]], catalog: Catalog, col
     positions = [p for p, _ in ranked]
     values = catalog.column(column, positions)
     headings = catalog.column("heading", positions)
+    chunk_ids = catalog.column("chunk_id", positions)
     kept: list[tuple[int, float]] = []
     by_structure: dict[str, set[str]] = {}
     by_heading: dict[str, list[tuple[int, str]]] = {}
-    for (position, score), value, heading in zip(ranked, values, headings, strict=True):
+    for (position, score), value, heading, chunk_id in zip(ranked, values, headings, chunk_ids, strict=True):
         if value is None:
             kept.append((position, score))
             continue
-        key = structural_key(catalog.chunk_ids[position], value)
+        key = structural_key(chunk_id, value)
         if by_structure.get(key, set()) - {value}:
             continue
         heading_key = (heading or "").strip().lower()
         if vectors is not None and heading_key:
             rivals = [p for p, v in by_heading.get(heading_key, []) if v != value]
-            if rivals and float(np.max(vectors[rivals] @ vectors[position])) > threshold:
+            if rivals and float(np.max(vectors.rows(rivals) @ vectors.rows([position])[0])) > threshold:
                 continue
         kept.append((position, score))
         by_structure.setdefault(key, set()).add(value)

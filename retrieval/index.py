@@ -7,8 +7,6 @@ still holding the old object finish on it (builds are immutable, so nothing brea
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -22,7 +20,9 @@ from .aio import LOOP
 from .build import CHUNKS_TABLE, DOCUMENTS_TABLE, taxonomy_column
 from .catalog import CATALOG_COLUMNS, Catalog
 from .errors import IndexUnavailable
+from .memory import release_unused_memory
 from .metadata import BuildMetadata, read_metadata
+from .vectors import Vectors
 
 MASK_CACHE_SIZE = 64
 # Chunk text up to this many characters is held in memory, saving a LanceDB read (about 2 ms)
@@ -30,18 +30,6 @@ MASK_CACHE_SIZE = 64
 # Python docs (7-10 MB) fit; 101k chunks of PowerShell docs (100 MB) would push a serving
 # process past its 500 MB budget, so they are read per page.
 CONTENT_IN_MEMORY_CHARS = 64 * 1024 * 1024
-
-
-def _release_memory() -> None:
-    """Returns freed heap pages to the OS after a bulk load.
-
-    Loading the catalog or the vectors decodes whole columns through temporary buffers; Arrow's
-    pool and glibc keep the freed pages, so a serving process would report (and keep) 60-120 MB
-    it no longer uses. The glibc part is a no-op where glibc is not the allocator.
-    """
-    pa.default_memory_pool().release_unused()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 class Index:
@@ -56,7 +44,7 @@ class Index:
         except Exception as exc:
             raise IndexUnavailable(f"index at {self.path} cannot be opened: {exc}") from exc
         self._lock = threading.Lock()
-        self._vectors: tuple[np.ndarray, list[str]] | None = None
+        self._vectors: Vectors | None = None
         self._catalog: Catalog | None = None
         self._async_chunks = None
         self._content = None  # pa.Array by catalog position, False when too large to hold
@@ -99,11 +87,11 @@ class Index:
                     table = self.chunks.search().with_row_id(True).select(columns).limit(None).to_arrow()
                     self._catalog = Catalog.from_arrow(table)
                     del table
-                    _release_memory()
+                    release_unused_memory()
         return self._catalog
 
-    def vectors(self) -> tuple[np.ndarray, list[str]]:
-        """All chunk vectors, row i belonging to catalog position i (and to the returned chunk_ids[i]).
+    def vectors(self) -> Vectors:
+        """All chunk vectors, row i belonging to catalog position i.
 
         Exact search over an in-memory matrix costs a few ms at 100k chunks and loses no recall
         under filters, which an ANN index with a post-filter would.
@@ -112,21 +100,21 @@ class Index:
             catalog = self.catalog()
             with self._lock:
                 if self._vectors is None:
-                    self._vectors = (self._load_matrix(catalog), catalog.chunk_ids)
-                    _release_memory()
+                    self._vectors = self._load_vectors(catalog)
+                    release_unused_memory()
         return self._vectors
 
-    def _load_matrix(self, catalog: Catalog) -> np.ndarray:
-        """Streams the vector column into one preallocated matrix in catalog order, so loading
-        needs the matrix plus one batch of memory rather than two copies of the column."""
+    def _load_vectors(self, catalog: Catalog) -> Vectors:
+        """Streams the vector column into preallocated int8 codes in catalog order, so loading
+        needs the codes plus one batch of float32 rather than the whole column."""
         dims = int(self.metadata.embedding["dimensions"]) if self.metadata.embedding else 0
-        matrix = np.empty((len(catalog), dims), dtype=np.float32)
+        vectors = Vectors.empty(len(catalog), dims)
         reader = self.chunks.search().with_row_id(True).select(["vector"]).limit(None).to_batches()
         for batch in reader:
             rows = catalog.positions(batch.column("_rowid").to_numpy())
             flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
-            matrix[rows] = np.asarray(flat, dtype=np.float32).reshape(-1, dims)
-        return matrix
+            vectors.put(rows, np.asarray(flat, dtype=np.float32).reshape(-1, dims))
+        return vectors
 
     def filter_mask(self, where: str | None) -> np.ndarray | None:
         """Boolean mask over catalog positions for a WHERE clause (None: no filter), LRU-cached.
@@ -174,7 +162,7 @@ class Index:
                             column = column.take(pa.array(order))
                         self._content = column.combine_chunks()
                         del table, column
-                        _release_memory()
+                        release_unused_memory()
         return self._content
 
     def contents(self, positions: list[int]) -> list[str]:

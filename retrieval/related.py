@@ -28,7 +28,7 @@ from .embeddings.base import EmbeddingProvider
 from .errors import InvalidArgument, NotFound
 from .filters import FilterPlan
 from .index import Index
-from .legs import TEXT, cosines
+from .legs import TEXT
 from .search import SearchHit, make_hits, rank
 
 log = logging.getLogger("retrieval.related")
@@ -74,8 +74,7 @@ def find_related(index: Index, path: str, *, chunk_text: str | None = None, limi
                     index.path, type(exc).__name__, exc)
         probe = None
     if probe is not None:
-        matrix, _ = index.vectors()
-        scores = cosines(matrix, probe)
+        scores = index.vectors().dots(probe)
         if not same_document:
             scores[own] = -np.inf
         count = min(limit, int(np.isfinite(scores).sum()))
@@ -107,8 +106,7 @@ def _probe_vector(index: Index, own: np.ndarray, chunk_text: str | None,
         return np.asarray(embedder.embed_query(chunk_text), dtype=np.float32)
     if not len(own):
         return None
-    matrix, _ = index.vectors()
-    centroid = matrix[own].mean(axis=0)
+    centroid = index.vectors().rows(own).mean(axis=0)
     norm = float(np.linalg.norm(centroid))
     return centroid / norm if norm > 0 else None
 

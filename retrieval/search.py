@@ -165,10 +165,12 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
         raise IndexUnavailable(f"every search leg failed on {index.path}: {results[0].error}")
     # Legs that found nothing are left out of the normaliser: they say nothing about any hit.
     ran = [r for r in results if not r.error and len(r.positions)]
-    items = fuse([r.positions.tolist() for r in ran], index.catalog().chunk_ids)
+    rankings = [r.positions.tolist() for r in ran]
+    pool = list(dict.fromkeys(p for ranking in rankings for p in ranking))
+    items = fuse(rankings, dict(zip(pool, index.catalog().column("chunk_id", pool), strict=True)))
     for key, spec in index.metadata.taxonomy.items():
         if spec.vector_collapse and key not in plan.filters and items:
-            vectors = index.vectors()[0] if index.has_vectors else None
+            vectors = index.vectors() if index.has_vectors else None
             items = collapse_variants(items, index.catalog(), index.column(key), vectors)
     return Ranking(items, results)
 

@@ -13,6 +13,7 @@ from retrieval.embeddings import get_provider
 from retrieval.errors import InvalidArgument, InvalidFilter
 from retrieval.search import SearchRequest, search, search_batch
 from retrieval.snippets import make_snippet, query_terms
+from retrieval.vectors import Vectors
 from tests.retrieval_fixtures import (  # noqa: F401
     SECRET,
     BrokenEmbedder,
@@ -209,12 +210,13 @@ def test_collapse_keeps_the_best_variant_and_chunks_without_a_value():
         {"chunk_id": "py/other.md#y", "heading": "Y", "m_language": "python"},
         {"chunk_id": "py/other.md#z", "heading": "Z", "m_language": "python"},
     ])
-    vectors = np.array([[1, 0], [1, 0], [1, 0], [0, 1], [0, 1], [0, 1]], dtype=np.float32)
+    vectors = Vectors.empty(6, 2)
+    vectors.put(np.arange(6), np.array([[1, 0], [1, 0], [1, 0], [0, 1], [0, 1], [0, 1]], dtype=np.float32))
     ranked = [(i, 1.0 - i / 10) for i in range(6)]
-    kept = [catalog.chunk_ids[p] for p, _ in collapse_variants(ranked, catalog, "m_language", vectors)]
+    kept = catalog.column("chunk_id", [p for p, _ in collapse_variants(ranked, catalog, "m_language", vectors)])
     # x: python variant is structural; y: same heading, cosine 1.0; z: different heading stays.
     assert kept == ["sdks/go/a.md#x", "guides/a.md#x", "sdks/go/b.md#y", "py/other.md#z"]
-    kept = [catalog.chunk_ids[p] for p, _ in collapse_variants(ranked, catalog, "m_language", None)]
+    kept = catalog.column("chunk_id", [p for p, _ in collapse_variants(ranked, catalog, "m_language", None)])
     assert "py/other.md#y" in kept and "sdks/python/a.md#x" not in kept
 
 
@@ -321,12 +323,12 @@ def test_query_terms_keep_identifiers_whole_and_drop_stop_words():
 
 # --- vector leg -------------------------------------------------------------------------------
 
-class MatrixIndex:
-    def __init__(self, matrix):
-        self.matrix = matrix
+class VectorsIndex:
+    def __init__(self, vectors: Vectors):
+        self._vectors = vectors
 
-    def vectors(self):
-        return self.matrix, []
+    def vectors(self) -> Vectors:
+        return self._vectors
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "scattered", "most", "none"])
@@ -345,8 +347,10 @@ def test_vector_leg_under_a_mask_equals_brute_force(layout):
         mask[rng.choice(3000, 400, replace=False)] = True
     elif layout == "most":
         mask[:2500] = True
-    got = vector_leg(MatrixIndex(matrix), query, mask, depth=50, floor=-1.0)
-    scores = np.where(mask, matrix @ query, -np.inf)
+    vectors = Vectors.empty(*matrix.shape)
+    vectors.put(np.arange(len(matrix)), matrix)
+    got = vector_leg(VectorsIndex(vectors), query, mask, depth=50, floor=-1.0)
+    scores = np.where(mask, vectors.dots(query), -np.inf)
     allowed = np.flatnonzero(mask)
     expected = allowed[np.lexsort((allowed, -scores[allowed]))][:50]
     assert got.tolist() == expected.tolist()

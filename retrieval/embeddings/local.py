@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from retrieval.errors import EmbeddingError
+from retrieval.memory import release_unused_memory
 
 from .base import EmbeddingProvider
 
@@ -82,6 +83,8 @@ def _load_runtime() -> _Runtime:
     options.inter_op_num_threads = 1
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    # Graph optimisation folds the int8 weights into float32 through temporaries: 58 MB freed but kept.
+    release_unused_memory()
     return _Runtime(session=session, tokenizer=tokenizer)
 
 
