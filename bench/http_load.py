@@ -15,7 +15,8 @@ What it does, in order:
    this process, one query at a time, `--requests` calls), and for each concurrency C runs
    `--requests` `tools/call search_docs` calls from C threads, each with its own keep-alive
    `httpx.Client` that did the `initialize` handshake (protocol 2025-06-18) first. Latency is the
-   wall time of one call. Prints one line for the engine and one per concurrency level.
+   wall time of one call. Prints one line for the engine and one per concurrency level, then
+   the memory of the largest worker (RSS, peak RSS, and PSS, which splits shared pages).
 
 `--serve-only` stops after step 3 and serves until Ctrl-C / SIGTERM, for other clients such as
 ../shared/bench/harness/mcp_eval.py.
@@ -259,6 +260,23 @@ def wait_workers_idle(master: int, workers: int, deadline: float, bar: tqdm) -> 
         last = ticks
         bar.update()
         time.sleep(1)
+
+
+def worker_memory(master: int) -> list[dict[str, float]]:
+    """RSS, its peak (VmHWM) and PSS in MB of each gunicorn worker; PSS splits pages the workers
+    share (the preloaded code) between them. Empty where /proc does not say."""
+    children_file = Path(f"/proc/{master}/task/{master}/children")
+    if not children_file.exists():
+        return []
+    out = []
+    for pid in (int(p) for p in children_file.read_text().split()):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text() + Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        kb = dict(re.findall(r"^(VmRSS|VmHWM|Pss):\s+(\d+) kB", status, re.M))
+        out.append({"rss": int(kb["VmRSS"]) / 1024, "peak": int(kb["VmHWM"]) / 1024, "pss": int(kb["Pss"]) / 1024})
+    return out
 
 
 def stop_server(server: subprocess.Popen) -> None:
@@ -534,12 +552,16 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
             return 0
         engine, rows, samples = measure(args, url, index_path, queries)
+        memory = worker_memory(server.pid)
     finally:
         stop_server(server)
     print(line(engine, None))
     for row in rows:
         print(line(row, engine))
     errors = sum(r.errors for r in rows)
+    if memory:
+        print(f"worker memory, largest of {len(memory)}: RSS {max(m['rss'] for m in memory):.0f} MB "
+              f"(peak {max(m['peak'] for m in memory):.0f} MB), PSS {max(m['pss'] for m in memory):.0f} MB", flush=True)
     print(f"errors: {errors}; load average at the end {os.getloadavg()[0]:.1f}", flush=True)
     for sample in samples[:5]:
         print(f"  e.g. {sample}")
@@ -552,6 +574,7 @@ def main(argv: list[str] | None = None) -> int:
             "threads": args.threads,
             "cpus": os.cpu_count(),
             "rows": [engine.as_dict(), *(r.as_dict() for r in rows)],
+            "worker_memory_mb": memory,
         }
         args.json.write_text(json.dumps(payload, indent=2))
     if errors:

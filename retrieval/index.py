@@ -91,10 +91,10 @@ class Index:
         return self._catalog
 
     def vectors(self) -> Vectors:
-        """All chunk vectors, row i belonging to catalog position i.
+        """All chunk vectors as int8 codes (retrieval/vectors.py), row i belonging to catalog position i.
 
-        Exact search over an in-memory matrix costs a few ms at 100k chunks and loses no recall
-        under filters, which an ANN index with a post-filter would.
+        Scanning them costs a few ms at 100k chunks and loses no recall under filters, which an
+        ANN index with a post-filter would.
         """
         if self._vectors is None:
             catalog = self.catalog()
@@ -105,8 +105,8 @@ class Index:
         return self._vectors
 
     def _load_vectors(self, catalog: Catalog) -> Vectors:
-        """Streams the vector column into preallocated int8 codes in catalog order, so loading
-        needs the codes plus one batch of float32 rather than the whole column."""
+        """Streams the float32 vector column into preallocated int8 codes in catalog order, so the
+        column is never held whole."""
         dims = int(self.metadata.embedding["dimensions"]) if self.metadata.embedding else 0
         vectors = Vectors.empty(len(catalog), dims)
         reader = self.chunks.search().with_row_id(True).select(["vector"]).limit(None).to_batches()

