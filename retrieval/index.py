@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 
 import lancedb
@@ -22,14 +23,15 @@ from .catalog import CATALOG_COLUMNS, Catalog
 from .errors import IndexUnavailable
 from .memory import release_unused_memory
 from .metadata import BuildMetadata, read_metadata
+from .texts import CompressedTexts, compress_texts
 from .vectors import Vectors
 
 MASK_CACHE_SIZE = 64
-# Chunk text up to this many characters is held in memory, saving a LanceDB read (about 2 ms)
-# per search page; larger corpora read the page's chunks from the table. The Kubernetes and
-# Python docs (7-10 MB) fit; 101k chunks of PowerShell docs (100 MB) would push a serving
-# process past its 500 MB budget, so they are read per page.
+# Chunk text up to this many characters is held as plain strings (the Kubernetes and Python
+# docs: 7-10 MB); larger corpora hold it compressed, 3.4x smaller at 124.5k chunks, at about
+# 30 us per hit to decompress.
 CONTENT_IN_MEMORY_CHARS = 64 * 1024 * 1024
+READ_CHUNKS = 8192
 
 
 class Index:
@@ -47,7 +49,7 @@ class Index:
         self._vectors: Vectors | None = None
         self._catalog: Catalog | None = None
         self._async_chunks = None
-        self._content = None  # pa.Array by catalog position, False when too large to hold
+        self._content: pa.Array | CompressedTexts | None = None
         self._masks: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @property
@@ -79,15 +81,9 @@ class Index:
         return self._async_chunks
 
     def catalog(self) -> Catalog:
-        """Light columns of every chunk by position (see retrieval/catalog.py), loaded on first use."""
+        """Light columns of every chunk by position (see retrieval/catalog.py)."""
         if self._catalog is None:
-            with self._lock:
-                if self._catalog is None:
-                    columns = [*CATALOG_COLUMNS, *self.taxonomy_columns]
-                    table = self.chunks.search().with_row_id(True).select(columns).limit(None).to_arrow()
-                    self._catalog = Catalog.from_arrow(table)
-                    del table
-                    release_unused_memory()
+            self._load()
         return self._catalog
 
     def vectors(self) -> Vectors:
@@ -97,12 +93,30 @@ class Index:
         ANN index with a post-filter would.
         """
         if self._vectors is None:
-            catalog = self.catalog()
-            with self._lock:
-                if self._vectors is None:
-                    self._vectors = self._load_vectors(catalog)
-                    release_unused_memory()
+            self._load()
         return self._vectors
+
+    def _load(self) -> None:
+        """Loads what a search holds in memory, on first use: the catalog, then the vectors,
+        then the chunk text.
+
+        All at once and in that order because each load decodes through 80-200 MB of Lance
+        buffers that are freed afterwards: taking the largest of them while the process is
+        smallest kept a 124.5k-chunk serving process's peak at about 450 MB, where loading on
+        demand (the model before the vectors, the text last) reached 530 MB.
+        """
+        table = self.async_chunks()
+        with self._lock:
+            if self._catalog is not None:
+                return
+            columns = [*CATALOG_COLUMNS, *self.taxonomy_columns]
+            catalog = Catalog.from_arrow(self.chunks.search().with_row_id(True).select(columns).limit(None).to_arrow())
+            release_unused_memory()
+            vectors = self._load_vectors(catalog) if self.has_vectors else Vectors.empty(len(catalog), 0)
+            release_unused_memory()
+            self._content = self._load_texts(catalog, table)
+            release_unused_memory()
+            self._catalog, self._vectors = catalog, vectors
 
     def _load_vectors(self, catalog: Catalog) -> Vectors:
         """Streams the float32 vector column into preallocated int8 codes in catalog order, so the
@@ -146,42 +160,38 @@ class Index:
                 self._masks.popitem(last=False)
         return mask
 
-    def _content_column(self):
-        if self._content is None:
-            catalog = self.catalog()
-            with self._lock:
-                if self._content is None:
-                    sizes = self.documents.search().select(["size"]).limit(None).to_arrow()["size"]
-                    if (pc.sum(sizes).as_py() or 0) > self.content_in_memory_chars:
-                        self._content = False
-                    else:
-                        table = self.chunks.search().with_row_id(True).select(["content"]).limit(None).to_arrow()
-                        order = np.argsort(catalog.positions(table["_rowid"].to_numpy()), kind="stable")
-                        column = table["content"]
-                        if not np.array_equal(order, np.arange(len(order))):
-                            column = column.take(pa.array(order))
-                        self._content = column.combine_chunks()
-                        del table, column
-                        release_unused_memory()
-        return self._content
+    def _load_texts(self, catalog: Catalog, table) -> pa.Array | CompressedTexts:
+        """Every chunk's text by catalog position: plain when the corpus is small, compressed
+        blocks (retrieval/texts.py) above `content_in_memory_chars`."""
+        sizes = self.documents.search().select(["size"]).limit(None).to_arrow()["size"]
+        if (pc.sum(sizes).as_py() or 0) > self.content_in_memory_chars:
+            return compress_texts(self._read_texts(catalog, table))
+        pieces = list(self._read_texts(catalog, table))
+        return pa.concat_arrays(pieces) if pieces else pa.array([], pa.string())
+
+    def _read_texts(self, catalog: Catalog, table) -> Iterator[pa.Array]:
+        """Chunk text in catalog order, READ_CHUNKS rows at a time, so the column is never held whole."""
+        for start in range(0, len(catalog), READ_CHUNKS):
+            rowids = catalog.rowids[start:start + READ_CHUNKS].tolist()
+
+            async def _take(rowids=rowids):
+                return await table.take_row_ids(rowids).select(["content"]).with_row_id().to_arrow()
+
+            found = LOOP.run(_take())
+            if found.num_rows != len(rowids):
+                raise IndexUnavailable(f"index at {self.path}: {len(rowids) - found.num_rows} chunks have no text row")
+            order = np.argsort(found["_rowid"].to_numpy())  # catalog positions ascend with row IDs
+            yield found["content"].combine_chunks().take(pa.array(order))
 
     def contents(self, positions: list[int]) -> list[str]:
         """Chunk markdown for the given catalog positions, in that order."""
         if not positions:
             return []
-        column = self._content_column()
-        if column is not False:
-            return column.take(pa.array(positions, pa.int64())).to_pylist()
-        catalog = self.catalog()
-        rowids = [int(catalog.rowids[p]) for p in positions]
-        table = self.async_chunks()
-
-        async def _take():
-            return await table.take_row_ids(rowids).select(["content"]).with_row_id().to_arrow()
-
-        found = LOOP.run(_take())
-        by_rowid = dict(zip(found["_rowid"].to_pylist(), found["content"].to_pylist(), strict=True))
-        return [by_rowid[r] for r in rowids]
+        self.catalog()
+        texts = self._content
+        if isinstance(texts, CompressedTexts):
+            return texts.get(positions)
+        return texts.take(pa.array(positions, pa.int64())).to_pylist()
 
 
 class IndexCache:

@@ -306,8 +306,13 @@ def test_local_graph_looks_up_int8_rows_and_embeds_as_the_shipped_graph_does(mon
     looked_up = {node.input[0] for node in graph.node if node.op_type == "Gather" and node.input[0] in int8}
     assert looked_up == {"inner.embeddings.word_embeddings.weight_q", "inner.embeddings.position_embeddings.weight_q"}
     # The dequantised tables are no longer computed, so onnxruntime has nothing to fold into float32.
-    outputs = {out for node in graph.node for out in node.output}
-    assert "inner.embeddings.word_embeddings.weight" not in outputs
+    producers = {out: node for node in graph.node for out in node.output}
+    assert "inner.embeddings.word_embeddings.weight" not in producers
+    # Linear layers multiply by the int8 weights cast to float and scale the product afterwards.
+    weights = [producers.get(node.input[1]) for node in graph.node if node.op_type == "MatMul"]
+    assert sum(1 for w in weights if w is not None and w.op_type == "Cast" and w.input[0] in int8) == 36
+    assert not any(w is not None and w.op_type == "Mul" and producers.get(w.input[0]) is not None
+                   and producers[w.input[0]].op_type == "Cast" for w in weights)
 
     provider = get_provider("local")
     texts = ["How do I retry failed requests?", "Set-ExecutionPolicy -Scope CurrentUser", "a " * 300]

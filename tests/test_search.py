@@ -356,15 +356,18 @@ def test_vector_leg_under_a_mask_equals_brute_force(layout):
     assert got.tolist() == expected.tolist()
 
 
-def test_hits_are_the_same_whether_chunk_text_is_in_memory_or_read_per_page(handwritten_index, hash_embedder):  # noqa: F811
+def test_hits_are_the_same_whether_chunk_text_is_held_plain_or_compressed(handwritten_index, hash_embedder):  # noqa: F811
     from retrieval.index import Index
+    from retrieval.texts import CompressedTexts
 
-    reading = Index(handwritten_index.path, content_in_memory_chars=0)
+    compressed = Index(handwritten_index.path, content_in_memory_chars=0)
     for query, filters, _ in RANKINGS[:5]:
-        held = run(handwritten_index, query, filters, hash_embedder, limit=50).hits
-        read = run(reading, query, filters, hash_embedder, limit=50).hits
-        assert [(h.chunk_id, h.content, h.snippet) for h in read] == [(h.chunk_id, h.content, h.snippet) for h in held]
-    assert reading._content is False and handwritten_index._content is not False
+        plain = run(handwritten_index, query, filters, hash_embedder, limit=50).hits
+        hits = run(compressed, query, filters, hash_embedder, limit=50).hits
+        assert [(h.chunk_id, h.content, h.snippet) for h in hits] == [(h.chunk_id, h.content, h.snippet) for h in plain]
+    assert isinstance(compressed._content, CompressedTexts) and not isinstance(handwritten_index._content, CompressedTexts)
+    every = list(range(len(compressed.catalog())))
+    assert compressed.contents(every[::-1]) == handwritten_index.contents(every[::-1])
 
 
 def _break_legs(monkeypatch, names):

@@ -85,6 +85,7 @@ def _load_runtime() -> _Runtime:
     options.intra_op_num_threads = os.cpu_count() or 1
     options.inter_op_num_threads = 1
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     # From a file, not bytes: an InferenceSession keeps the bytes it was given (21 MB) alive.
     with tempfile.TemporaryDirectory(prefix="docsmcp-minilm-") as tmp:
         rewritten = Path(tmp) / "model.onnx"

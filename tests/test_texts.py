@@ -1,0 +1,29 @@
+"""Compressed chunk text: every text comes back exactly, across block boundaries and in any order."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from retrieval.texts import BLOCK_CHUNKS, compress_texts
+
+
+def test_texts_come_back_exactly_in_the_order_asked():
+    texts = [f"## Section {i}\n\nbody {'é' * (i % 7)} `code_{i}`" for i in range(3 * BLOCK_CHUNKS + 5)]
+    texts[4] = ""
+    # Batches whose sizes do not line up with the blocks, as a table scan delivers them.
+    stored = compress_texts([pa.array(texts[:7]), pa.array(texts[7:40]), pa.array(texts[40:])])
+    assert len(stored) == len(texts) and len(stored.blocks) == 4
+    order = [len(texts) - 1, 0, BLOCK_CHUNKS, BLOCK_CHUNKS - 1, 4, 17, 17]
+    assert stored.get(order) == [texts[i] for i in order]
+    assert stored.get(list(range(len(texts)))) == texts
+
+
+def test_repetitive_text_takes_less_memory_than_plain():
+    texts = [f"## Parameters\n\n-Name <String> Specifies the name of item {i}. " * 10 for i in range(200)]
+    stored = compress_texts([pa.array(texts)])
+    assert stored.compressed_bytes * 3 < sum(len(t) for t in texts)
+
+
+def test_no_texts():
+    stored = compress_texts([])
+    assert len(stored) == 0 and stored.get([]) == []
