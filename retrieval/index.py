@@ -34,6 +34,17 @@ CONTENT_IN_MEMORY_CHARS = 64 * 1024 * 1024
 READ_CHUNKS = 8192
 
 
+class _OutOfOrder(Exception):
+    """A table scan returned chunks out of catalog (row ID) order."""
+
+
+def _held(columns: Iterator[pa.Array], compressed: bool) -> pa.Array | CompressedTexts:
+    if compressed:
+        return compress_texts(columns)
+    pieces = list(columns)
+    return pa.concat_arrays(pieces) if pieces else pa.array([], pa.string())
+
+
 class Index:
     def __init__(self, path: Path, content_in_memory_chars: int = CONTENT_IN_MEMORY_CHARS):
         self.path = Path(path)
@@ -162,14 +173,31 @@ class Index:
 
     def _load_texts(self, catalog: Catalog, table) -> pa.Array | CompressedTexts:
         """Every chunk's text by catalog position: plain when the corpus is small, compressed
-        blocks (retrieval/texts.py) above `content_in_memory_chars`."""
-        sizes = self.documents.search().select(["size"]).limit(None).to_arrow()["size"]
-        if (pc.sum(sizes).as_py() or 0) > self.content_in_memory_chars:
-            return compress_texts(self._read_texts(catalog, table))
-        pieces = list(self._read_texts(catalog, table))
-        return pa.concat_arrays(pieces) if pieces else pa.array([], pa.string())
+        blocks (retrieval/texts.py) above `content_in_memory_chars`.
 
-    def _read_texts(self, catalog: Catalog, table) -> Iterator[pa.Array]:
+        Read by a table scan, which at 124.5k chunks leaves 25 MB less behind than reading by row
+        ID; the scan is in catalog order unless the table's fragments were reordered (compaction),
+        and then the text is read by row ID instead.
+        """
+        sizes = self.documents.search().select(["size"]).limit(None).to_arrow()["size"]
+        compressed = (pc.sum(sizes).as_py() or 0) > self.content_in_memory_chars
+        try:
+            return _held(self._scanned_texts(catalog), compressed)
+        except _OutOfOrder:
+            return _held(self._taken_texts(catalog, table), compressed)
+
+    def _scanned_texts(self, catalog: Catalog) -> Iterator[pa.Array]:
+        expected = 0
+        for batch in self.chunks.search().with_row_id(True).select(["content"]).limit(None).to_batches():
+            positions = catalog.positions(batch.column("_rowid").to_numpy())
+            if not np.array_equal(positions, np.arange(expected, expected + len(positions))):
+                raise _OutOfOrder
+            expected += len(positions)
+            yield batch.column("content")
+        if expected != len(catalog):
+            raise _OutOfOrder
+
+    def _taken_texts(self, catalog: Catalog, table) -> Iterator[pa.Array]:
         """Chunk text in catalog order, READ_CHUNKS rows at a time, so the column is never held whole."""
         for start in range(0, len(catalog), READ_CHUNKS):
             rowids = catalog.rowids[start:start + READ_CHUNKS].tolist()

@@ -25,8 +25,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import openai
-
 from .embeddings.openai_api import MAX_BACKOFF, _is_retryable_status, _retry_after, _server_message
 from .errors import ConfigError, RetrievalError
 from .fix_base import (
@@ -174,6 +172,8 @@ class LLMFixer:
         if not api_key:
             raise LLMFixError("the LLM fixer needs an API key: set OPENAI_API_KEY (any non-empty value for a "
                               "local server that ignores it)")
+        import openai  # on use: a web worker that never calls the API need not hold its 14 MB
+
         self._client = openai.OpenAI(base_url=base_url or None, api_key=api_key, max_retries=0, timeout=timeout)
         self.base_url = str(self._client.base_url)
         self.model = model
@@ -183,6 +183,8 @@ class LLMFixer:
 
     def complete(self, outline: dict) -> str:
         """The answer's text; raises LLMFixError when the endpoint fails or the answer is incomplete."""
+        import openai
+
         messages = [{"role": "system", "content": SYSTEM_PROMPT},
                     {"role": "user", "content": json.dumps(outline, ensure_ascii=False, separators=(",", ":"))}]
         attempt = 0

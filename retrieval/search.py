@@ -144,6 +144,9 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
          embedder: EmbeddingProvider | None = None, query_vector: np.ndarray | None = None,
          vector_floor: float | None = None) -> Ranking:
     """Runs the legs and fuses them; no paging, no hit dressing (benchmarks time this alone)."""
+    # A first search loads the index before the embedding model: the index's loads peak highest
+    # and are best taken while the process is small (see Index._load).
+    index.catalog()
     queries = lexical_queries(query, legs)
     pending = LOOP.submit(gather_lexical(index.async_chunks(), queries, plan.where, depth)) if queries else None
     results: list[LegResult] = []

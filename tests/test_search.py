@@ -400,3 +400,20 @@ def test_search_fails_when_every_leg_fails(handwritten_fts_index, monkeypatch): 
     _break_legs(monkeypatch, ["text", "ident"])
     with pytest.raises(IndexUnavailable, match="every search leg failed"):
         run(handwritten_fts_index, "max_connections")
+
+
+def test_chunk_text_is_read_by_row_id_when_a_scan_comes_back_out_of_order(handwritten_index, monkeypatch):  # noqa: F811
+    from retrieval import index as index_module
+
+    scanned = index_module.Index._scanned_texts
+
+    def reordered(self, catalog):
+        batches = scanned(self, catalog)
+        yield next(batches)
+        raise index_module._OutOfOrder
+
+    monkeypatch.setattr(index_module.Index, "_scanned_texts", reordered)
+    for limit in (0, 10**9):  # compressed, and plain
+        fallback = index_module.Index(handwritten_index.path, content_in_memory_chars=limit)
+        every = list(range(len(fallback.catalog())))
+        assert fallback.contents(every) == handwritten_index.contents(every)

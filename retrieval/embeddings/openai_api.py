@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import numpy as np
-import openai
 
 from retrieval.errors import EmbeddingError
 
@@ -86,6 +85,8 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
             )
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         # The SDK's own retries are off: ours honour Retry-After per batch and report in our error types.
+        import openai  # on use: a web worker that never calls the API need not hold its 14 MB
+
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
         self.base_url = str(self._client.base_url)
         self.model = model
@@ -158,6 +159,8 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
             )
 
     def _call_with_retries(self, options: dict[str, object]):
+        import openai
+
         attempt = 0
         while True:
             try:
