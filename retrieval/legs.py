@@ -136,8 +136,9 @@ def vector_leg(index: Index, query_vector: np.ndarray, mask: np.ndarray | None, 
     """Top `depth` positions by cosine (rows and query are unit vectors), best first.
 
     A scan of the rows the filter allows rather than an ANN index, so a selective filter still
-    yields its true nearest neighbours (at int8 precision, retrieval/vectors.py). Rows below `floor` are left
-    out: they would put unrelated chunks into every result list and hide zero-result hints.
+    yields its true nearest neighbours (at int8 precision, retrieval/vectors.py). Rows below
+    `floor` are left out: they would put unrelated chunks into every result list and hide
+    zero-result hints.
     Ties go to the lower position, so the order is deterministic.
     """
     vectors = index.vectors()

@@ -53,8 +53,8 @@ class Vectors:
         positions = np.asarray(positions, dtype=np.int64)
         return self.codes[positions].astype(np.float32) * self.scales[positions, None]
 
-    def dots(self, query: np.ndarray, rows: slice | np.ndarray | None = None) -> np.ndarray:
-        """Dot products of `query` with every row (or the given rows), as float32.
+    def dots(self, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Dot products of `query` with every row (or the rows at the given positions), as float32.
 
         For unit vectors these are the cosines. Single-threaded like the rest of a search: a
         server runs one search per request thread.

@@ -43,14 +43,12 @@ def test_the_nearest_row_of_a_perturbed_query_is_still_first():
         assert int(np.argmax(vectors.dots(query))) == row
 
 
-def test_dots_over_a_slice_or_positions_equal_those_entries_of_the_full_scan():
+def test_dots_at_positions_equal_those_entries_of_the_full_scan():
     vectors = _vectors(_unit_rows(300, 32))
     query = _unit_rows(1, 32, seed=9)[0]
-    full = vectors.dots(query)
-    assert np.array_equal(vectors.dots(query, slice(40, 90)), full[40:90])
     positions = np.array([299, 0, 17])
-    assert np.array_equal(vectors.dots(query, positions), full[positions])
-    assert vectors.dots(query, slice(5, 5)).shape == (0,)
+    assert np.array_equal(vectors.dots(query, positions), vectors.dots(query)[positions])
+    assert vectors.dots(query, np.empty(0, np.int64)).shape == (0,)
 
 
 def test_a_zero_vector_scores_zero_not_nan():

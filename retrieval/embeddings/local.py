@@ -87,11 +87,15 @@ def _load_runtime() -> _Runtime:
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     # From a file, not bytes: an InferenceSession keeps the bytes it was given (21 MB) alive.
-    with tempfile.TemporaryDirectory(prefix="docsmcp-minilm-") as tmp:
-        rewritten = Path(tmp) / "model.onnx"
-        rewritten.write_bytes(rewritten_model(model_path))
-        session = onnxruntime.InferenceSession(str(rewritten), options, providers=["CPUExecutionProvider"])
-    # Graph optimisation folds the int8 weights into float32 through temporaries, freed but kept.
+    try:
+        with tempfile.TemporaryDirectory(prefix="docsmcp-minilm-") as tmp:
+            rewritten = Path(tmp) / "model.onnx"
+            rewritten.write_bytes(rewritten_model(model_path))
+            session = onnxruntime.InferenceSession(str(rewritten), options, providers=["CPUExecutionProvider"])
+    except OSError as exc:
+        raise EmbeddingError(f"cannot stage the MiniLM model in a temporary directory ({exc}); "
+                             "point TMPDIR at a writable directory with 25 MB free") from exc
+    # Graph optimisation folds the weights through temporaries; the allocator keeps them until trimmed.
     release_unused_memory()
     return _Runtime(session=session, tokenizer=tokenizer)
 
