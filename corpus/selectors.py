@@ -92,7 +92,7 @@ def _default_corpus_name() -> str:
 def active_index(name: str | None = None) -> Index:
     """The active index of a corpus (default corpus when name is None), opened once per process."""
     corpus_name = name or _default_corpus_name()
-    return INDEXES.get(Path(_active_path(corpus_name)))
+    return INDEXES.get(Path(_active_path(corpus_name)), slot=corpus_name)
 
 
 @lru_cache(maxsize=8)

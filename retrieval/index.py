@@ -1,8 +1,8 @@
 """An opened build: its metadata and LanceDB tables, held once per process.
 
-`IndexCache` keeps the index of each build directory open; when a corpus's active build
-changes, the caller asks for the new path and gets a freshly opened index while requests
-still holding the old object finish on it (builds are immutable, so nothing breaks).
+`IndexCache` keeps one opened index per corpus; when a corpus's active build changes, the
+caller asks for the new path and gets a freshly opened index while requests still holding the
+old object finish on it (builds are immutable, so nothing breaks).
 """
 
 from __future__ import annotations
@@ -223,25 +223,33 @@ class Index:
 
 
 class IndexCache:
-    """Process-wide cache of opened indexes keyed by build directory."""
+    """Process-wide cache of opened indexes, one per slot (a corpus name; the build directory
+    when none is given).
+
+    Opening a corpus's new build drops its previous one from the cache, so that index's memory
+    (about 300 MB at 124.5k chunks with vectors) goes as soon as the requests still holding it
+    finish, instead of staying until `max_open` other builds push it out.
+    """
 
     def __init__(self, max_open: int = 8):
         self._lock = threading.Lock()
-        self._open: dict[Path, Index] = {}
+        self._open: dict[str, Index] = {}
         self.max_open = max_open
 
-    def get(self, path: Path) -> Index:
+    def get(self, path: Path, slot: str | None = None) -> Index:
         path = Path(path)
-        index = self._open.get(path)
-        if index is not None:
+        key = slot if slot is not None else str(path)
+        index = self._open.get(key)
+        if index is not None and index.path == path:
             return index
         with self._lock:
-            index = self._open.get(path)
-            if index is None:
+            index = self._open.get(key)
+            if index is None or index.path != path:
                 index = Index(path)
+                self._open.pop(key, None)
                 if len(self._open) >= self.max_open:
                     self._open.pop(next(iter(self._open)))
-                self._open[path] = index
+                self._open[key] = index
         return index
 
     def clear(self) -> None:

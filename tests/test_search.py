@@ -417,3 +417,26 @@ def test_chunk_text_is_read_by_row_id_when_a_scan_comes_back_out_of_order(handwr
         fallback = index_module.Index(handwritten_index.path, content_in_memory_chars=limit)
         every = list(range(len(fallback.catalog())))
         assert fallback.contents(every) == handwritten_index.contents(every)
+
+
+def test_a_corpus_new_build_replaces_its_previous_index_in_the_cache(handwritten_index, tmp_path):  # noqa: F811
+    import gc
+    import shutil
+    import weakref
+
+    from retrieval.index import IndexCache
+
+    rebuilt = tmp_path / "rebuilt"
+    shutil.copytree(handwritten_index.path, rebuilt)
+    cache = IndexCache()
+    first = cache.get(handwritten_index.path, slot="docs")
+    assert cache.get(handwritten_index.path, slot="docs") is first
+    other_corpus = cache.get(rebuilt, slot="other")
+    second = cache.get(rebuilt, slot="docs")
+    assert second is not first and second is not other_corpus and second.path == rebuilt
+    first.catalog()
+    released = weakref.ref(first)
+    del first
+    gc.collect()
+    assert released() is None  # nothing but in-flight requests keeps the old build's memory
+    assert cache.get(rebuilt, slot="other") is other_corpus
