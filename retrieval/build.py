@@ -449,11 +449,7 @@ def _index_appended_rows(table) -> None:
     `optimize()` always merges, hence the Lance dataset API.
     """
     segments = _index_state(table)[1]
-    dataset = table.to_lance()
-    if segments < MAX_INDEX_SEGMENTS:
-        dataset.optimize.optimize_indices(num_indices_to_merge=0)
-    else:
-        dataset.optimize.optimize_indices(num_indices_to_merge=segments)
+    table.to_lance().optimize.optimize_indices(num_indices_to_merge=0 if segments < MAX_INDEX_SEGMENTS else segments)
     table.checkout_latest()
 
 

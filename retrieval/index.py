@@ -215,7 +215,8 @@ class Index:
         """Chunk markdown for the given catalog positions, in that order."""
         if not positions:
             return []
-        self.catalog()
+        if self._content is None:
+            self._load()
         texts = self._content
         if isinstance(texts, CompressedTexts):
             return texts.get(positions)

@@ -26,10 +26,6 @@ class CompressedTexts:
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
-    @property
-    def compressed_bytes(self) -> int:
-        return sum(len(block) for block in self.blocks)
-
     def get(self, positions: list[int]) -> list[str]:
         """The texts of the given positions, in that order."""
         decoded: dict[int, bytes] = {}

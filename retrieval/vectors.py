@@ -41,9 +41,6 @@ class Vectors:
     def put(self, positions: np.ndarray, rows: np.ndarray) -> None:
         self.codes[positions], self.scales[positions] = quantize(rows)
 
-    def __len__(self) -> int:
-        return len(self.codes)
-
     @property
     def dims(self) -> int:
         return self.codes.shape[1]

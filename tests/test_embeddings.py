@@ -250,17 +250,23 @@ def test_local_truncates_long_text():
     np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)
 
 
-def test_local_sorts_by_length_and_pads_per_batch(monkeypatch):
+def _record_batch_shapes(monkeypatch) -> list[tuple[int, int]]:
+    """The real session, recording the (rows, tokens) shape of every batch it is given."""
     real = local_module.runtime()
-    widths: list[tuple[int, int]] = []
+    shapes: list[tuple[int, int]] = []
 
     class RecordingSession:
         def run(self, outputs, feeds):
-            widths.append(feeds["input_ids"].shape)
+            shapes.append(feeds["input_ids"].shape)
             assert feeds["input_ids"].dtype == np.int64
             return real.session.run(outputs, feeds)
 
     monkeypatch.setattr(local_module, "_runtime", local_module._Runtime(RecordingSession(), real.tokenizer))
+    return shapes
+
+
+def test_local_sorts_by_length_and_pads_per_batch(monkeypatch):
+    widths = _record_batch_shapes(monkeypatch)
     texts = [" ".join(["word"] * n) for n in (3, 300, 9, 1, 40, 12, 2, 70, 5, 6)]
     provider = get_provider("local")
     provider.batch_size = 4
@@ -274,15 +280,7 @@ def test_local_sorts_by_length_and_pads_per_batch(monkeypatch):
 
 
 def test_local_batches_hold_at_most_a_token_budget_and_embed_as_texts_alone_do(monkeypatch):
-    real = local_module.runtime()
-    shapes: list[tuple[int, int]] = []
-
-    class RecordingSession:
-        def run(self, outputs, feeds):
-            shapes.append(feeds["input_ids"].shape)
-            return real.session.run(outputs, feeds)
-
-    monkeypatch.setattr(local_module, "_runtime", local_module._Runtime(RecordingSession(), real.tokenizer))
+    shapes = _record_batch_shapes(monkeypatch)
     texts = [" ".join([f"term{i}"] * 300) for i in range(12)] + [f"short text {i}" for i in range(40)]
     provider = get_provider("local")
     together = provider.embed(texts)
