@@ -28,8 +28,8 @@ os.environ.setdefault("LANCE_LOG", "error")
 
 def _one(args: argparse.Namespace) -> None:
     """Child process: one build, JSON result on stdout."""
-    from retrieval.build import BuildRequest, build_index
     from retrieval.embeddings import get_provider
+    from retrieval.ingest.build import BuildRequest, build_index
 
     name = args.provider[0]
     provider = None if name == "none" else get_provider(name)

@@ -164,9 +164,10 @@ def main(argv=None) -> int:
         django.setup()
         from django.core.management import call_command
 
+        from corpus.execution import build_execute
         from corpus.models import BuildRun
         from corpus.progress import StageBars
-        from corpus.services import build_execute, build_request, corpus_create
+        from corpus.services import build_request, corpus_create
         from evals.services import eval_run, suite_import
 
         call_command("migrate", verbosity=0)

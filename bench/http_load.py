@@ -11,7 +11,7 @@ What it does, in order:
    under `--index-root DIR/<name>/builds/` made with the same embedding provider, and activates it.
 3. Starts `manage.py serve --workers N` (gunicorn) on a free port with the rate limit off
    (`MCP_RATE_LIMIT_PER_MINUTE=0`); its log goes to `server.log` in the temporary directory.
-4. Warms every worker up. Then, per trial: times the engine alone (`retrieval.search.search()` in
+4. Warms every worker up. Then, per trial: times the engine alone (`retrieval.search.engine.search()` in
    this process, one query at a time, `--requests` calls), and for each concurrency C runs
    `--requests` `tools/call search_docs` calls from C threads, each with its own keep-alive
    `httpx.Client` that did the `initialize` handshake (protocol 2025-06-18) first. Latency is the
@@ -143,7 +143,7 @@ def configure_django(workdir: Path, index_root: Path, name: str) -> dict[str, st
 
 def _reusable_build(index_root: Path, name: str, provider: str) -> Path | None:
     from retrieval.errors import IndexUnavailable
-    from retrieval.metadata import read_metadata
+    from retrieval.ingest.metadata import read_metadata
 
     candidates = sorted(
         (index_root / name / "builds").glob("*/metadata.json"), key=lambda p: p.stat().st_mtime
@@ -163,10 +163,11 @@ def prepare_index(corpus: Path, name: str, provider: str, index_root: Path) -> P
     """Migrate the fresh database; register and activate a reused build, or build one."""
     from django.core.management import call_command
 
+    from corpus.execution import build_activate
     from corpus.models import BuildRun
     from corpus.selectors import corpus_get
-    from corpus.services import build_activate, corpus_create
-    from retrieval.metadata import read_metadata
+    from corpus.services import corpus_create
+    from retrieval.ingest.metadata import read_metadata
 
     call_command("migrate", verbosity=0)
     reused = _reusable_build(index_root, name, provider)
@@ -314,7 +315,7 @@ def load_queries(path: Path, taxonomy: dict) -> list[dict]:
 
 def engine_row(index_path: Path, queries: list[dict], requests: int, limit: int) -> Row:
     from corpus.selectors import active_index, cursor_secret, query_embedder
-    from retrieval.search import SearchRequest, search
+    from retrieval.search.engine import SearchRequest, search
 
     index = active_index()
     assert index.path.resolve() == index_path.resolve(), (index.path, index_path)

@@ -51,8 +51,8 @@ def parse_filters(items: list[str]) -> dict[str, str]:
 
 def build_child(corpus: Path, out: Path, provider: str) -> None:
     """Runs in the child process: builds with a progress bar per stage."""
-    from retrieval.build import BuildRequest, build_index
     from retrieval.embeddings import get_provider
+    from retrieval.ingest.build import BuildRequest, build_index
 
     bars: dict[str, tqdm] = {}
 
@@ -148,10 +148,10 @@ def rss_mb() -> tuple[float, float]:
 
 
 def bench(args) -> dict:
-    from retrieval.filters import plan_filters
-    from retrieval.index import Index
-    from retrieval.legs import lexical_queries
-    from retrieval.search import SearchRequest, rank, search
+    from retrieval.search.engine import SearchRequest, rank, search
+    from retrieval.search.filters import plan_filters
+    from retrieval.search.index import Index
+    from retrieval.search.legs import lexical_queries
 
     path = ensure_index(args)
     started = time.perf_counter()

@@ -5,8 +5,9 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from .errors import CorpusError
+from .execution import build_activate, builds_prune
 from .models import BuildRun, Corpus, FixProposal, TaxonomyKey
-from .services import build_activate, build_cancel, build_start, builds_prune
+from .services import build_cancel, build_start
 
 
 def _dispatch(request, corpora, kind: str) -> None:

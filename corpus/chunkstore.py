@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from retrieval.chunkstore import ChunkStore, StoredChunk, as_vector
+from retrieval.chunkstore.store import ChunkStore, StoredChunk, as_vector
 from retrieval.embeddings import get_provider
 from retrieval.embeddings.base import EmbeddingProvider
 from retrieval.errors import EmbeddingMismatch, InvalidArgument

@@ -23,11 +23,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from retrieval.errors import ConfigError
-from retrieval.fix_apply import UnsafeTarget, atomic_write, current_hash, resolve_target
-from retrieval.fix_base import ProposedFix, Thresholds
-from retrieval.fix_preview import Preview, preview_change
-from retrieval.fixes import analyse_corpus, heuristic_fixes
-from retrieval.llm_fixer import LLMFixer, LLMFixError, llm_candidates
+from retrieval.fixes.apply import UnsafeTarget, atomic_write, current_hash, resolve_target
+from retrieval.fixes.base import ProposedFix, Thresholds
+from retrieval.fixes.heuristics import analyse_corpus, heuristic_fixes
+from retrieval.fixes.llm import LLMFixer, LLMFixError, llm_candidates
+from retrieval.fixes.preview import Preview, preview_change
 
 from .errors import FixError, UnsafeFixTarget
 from .models import Corpus, FixDecision, FixProposal

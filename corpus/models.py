@@ -15,7 +15,7 @@ class Corpus(models.Model):
     source_dir = models.CharField(max_length=1000, blank=True)
     description = models.TextField(blank=True)
     version = models.CharField(max_length=100, blank=True)
-    aliases = models.JSONField(default=list, blank=True, help_text="Other names clients may use (seed 002 aliases).")
+    aliases = models.JSONField(default=list, blank=True, help_text="Other names clients may use for this corpus (e.g. a collection name).")
     settings = models.JSONField(default=dict, blank=True,
                                 help_text='e.g. {"embedding_provider": "local", "keep_builds": 3}')
     active_build = models.ForeignKey("BuildRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")

@@ -13,10 +13,11 @@ from django.conf import settings
 
 from retrieval.embeddings import check_compatible
 from retrieval.embeddings.base import EmbeddingProvider, EmbeddingSpec
-from retrieval.index import INDEXES, Index
+from retrieval.search.index import INDEXES, Index
 
 from .errors import CorpusNotFound, NoActiveBuild
 from .models import BuildRun, Corpus
+from .providers import cached_provider
 
 POINTER_TTL = 1.0  # seconds a worker trusts its cached active-build pointer
 _pointers: dict[str, tuple[float, str]] = {}
@@ -95,21 +96,12 @@ def active_index(name: str | None = None) -> Index:
     return INDEXES.get(Path(_active_path(corpus_name)), slot=corpus_name)
 
 
-@lru_cache(maxsize=8)
-def _provider(provider: str, model: str, dimensions: int, corpus_name: str) -> EmbeddingProvider:
-    """Built with the corpus's `embedding_options`, as the build was; a rebuild with other options changes
-    the spec, hence the cache key, so a cached provider never outlives the index it matches."""
-    from .services import provider_for
-
-    return provider_for(provider, Corpus.objects.filter(name=corpus_name).first())
-
-
 def query_embedder(index: Index) -> EmbeddingProvider | None:
     """The provider that embeds queries for this index, or None for an FTS-only index."""
     spec = index.metadata.embedding
     if not spec:
         return None
-    embedder = _provider(spec["provider"], spec["model"], int(spec["dimensions"]), index.metadata.corpus)
+    embedder = cached_provider(spec["provider"], spec["model"], int(spec["dimensions"]), index.metadata.corpus)
     check_compatible(EmbeddingSpec.from_dict(spec), embedder)
     return embedder
 

@@ -1,7 +1,8 @@
 from celery import shared_task
 
+from .execution import build_execute
+from .fixes import fix_scan_report
 from .models import BuildRun, Corpus
-from .services import build_execute
 
 
 @shared_task(name="corpus.run_build")
@@ -12,8 +13,6 @@ def run_build(build_pk: int) -> str:
 
 @shared_task(name="corpus.run_fix")
 def run_fix(corpus_pk: int, use_llm: bool = False, model: str | None = None) -> dict:
-    from .fixes import fix_scan_report
-
     report = fix_scan_report(corpus=Corpus.objects.get(pk=corpus_pk), use_llm=use_llm, model=model)
     return {"proposals": [p.pk for p in report.proposals], "created": report.created,
             "stale": report.marked_stale, "llm_failures": len(report.llm_failures)}

@@ -42,7 +42,7 @@ MIDDLEWARE = [
     # First: answers a Host outside ALLOWED_HOSTS on /mcp paths with a JSON 403 (DNS rebinding).
     "mcp_endpoint.security.host_guard",
     # Gives errors Django or ninja answer under /api/v1/ (404, 405, 413...) the REST API's JSON shape.
-    "docsmcp_site.api_errors.api_error_shape",
+    "docsmcp_site.api.errors.api_error_shape",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

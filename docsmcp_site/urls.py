@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from docsmcp_site.api import api
+from docsmcp_site.api.assembly import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,20 +17,16 @@ from django.db.models import Q
 from django.utils import timezone
 
 from corpus.models import Corpus
-from mcp_endpoint.profiles import UnknownCorpus
-from retrieval.errors import RetrievalError
 
-from . import compare, runner
 from .cases import CaseFormatError, CaseSpec, parse_cases, read_cases
 from .errors import EvalError, RunStateConflict
+from .execution import Progress, eval_execute
 from .metrics import MATCH_MODES
-from .models import EvalCase, EvalResult, EvalRun, EvalSuite
-from .targets import HttpTarget, InProcessTarget, Target, TargetError
+from .models import EvalCase, EvalRun, EvalSuite
+from .tasks import run_eval
 
 log = logging.getLogger("docsmcp.evals")
-Progress = Callable[[int, int], None]
 MAX_ROUNDS_LIMIT = 10
-SCORE_DIGITS = 6  # per-case scores are stored, and compared, at this precision
 MODES = tuple(dict(EvalRun.MODE_CHOICES))
 
 
@@ -141,97 +135,6 @@ def eval_request(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_I
     )
 
 
-class _ProgressWriter:
-    """Saves progress on the run at most twice a second, and echoes every step to the caller."""
-
-    def __init__(self, run: EvalRun, echo: Progress | None):
-        self.run, self.echo, self.last = run, echo, 0.0
-
-    def __call__(self, done: int, total: int) -> None:
-        if self.echo:
-            self.echo(done, total)
-        now = time.monotonic()
-        if now - self.last < 0.5 and done < total:
-            return
-        self.last = now
-        EvalRun.objects.filter(pk=self.run.pk).update(progress_done=done, progress_total=total,
-                                                      heartbeat_at=timezone.now())
-
-
-def make_target(run: EvalRun, headers: dict[str, str] | None = None) -> Target:
-    if run.mode == EvalRun.MODE_HTTP:
-        return HttpTarget(run.target_url, headers=headers)
-    return InProcessTarget(run.corpus.name)
-
-
-def _result_row(run: EvalRun, case: EvalCase, o: runner.CaseOutcome) -> EvalResult:
-    return EvalResult(
-        run=run, case=case, case_name=o.name, category=o.category, query=o.query, passed=o.passed,
-        zero_result=o.zero_result, score=round(o.score, SCORE_DIGITS),
-        chunk_rank=o.chunk_rank, file_rank=o.file_rank, rounds=o.rounds, file_rounds=o.file_rounds, calls=o.calls,
-        hit_count=o.hit_count, top_hits=o.top_hits,
-        search_ms=round(o.search_ms[0], 3) if o.search_ms else None,
-        search_ms_total=round(sum(o.search_ms), 3) if o.search_ms else None,
-        get_doc_ms=round(o.get_doc_ms, 3) if o.get_doc_ms is not None else None,
-        metrics=o.metrics, error=o.error,
-    )
-
-
-def _baseline_delta(run: EvalRun, outcomes: list[runner.CaseOutcome]) -> dict:
-    from .selectors import case_scores
-
-    baseline = run.baseline
-    return compare.run_delta(
-        baseline_id=baseline.pk, before_metrics=baseline.metrics, after_metrics=run.metrics,
-        before_latency=baseline.latency, after_latency=run.latency,
-        before_scores=case_scores(baseline), after_scores={o.name: round(o.score, SCORE_DIGITS) for o in outcomes})
-
-
-def _fail(run: EvalRun, message: str) -> None:
-    run.status, run.error, run.finished_at = EvalRun.FAILED, message[:5000], timezone.now()
-    run.save(update_fields=["status", "error", "finished_at"])
-
-
-def eval_execute(*, run: EvalRun, progress: Progress | None = None, headers: dict[str, str] | None = None,
-                 target: Target | None = None) -> EvalRun:
-    """Run a queued run to the end. Never leaves it 'running': complete with every result, or failed.
-
-    A target that cannot be reached (or offers no search tool) fails the run and returns it;
-    any other exception, Ctrl-C included, fails the run and propagates.
-    """
-    cases = list(run.suite.cases.order_by("position", "pk"))
-    run.status, run.progress_done, run.progress_total = EvalRun.RUNNING, 0, len(cases)
-    run.started_at = run.heartbeat_at = timezone.now()
-    run.save(update_fields=["status", "started_at", "heartbeat_at", "progress_done", "progress_total"])
-    writer = _ProgressWriter(run, progress)
-    try:
-        target = target or make_target(run, headers)
-        with target:
-            outcomes = runner.run_cases(target, cases, match=run.match_mode, max_rounds=run.max_rounds,
-                                        extra_filters=run.extra_filters, progress=writer)
-        active = Corpus.objects.filter(pk=run.corpus_id).values_list("active_build_id", flat=True).first()
-        if run.mode == EvalRun.MODE_IN_PROCESS and active != run.build_id:
-            run.error = (f"warning: the corpus's active build changed during the run (was {run.build_label}); "
-                         "later cases may have been answered by the new build")
-        with transaction.atomic():
-            EvalResult.objects.bulk_create([_result_row(run, c, o) for c, o in zip(cases, outcomes, strict=True)],
-                                           batch_size=500)
-            run.metrics = runner.summarize(outcomes)
-            run.latency = runner.latency(outcomes)
-            if run.baseline_id:
-                run.delta = _baseline_delta(run, outcomes)
-            run.status, run.finished_at, run.progress_done = EvalRun.COMPLETE, timezone.now(), len(cases)
-            run.save()
-    except (TargetError, RetrievalError, UnknownCorpus) as exc:  # the target cannot serve this run
-        _fail(run, f"{target.label if target else run.target_url or run.corpus.name}: {exc}")
-    except BaseException as exc:  # Ctrl-C, SIGTERM as SystemExit, crashes: failed, never half-complete
-        _fail(run, f"{type(exc).__name__}: {exc}" if str(exc) else f"interrupted ({type(exc).__name__})")
-        if isinstance(exc, Exception):
-            log.exception("eval run %s failed", run.pk)
-        raise
-    return run
-
-
 def eval_run(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_IN_PROCESS, url: str | None = None,
              baseline: EvalRun | None = None, max_rounds: int = 3, progress: Progress | None = None,
              match: str | None = None, extra_filters: dict | None = None, headers: dict[str, str] | None = None,
@@ -245,8 +148,6 @@ def eval_run(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_IN_PR
 def eval_start(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_IN_PROCESS, url: str | None = None,
                baseline: EvalRun | None = None, max_rounds: int = 3, requested_by: str = "") -> EvalRun:
     """Queue a run for a Celery worker (inline when no broker is configured)."""
-    from .tasks import run_eval
-
     run = eval_request(corpus=corpus, suite=suite, mode=mode, url=url, baseline=baseline, max_rounds=max_rounds,
                        requested_by=requested_by)
     transaction.on_commit(lambda: run_eval.delay(run.pk))

@@ -1,7 +1,7 @@
 from celery import shared_task
 
+from .execution import eval_execute
 from .models import EvalRun
-from .services import eval_execute
 
 
 @shared_task(name="evals.run_eval")

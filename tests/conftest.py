@@ -17,8 +17,8 @@ ARTIFACTS = ROOT / "test-artifacts"
 @pytest.fixture(scope="session")
 def sample_build_dir(tmp_path_factory) -> Path:
     """The bundled sample corpus built once (hash embeddings, so the vector leg is exercised)."""
-    from retrieval.build import BuildRequest, build_index
     from retrieval.embeddings import get_provider
+    from retrieval.ingest.build import BuildRequest, build_index
 
     out = tmp_path_factory.mktemp("sample-index") / "sample-build"
     build_index(BuildRequest(SAMPLE_DOCS, out, "sample-build", "sample", provider=get_provider("hash"), workers=1))
@@ -35,10 +35,10 @@ def index_root(tmp_path, settings) -> Path:
 @pytest.fixture
 def sample_corpus(db, sample_build_dir, settings):
     """A registered `sample` corpus whose active build is the session's prebuilt index."""
+    from corpus.execution import build_activate
     from corpus.models import BuildRun, Corpus
     from corpus.selectors import forget_active
-    from corpus.services import build_activate
-    from retrieval.metadata import read_metadata
+    from retrieval.ingest.metadata import read_metadata
 
     metadata = read_metadata(sample_build_dir)
     corpus = Corpus.objects.create(name="sample", source_dir=str(SAMPLE_DOCS), description=metadata.corpus_description,

@@ -51,8 +51,8 @@ CORPORA = {"postgresql": POSTGRESQL, "ubuntu": UBUNTU}
 @pytest.fixture(scope="session")
 def built_corpora(tmp_path_factory) -> dict[str, Path]:
     """The postgresql and ubuntu corpora built once (hash embeddings), name -> build directory."""
-    from retrieval.build import BuildRequest, build_index
     from retrieval.embeddings import get_provider
+    from retrieval.ingest.build import BuildRequest, build_index
 
     root = tmp_path_factory.mktemp("profile-corpora")
     out = {}
@@ -69,10 +69,10 @@ def built_corpora(tmp_path_factory) -> dict[str, Path]:
 
 def register_build(name: str, build_dir: Path, **fields: Any):
     """A markdown corpus called `name` whose active build is `build_dir`."""
+    from corpus.execution import build_activate
     from corpus.models import BuildRun, Corpus
     from corpus.selectors import forget_active
-    from corpus.services import build_activate
-    from retrieval.metadata import read_metadata
+    from retrieval.ingest.metadata import read_metadata
 
     metadata = read_metadata(build_dir)
     corpus = Corpus.objects.create(name=name, source_dir=str(build_dir), settings={"embedding_provider": "hash"},

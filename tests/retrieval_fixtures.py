@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.build import BuildRequest, build_index
 from retrieval.embeddings import get_provider
 from retrieval.errors import EmbeddingError
-from retrieval.index import Index
+from retrieval.ingest.build import BuildRequest, build_index
+from retrieval.search.index import Index
 
 HANDWRITTEN = Path(__file__).resolve().parent / "corpora" / "handwritten"
 SECRET = b"test-cursor-secret"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from corpus.models import Corpus, FixProposal
-from retrieval.fix_apply import current_hash
+from retrieval.fixes.apply import current_hash
 from tests.api_helpers import assert_error, call
 
 OLD = "# Title\n\nBody.\n"

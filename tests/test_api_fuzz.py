@@ -53,7 +53,7 @@ def fuzz_env(settings, tmp_path, index_root, sample_corpus, copy_sample_docs, mo
     from corpus.tasks import run_build
     from evals.services import suite_import
     from evals.tasks import run_eval
-    from retrieval.fix_apply import current_hash
+    from retrieval.fixes.apply import current_hash
 
     sources = tmp_path / "sources"
     (sources / "docs").mkdir(parents=True)

@@ -15,21 +15,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from corpus.errors import BuildInProgress, BuildStateConflict
+from corpus.execution import build_activate, build_execute, builds_prune
 from corpus.models import BuildRun, Corpus, TaxonomyKey
 from corpus.selectors import active_index, forget_active, query_embedder
-from corpus.services import (
-    build_activate,
-    build_cancel,
-    build_execute,
-    build_request,
-    build_start,
-    builds_prune,
-    corpus_create,
-)
+from corpus.services import build_cancel, build_request, build_start, corpus_create
 from retrieval.embeddings import EmbeddingSpec, check_compatible, get_provider
 from retrieval.errors import EmbeddingMismatch
-from retrieval.metadata import read_metadata
-from retrieval.sources import process_corpus, scan_corpus
+from retrieval.ingest.metadata import read_metadata
+from retrieval.ingest.sources import process_corpus, scan_corpus
 
 pytestmark = pytest.mark.django_db
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import lancedb
 import pytest
 
-from retrieval import build as build_module
-from retrieval.build import BuildRequest, build_index
 from retrieval.embeddings import get_provider
-from retrieval.index import Index
-from retrieval.metadata import read_metadata
-from retrieval.search import SearchRequest, search
+from retrieval.ingest import build as build_module
+from retrieval.ingest.build import BuildRequest, build_index
+from retrieval.ingest.metadata import read_metadata
+from retrieval.search.engine import SearchRequest, search
+from retrieval.search.index import Index
 
 SECRET = b"test-secret"
 PAYMENTS = "sdks/python/payments.md"

@@ -18,9 +18,10 @@ from urllib.parse import quote
 import pytest
 from django.db import connection
 
+from corpus.execution import build_execute
 from corpus.models import BuildRun, Corpus
 from corpus.selectors import forget_active
-from corpus.services import build_execute, build_request, build_start, corpus_create
+from corpus.services import build_request, build_start, corpus_create
 
 pytestmark = pytest.mark.worker
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.chunking import chunk_document
-from retrieval.manifest import Strategy, parse_manifest
-from retrieval.parsing import parse_markdown
-from retrieval.slugs import slugify
-from retrieval.sources import process_corpus, process_file, scan_corpus
+from retrieval.ingest.chunking import chunk_document
+from retrieval.ingest.manifest import Strategy, parse_manifest
+from retrieval.ingest.parsing import parse_markdown
+from retrieval.ingest.slugs import slugify
+from retrieval.ingest.sources import process_corpus, process_file, scan_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = ROOT / "corpus" / "sample_docs"

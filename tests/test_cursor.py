@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from retrieval.cursor import (
+from retrieval.errors import InvalidArgument, InvalidCursor
+from retrieval.search.cursor import (
     MALFORMED,
     OTHER_SEARCH,
     STALE,
@@ -16,8 +17,7 @@ from retrieval.cursor import (
     decode_cursor,
     encode_cursor,
 )
-from retrieval.errors import InvalidArgument, InvalidCursor
-from retrieval.search import SearchRequest, search
+from retrieval.search.engine import SearchRequest, search
 from tests.retrieval_fixtures import SECRET, handwritten_fts_index, handwritten_index  # noqa: F401
 
 FILTERS = {"language": "python"}

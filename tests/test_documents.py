@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.documents import (
+from retrieval.errors import InvalidArgument, InvalidChunkId, NotFound
+from retrieval.search.documents import (
     get_chunk,
     get_document,
     get_outline,
@@ -13,8 +14,7 @@ from retrieval.documents import (
     list_documents,
     render_chunk_window,
 )
-from retrieval.errors import InvalidArgument, InvalidChunkId, NotFound
-from retrieval.related import find_related
+from retrieval.search.related import find_related
 from tests.retrieval_fixtures import (  # noqa: F401
     HANDWRITTEN,
     BrokenEmbedder,

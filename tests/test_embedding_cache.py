@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval import embedding_cache as cache_module
-from retrieval.embedding_cache import EmbeddingCache, cache_key, embed_with_cache
 from retrieval.embeddings import EmbeddingSpec, get_provider
+from retrieval.embeddings import cache as cache_module
+from retrieval.embeddings.cache import EmbeddingCache, cache_key, embed_with_cache
 from retrieval.embeddings.feature_hash import HashEmbeddingProvider
 from retrieval.errors import EmbeddingError, EmbeddingMismatch
 

@@ -14,9 +14,10 @@ from corpus.models import BuildRun, Corpus
 from evals import runner
 from evals.cases import CaseFormatError, dump_cases, parse_cases, read_cases
 from evals.errors import EvalError, RunStateConflict
+from evals.execution import eval_execute
 from evals.models import EvalCase, EvalResult, EvalRun, EvalSuite
 from evals.selectors import compare_runs, latest_scores_for_builds, suite_export
-from evals.services import eval_execute, eval_request, eval_run, eval_start, suite_import
+from evals.services import eval_request, eval_run, eval_start, suite_import
 from evals.targets import Target
 
 ROOT = Path(__file__).resolve().parent.parent

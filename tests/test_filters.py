@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from retrieval.errors import InvalidFilter
-from retrieval.filters import describe_filters, plain_where, plan_filters, sql_string, validate_filters
-from retrieval.manifest import AutoInclude
-from retrieval.metadata import BuildMetadata, TaxonomyField
+from retrieval.ingest.manifest import AutoInclude
+from retrieval.ingest.metadata import BuildMetadata, TaxonomyField
+from retrieval.search.filters import describe_filters, plain_where, plan_filters, sql_string, validate_filters
 
 
 def metadata(taxonomy: dict[str, tuple[str, ...]], rules: list[AutoInclude] | None = None) -> BuildMetadata:

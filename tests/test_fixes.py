@@ -24,11 +24,11 @@ from corpus.fixes import (
     fix_scan_report,
 )
 from corpus.models import Corpus, FixDecision, FixProposal
-from retrieval.edits import content_hash, frontmatter_set, json_append, unified_diff
-from retrieval.fix_apply import UnsafeTarget, resolve_target
-from retrieval.fixes import analyse_corpus, heuristic_fixes, repair_hint
-from retrieval.llm_fixer import LLMFixer, file_outline
-from retrieval.manifest import parse_manifest, resolve_file_config
+from retrieval.fixes.apply import UnsafeTarget, resolve_target
+from retrieval.fixes.edits import content_hash, frontmatter_set, json_append, unified_diff
+from retrieval.fixes.heuristics import analyse_corpus, heuristic_fixes, repair_hint
+from retrieval.fixes.llm import LLMFixer, file_outline
+from retrieval.ingest.manifest import parse_manifest, resolve_file_config
 from tests.conftest import SAMPLE_DOCS
 from tests.openai_stub import openai_stub
 
@@ -403,7 +403,7 @@ def test_a_failed_write_leaves_the_original_and_no_temp_file(corpus, reviewer, m
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("retrieval.fix_apply.os.replace", broken_replace)
+    monkeypatch.setattr("retrieval.fixes.apply.os.replace", broken_replace)
     with pytest.raises(FixError, match="No space left"):
         fix_approve(proposal=proposal, user=reviewer)
     assert path.read_bytes() == original
@@ -496,7 +496,7 @@ def test_a_metadata_answer_edits_the_front_matter(corpus, llm_settings):
     (llm_answer(strategy={"chunk_by": "h2"}, metadata={"scope": "tutorial"}, rationale="x"), "not allowed"),
 ])
 def test_a_bad_or_partial_llm_answer_is_a_logged_failure_without_a_proposal(corpus, llm_settings, caplog, reply, why):
-    with openai_stub(chat_reply=reply) as stub, caplog.at_level(logging.WARNING, logger="retrieval.llm_fixer"):
+    with openai_stub(chat_reply=reply) as stub, caplog.at_level(logging.WARNING, logger="retrieval.fixes"):
         llm_settings.OPENAI_BASE_URL = stub.base_url
         report = fix_scan_report(corpus=corpus, use_llm=True, files=["guides/ok.md"])
     assert not corpus.fix_proposals.filter(source="stub-model").exists()
@@ -532,7 +532,7 @@ def test_the_llm_fixer_waits_out_a_429_with_retry_after_then_succeeds(corpus, ll
 def test_the_llm_fixer_gives_up_after_its_retries_with_a_logged_failure(drift_corpus, caplog):
     ctx = analyse_corpus(drift_corpus)
     waits: list[float] = []
-    with openai_stub(fail_always=503) as stub, caplog.at_level(logging.WARNING, logger="retrieval.llm_fixer"):
+    with openai_stub(fail_always=503) as stub, caplog.at_level(logging.WARNING, logger="retrieval.fixes"):
         fixer = LLMFixer(model="m", base_url=stub.base_url, api_key="sk-test", max_retries=2, sleep=waits.append)
         outcome = fixer.propose(ctx, "guides/ok.md")
     assert outcome.fix is None and "still failing after 3 attempts" in outcome.failure
@@ -610,7 +610,7 @@ def test_corpus_settings_override_the_thresholds(corpus):
 def test_every_kind_and_setting_is_documented():
     from dataclasses import fields
 
-    from retrieval.fix_base import KINDS, Thresholds
+    from retrieval.fixes.base import KINDS, Thresholds
 
     docs = (Path(__file__).resolve().parent.parent / "docs" / "fixes.md").read_text()
     for name in [*KINDS, "DOCSMCP_FIX_MODEL", "DOCSMCP_FIX_LLM_MAX_FILES", "OPENAI_BASE_URL", "OPENAI_API_KEY",

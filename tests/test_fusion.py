@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.fusion import RRF_K, fuse, rrf_max, rrf_scores
+from retrieval.search.fusion import RRF_K, fuse, rrf_max, rrf_scores
 
 
 def test_rrf_scores_sum_reciprocal_ranks_with_k_60():

@@ -639,8 +639,8 @@ def test_rebuild_that_adds_a_language_shows_in_the_next_tools_list(docs_server, 
 
 
 def test_searches_never_fail_while_a_new_build_is_activated(docs_server, index_root, tmp_path):
+    from corpus.execution import build_activate
     from corpus.models import Corpus
-    from corpus.services import build_activate
 
     source = write_widget_docs(tmp_path / "widgets", ["go", "python"])
     build("widgets", source)

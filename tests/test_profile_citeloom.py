@@ -334,7 +334,7 @@ def test_index_unavailable(projects, live_url, http, index_root):
 def test_timeouts_are_the_seeds_and_return_timeout(projects, live_url, http, settings, monkeypatch):
     assert settings.CITELOOM_TIMEOUTS == {"store_chunks": 15, "find_chunks": 8, "query_hybrid": 15,
                                           "inspect_collection": 5, "list_projects": 2}
-    from retrieval.chunkstore import ChunkStore
+    from retrieval.chunkstore.store import ChunkStore
 
     store(http, live_url, "citeloom/clean-arch", make_items("citeloom/clean-arch", 100))
     settings.CITELOOM_TIMEOUTS = {**settings.CITELOOM_TIMEOUTS, "find_chunks": 0.2, "list_projects": 0.2}
@@ -354,7 +354,7 @@ def test_timeouts_are_the_seeds_and_return_timeout(projects, live_url, http, set
 
 
 def test_an_unexpected_failure_keeps_the_error_shape(projects, live_url, http, monkeypatch):
-    from retrieval.chunkstore import ChunkStore
+    from retrieval.chunkstore.store import ChunkStore
 
     def boom(self, sample=0):
         raise RuntimeError("secret detail /etc/passwd")
@@ -456,7 +456,7 @@ def test_official_client(projects, live_url, mode):
 
 
 def _chunks(n: int, model: str = HASH_MODEL):
-    from retrieval.chunkstore import StoredChunk
+    from retrieval.chunkstore.store import StoredChunk
 
     vectors = embed([TOPICS[i % 5] for i in range(n)])
     return [StoredChunk(f"c{i}", TOPICS[i % 5], vectors[i], model, {"zotero": {"citekey": f"k{i}"}}) for i in range(n)]
@@ -464,7 +464,7 @@ def _chunks(n: int, model: str = HASH_MODEL):
 
 def test_every_store_object_sees_every_write(tmp_path):
     """Another worker (another ChunkStore on the same directory) sees a write at once, and so does a fresh process."""
-    from retrieval.chunkstore import ChunkStore
+    from retrieval.chunkstore.store import ChunkStore
 
     path = tmp_path / "store"
     reader, writer = ChunkStore(path), ChunkStore(path)
@@ -473,14 +473,14 @@ def test_every_store_object_sees_every_write(tmp_path):
     assert reader.count() == 10
     writer.upsert(_chunks(15), dimensions=DIMS)
     assert reader.count() == 15
-    code = f"from retrieval.chunkstore import ChunkStore; print(ChunkStore({str(path)!r}).count())"
+    code = f"from retrieval.chunkstore.store import ChunkStore; print(ChunkStore({str(path)!r}).count())"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.stdout.strip() == "15"
 
 
 def test_plan_where_quotes_values():
-    from retrieval.chunkstore import plan_where
+    from retrieval.chunkstore.store import plan_where
     from retrieval.errors import InvalidArgument
 
     assert plan_where({"tags": ["a", "b'c"], "zotero.citekey": "k"}) == \

@@ -143,7 +143,7 @@ def test_max_distance_filters_results(doc_corpora, live_url):
 
 
 def test_hybrid_search_false_uses_the_vector_leg(doc_corpora, live_url, monkeypatch):
-    from retrieval import search as engine
+    from retrieval.search import engine as engine
 
     seen = []
     original = engine.search
@@ -175,7 +175,7 @@ def test_unknown_collection_names_the_available_ones(doc_corpora, live_url):
 
 
 def test_search_batch_runs_each_query_sharing_one_embedding(doc_corpora, live_url, monkeypatch):
-    from retrieval import search as engine
+    from retrieval.search import engine as engine
 
     batches = []
     original = engine.search_batch

@@ -7,13 +7,13 @@ import logging
 import numpy as np
 import pytest
 
-from retrieval.catalog import Catalog
-from retrieval.collapse import collapse_variants, structural_key
 from retrieval.embeddings import get_provider
 from retrieval.errors import InvalidArgument, InvalidFilter
-from retrieval.search import SearchRequest, search, search_batch
-from retrieval.snippets import make_snippet, query_terms
-from retrieval.vectors import Vectors
+from retrieval.search.catalog import Catalog
+from retrieval.search.collapse import collapse_variants, structural_key
+from retrieval.search.engine import SearchRequest, search, search_batch
+from retrieval.search.snippets import make_snippet, query_terms
+from retrieval.search.vectors import Vectors
 from tests.retrieval_fixtures import (  # noqa: F401
     SECRET,
     BrokenEmbedder,
@@ -333,7 +333,7 @@ class VectorsIndex:
 
 @pytest.mark.parametrize("layout", ["contiguous", "scattered", "most", "none"])
 def test_vector_leg_under_a_mask_equals_brute_force(layout):
-    from retrieval.legs import vector_leg
+    from retrieval.search.legs import vector_leg
 
     rng = np.random.default_rng(7)
     matrix = rng.normal(size=(3000, 16)).astype(np.float32)
@@ -357,8 +357,8 @@ def test_vector_leg_under_a_mask_equals_brute_force(layout):
 
 
 def test_hits_are_the_same_whether_chunk_text_is_held_plain_or_compressed(handwritten_index, hash_embedder):  # noqa: F811
-    from retrieval.index import Index
-    from retrieval.texts import CompressedTexts
+    from retrieval.search.index import Index
+    from retrieval.search.texts import CompressedTexts
 
     compressed = Index(handwritten_index.path, content_in_memory_chars=0)
     for query, filters, _ in RANKINGS[:5]:
@@ -373,7 +373,7 @@ def test_hits_are_the_same_whether_chunk_text_is_held_plain_or_compressed(handwr
 def _break_legs(monkeypatch, names):
     from lancedb.query import MatchQuery
 
-    import retrieval.search as search_module
+    import retrieval.search.engine as search_module
 
     real = search_module.lexical_queries
 
@@ -403,7 +403,7 @@ def test_search_fails_when_every_leg_fails(handwritten_fts_index, monkeypatch): 
 
 
 def test_chunk_text_is_read_by_row_id_when_a_scan_comes_back_out_of_order(handwritten_index, monkeypatch):  # noqa: F811
-    from retrieval import index as index_module
+    from retrieval.search import index as index_module
 
     scanned = index_module.Index._scanned_texts
 
@@ -424,7 +424,7 @@ def test_a_corpus_new_build_replaces_its_previous_index_in_the_cache(handwritten
     import shutil
     import weakref
 
-    from retrieval.index import IndexCache
+    from retrieval.search.index import IndexCache
 
     rebuilt = tmp_path / "rebuilt"
     shutil.copytree(handwritten_index.path, rebuilt)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from retrieval.texts import BLOCK_CHUNKS, compress_texts
+from retrieval.search.texts import BLOCK_CHUNKS, compress_texts
 
 
 def test_texts_come_back_exactly_in_the_order_asked():

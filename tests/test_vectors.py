@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval.vectors import Vectors, quantize
+from retrieval.search.vectors import Vectors, quantize
 
 
 def _unit_rows(rows: int, dims: int, seed: int = 3) -> np.ndarray:

@@ -50,7 +50,7 @@ from mcp_endpoint.profiles.citeloom_schemas import (
     search_schema,
     store_schema,
 )
-from retrieval.chunkstore import StoreHit, as_vector, plan_where
+from retrieval.chunkstore.store import StoreHit, as_vector, plan_where
 from retrieval.errors import EmbeddingMismatch, IndexUnavailable, InvalidArgument
 
 log = logging.getLogger("docsmcp.mcp")

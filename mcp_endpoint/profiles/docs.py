@@ -12,10 +12,10 @@ from typing import Any
 from corpus.errors import CorpusError
 from corpus.selectors import active_index, cursor_secret, query_embedder
 from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus
-from retrieval.documents import get_chunk, render_chunk_window
 from retrieval.errors import RetrievalError
-from retrieval.index import Index
-from retrieval.search import MAX_LIMIT, SearchRequest, SearchResult, search
+from retrieval.search.documents import get_chunk, render_chunk_window
+from retrieval.search.engine import MAX_LIMIT, SearchRequest, SearchResult, search
+from retrieval.search.index import Index
 
 log = logging.getLogger("docsmcp.mcp")
 SERVER_NAME = "docsmcp"

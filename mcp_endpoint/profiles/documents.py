@@ -39,11 +39,11 @@ from mcp_endpoint.profiles.shared import (
     served_corpora,
     vector_only_legs,
 )
-from retrieval.documents import get_document, get_outline, get_section, list_documents
 from retrieval.errors import NotFound
-from retrieval.index import Index
-from retrieval.related import find_related
-from retrieval.search import SearchHit, SearchRequest, search, search_batch
+from retrieval.search.documents import get_document, get_outline, get_section, list_documents
+from retrieval.search.engine import SearchHit, SearchRequest, search, search_batch
+from retrieval.search.index import Index
+from retrieval.search.related import find_related
 
 SERVER_NAME = "docsmcp"
 NO_COLLECTIONS = "No document collections found."

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from retrieval.related import MAX_RELATED
-from retrieval.search import MAX_LIMIT
+from retrieval.search.engine import MAX_LIMIT
+from retrieval.search.related import MAX_RELATED
 
 MAX_BATCH_QUERIES = 10
 

@@ -13,9 +13,9 @@ from corpus.models import Corpus
 from corpus.selectors import active_index, corpus_list, query_embedder
 from retrieval.embeddings.base import EmbeddingProvider
 from retrieval.errors import RetrievalError
-from retrieval.index import Index
-from retrieval.legs import LEXICAL_LEGS, VECTOR
-from retrieval.search import SearchHit
+from retrieval.search.engine import SearchHit
+from retrieval.search.index import Index
+from retrieval.search.legs import LEXICAL_LEGS, VECTOR
 
 log = logging.getLogger("docsmcp.mcp")
 

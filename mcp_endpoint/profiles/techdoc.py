@@ -35,9 +35,9 @@ from mcp_endpoint.profiles import (
     ToolResult,
 )
 from mcp_endpoint.profiles.shared import CorpusHit, embedder_for, index_of, merge_hits, served_corpora
-from retrieval.documents import get_document, list_documents
 from retrieval.errors import RetrievalError
-from retrieval.search import SearchRequest, search
+from retrieval.search.documents import get_document, list_documents
+from retrieval.search.engine import SearchRequest, search
 
 SEARCH_DESCRIPTION = (
     "Search technical documentation using semantic similarity. Returns relevant document chunks."

@@ -1,10 +1,11 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from corpus.errors import CorpusError
+from corpus.execution import build_execute
 from corpus.models import BuildRun
 from corpus.progress import StageBars
 from corpus.selectors import default_corpus
-from corpus.services import build_execute, build_request, corpus_ensure
+from corpus.services import build_request, corpus_ensure
 from retrieval.errors import RetrievalError
 
 from ._findings import format_finding

@@ -7,7 +7,7 @@ from corpus.errors import CorpusError
 from corpus.progress import StageBars
 from corpus.selectors import corpus_get
 from retrieval.errors import ConfigError
-from retrieval.sources import validate_corpus
+from retrieval.ingest.sources import validate_corpus
 
 from ._findings import format_finding
 

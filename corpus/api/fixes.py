@@ -1,0 +1,88 @@
+"""REST router for fix proposals: list, read, approve (apply) and reject, through corpus.fixes like the admin."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from django.http import HttpRequest
+from django.urls import reverse
+from ninja import Field, Path, Query, Router, Schema
+
+from corpus import selectors
+from corpus.fixes import fix_approve, fix_reject
+from corpus.models import FixProposal
+from docsmcp_site.api.auth import BUILD, READ
+from docsmcp_site.api.pagination import Input, Page, PageParams, paginate
+
+router = Router(tags=["fixes"])
+
+ProposalId = Path(..., ge=1, le=2**63 - 1, description="The proposal's id.")
+FixStatus = Literal[tuple(dict(FixProposal.STATUS_CHOICES))]  # type: ignore[valid-type]
+
+
+class FixListParams(Input):
+    status: FixStatus | None = Field(None, description="Only proposals in this status.")
+
+
+class RejectIn(Input):
+    reason: str = Field(..., min_length=1, max_length=2000, description="Why the change is refused (recorded).")
+
+
+class FixOut(Schema):
+    id: int
+    corpus: str
+    file: str = Field(description="The file the fix is about, relative to the corpus root.")
+    kind: str
+    rationale: str
+    diff: str = Field(description="Unified diff of target_path.")
+    target_path: str = Field(description="The file written on approval.")
+    source: str = Field(description='"heuristic" or the LLM model name.')
+    finding: dict[str, Any] | None
+    status: str
+    decided_by: str
+    decided_at: datetime | None
+    decision_note: str
+    created_at: datetime
+    url: str
+
+
+def fix_out(proposal: FixProposal) -> dict:
+    return {
+        "id": proposal.pk, "corpus": proposal.corpus.name, "file": proposal.file, "kind": proposal.kind,
+        "rationale": proposal.rationale, "diff": proposal.diff, "target_path": proposal.target_path,
+        "source": proposal.source, "finding": proposal.finding, "status": proposal.status,
+        "decided_by": proposal.decided_by, "decided_at": proposal.decided_at,
+        "decision_note": proposal.decision_note, "created_at": proposal.created_at,
+        "url": reverse("api:fix", kwargs={"name": proposal.corpus.name, "proposal_id": proposal.pk}),
+    }
+
+
+def _proposal(name: str, proposal_id: int) -> FixProposal:
+    return selectors.fix_get(corpus=selectors.corpus_get(name), proposal_id=proposal_id)
+
+
+@router.get("/corpora/{name}/fixes", response=Page[FixOut], auth=READ)
+def list_fixes(request: HttpRequest, name: str, filters: Query[FixListParams], page: Query[PageParams]):
+    """A corpus's fix proposals, newest first (create them with `manage.py fix_docs` or the admin)."""
+    return paginate(selectors.fix_list(corpus=selectors.corpus_get(name), status=filters.status), page, fix_out)
+
+
+@router.get("/corpora/{name}/fixes/{int:proposal_id}", response=FixOut, auth=READ, url_name="fix")
+def get_fix(request: HttpRequest, name: str, proposal_id: int = ProposalId):
+    """One proposal with its diff."""
+    return fix_out(_proposal(name, proposal_id))
+
+
+@router.post("/corpora/{name}/fixes/{int:proposal_id}/approve", response=FixOut, auth=BUILD)
+def approve_fix(request: HttpRequest, name: str, proposal_id: int = ProposalId):
+    """Apply the change. `status` tells the outcome: applied, or stale when the file changed since (nothing
+    written). The corpus is not rebuilt: trigger a build to serve the change."""
+    # TODO(fixes): record the API key as the decider once corpus.fixes accepts a name; user=None is "system".
+    return fix_out(fix_approve(proposal=_proposal(name, proposal_id), user=None))
+
+
+@router.post("/corpora/{name}/fixes/{int:proposal_id}/reject", response=FixOut, auth=BUILD)
+def reject_fix(request: HttpRequest, name: str, payload: RejectIn, proposal_id: int = ProposalId):
+    """Refuse the change, with a reason; the same change is not proposed again."""
+    return fix_out(fix_reject(proposal=_proposal(name, proposal_id), user=None, reason=payload.reason))

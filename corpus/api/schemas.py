@@ -1,0 +1,212 @@
+"""Request and response schemas of the corpus REST routers, and the functions that fill them."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Literal
+
+from django.urls import reverse
+from ninja import Field, Schema
+
+from corpus.models import BuildRun, Corpus
+from docsmcp_site.api.pagination import Input
+from retrieval.embeddings import PROVIDERS
+
+# Choices come from the model and the provider registry, never typed out here.
+CorpusKind = Literal[tuple(dict(Corpus.KIND_CHOICES))]  # type: ignore[valid-type]
+BuildKind = Literal[tuple(dict(BuildRun.KIND_CHOICES))]  # type: ignore[valid-type]
+BuildStatus = Literal[tuple(dict(BuildRun.STATUS_CHOICES))]  # type: ignore[valid-type]
+ProviderName = Literal[tuple(sorted(PROVIDERS))]  # type: ignore[valid-type]
+Severity = Literal["error", "warning"]
+
+SECRET_KEY_RE = re.compile(r"key|secret|token|password", re.IGNORECASE)
+REDACTED = "***"
+FINDINGS_IN_STATUS = 50
+
+NAME_HELP = "A slug: lowercase letters, digits, '-' and '_', starting with a letter or digit (e.g. payments-docs)."
+SOURCE_HELP = ("Directory holding the corpus's markdown; must exist on the server and, when "
+               "DOCSMCP_SOURCE_ROOTS is set, sit inside one of those roots.")
+SETTINGS_HELP = 'Per-corpus build settings, e.g. {"embedding_provider": "hash", "keep_builds": 3}.'
+ALIASES_HELP = "Other names clients may use for the corpus (slugs)."
+
+
+class CorpusIn(Input):
+    name: str = Field(..., min_length=1, max_length=100, description=NAME_HELP, examples=["payments-docs"])
+    kind: CorpusKind = Field(Corpus.KIND_MARKDOWN, description="markdown: built from source_dir; "
+                             "chunks: filled by store_chunks.")
+    source_dir: str = Field("", max_length=1000, description=SOURCE_HELP)
+    description: str = Field("", max_length=10_000)
+    version: str = Field("", max_length=100)
+    aliases: list[str] = Field(default_factory=list, max_length=50, description=ALIASES_HELP)
+    settings: dict[str, Any] = Field(default_factory=dict, description=SETTINGS_HELP)
+
+
+class CorpusPatch(Input):
+    """Omitted (or null) fields keep their value."""
+
+    description: str | None = Field(None, max_length=10_000)
+    version: str | None = Field(None, max_length=100)
+    source_dir: str | None = Field(None, max_length=1000, description=SOURCE_HELP)
+    aliases: list[str] | None = Field(None, max_length=50, description=ALIASES_HELP + " Replaces the list.")
+    settings: dict[str, Any] | None = Field(None, description=SETTINGS_HELP + " Replaces the object.")
+
+
+class ActiveBuildOut(Schema):
+    build_id: str
+    activated_at: datetime | None
+    chunks: int | None
+    url: str
+
+
+class CorpusOut(Schema):
+    name: str
+    kind: str
+    source_dir: str
+    description: str
+    version: str
+    aliases: list[str]
+    settings: dict[str, Any] = Field(description="Values under keys that look like secrets are redacted.")
+    taxonomy: dict[str, list[str]] = Field(description="Filter keys and their values, from the active build.")
+    active_build: ActiveBuildOut | None
+    created_at: datetime
+    updated_at: datetime
+    url: str
+    builds_url: str
+
+
+class BuildIn(Input):
+    kind: BuildKind = Field(BuildRun.KIND_INCREMENTAL, description="validate: check only; incremental: "
+                            "re-embed changed chunks; full: rebuild everything.")
+    embedding_provider: ProviderName | None = Field(None, description="Defaults to the corpus's setting, "
+                                                    "then DOCSMCP_EMBEDDING_PROVIDER.")
+
+
+class BuildListParams(Input):
+    status: BuildStatus | None = Field(None, description="Only builds in this status.")
+
+
+class FindingParams(Input):
+    severity: Severity | None = Field(None, description="Only errors or only warnings.")
+
+
+class ProgressOut(Schema):
+    stage: str
+    done: int
+    total: int
+    percent: int
+
+
+class FindingOut(Schema):
+    severity: str
+    code: str
+    file: str
+    line: int | None
+    message: str
+    suggestion: str = ""
+
+
+class BuildOut(Schema):
+    build_id: str
+    corpus: str
+    kind: str
+    status: str
+    is_active: bool
+    embedding_provider: str
+    embedding: dict[str, Any] | None
+    progress: ProgressOut
+    cancel_requested: bool
+    error: str
+    error_count: int
+    warning_count: int
+    stats: dict[str, Any]
+    timings: dict[str, Any]
+    requested_by: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    activated_at: datetime | None
+    url: str = Field(description="Poll this URL for status and progress.")
+    findings_url: str
+
+
+class BuildDetailOut(BuildOut):
+    findings: list[FindingOut] = Field(description=f"The first {FINDINGS_IN_STATUS} findings, errors first; "
+                                                   "all of them are at findings_url.")
+    findings_truncated: bool
+
+
+def redact(values: Any) -> Any:
+    """Settings as shown to API readers: values under secret-looking keys are replaced."""
+    if isinstance(values, dict):
+        return {k: REDACTED if SECRET_KEY_RE.search(str(k)) and v else redact(v) for k, v in values.items()}
+    if isinstance(values, list):
+        return [redact(v) for v in values]
+    return values
+
+
+def unredact(incoming: Any, stored: Any) -> Any:
+    """Settings sent back as read keep their secrets: a `***` where `redact` put one means "unchanged"."""
+    if isinstance(incoming, dict) and isinstance(stored, dict):
+        out = {}
+        for key, value in incoming.items():
+            if value == REDACTED and SECRET_KEY_RE.search(str(key)) and key in stored:
+                out[key] = stored[key]
+            else:
+                out[key] = unredact(value, stored.get(key))
+        return out
+    if isinstance(incoming, list) and isinstance(stored, list) and len(incoming) == len(stored):
+        return [unredact(new, old) for new, old in zip(incoming, stored, strict=True)]
+    return incoming
+
+
+def corpus_url(corpus: Corpus) -> str:
+    return reverse("api:corpus", kwargs={"name": corpus.name})
+
+
+def build_url(build: BuildRun) -> str:
+    return reverse("api:build", kwargs={"name": build.corpus.name, "build_id": build.build_id})
+
+
+def corpus_out(corpus: Corpus) -> dict:
+    build = corpus.active_build
+    return {
+        "name": corpus.name, "kind": corpus.kind, "source_dir": corpus.source_dir,
+        "description": corpus.description, "version": corpus.version, "aliases": list(corpus.aliases or []),
+        "settings": redact(corpus.settings or {}),
+        "taxonomy": {t.key: list(t.values or []) for t in corpus.taxonomy.all()},
+        "active_build": None if build is None else {
+            "build_id": build.build_id, "activated_at": build.activated_at,
+            "chunks": (build.stats or {}).get("total_chunks"), "url": build_url(build),
+        },
+        "created_at": corpus.created_at, "updated_at": corpus.updated_at,
+        "url": corpus_url(corpus), "builds_url": reverse("api:builds", kwargs={"name": corpus.name}),
+    }
+
+
+def build_out(build: BuildRun) -> dict:
+    url = build_url(build)
+    return {
+        "build_id": build.build_id, "corpus": build.corpus.name, "kind": build.kind, "status": build.status,
+        "is_active": build.is_active, "embedding_provider": build.embedding_provider,
+        "embedding": build.embedding,
+        "progress": {"stage": build.stage, "done": build.progress_done, "total": build.progress_total,
+                     "percent": 100 if build.status == BuildRun.COMPLETE else build.progress_percent},
+        "cancel_requested": build.cancel_requested, "error": build.error,
+        "error_count": build.error_count, "warning_count": build.warning_count,
+        "stats": build.stats or {}, "timings": build.timings or {}, "requested_by": build.requested_by,
+        "created_at": build.created_at, "started_at": build.started_at, "finished_at": build.finished_at,
+        "activated_at": build.activated_at, "url": url, "findings_url": f"{url}/findings",
+    }
+
+
+def findings_sorted(build: BuildRun, severity: str | None = None) -> list[dict]:
+    """Errors before warnings, each in the order validate reported them."""
+    findings = [f for f in (build.findings or []) if severity is None or f.get("severity") == severity]
+    return sorted(findings, key=lambda f: f.get("severity") != "error")
+
+
+def build_detail_out(build: BuildRun) -> dict:
+    findings = findings_sorted(build)
+    return {**build_out(build), "findings": findings[:FINDINGS_IN_STATUS],
+            "findings_truncated": len(findings) > FINDINGS_IN_STATUS}

@@ -1,0 +1,166 @@
+"""The worker's side of a build: run a reserved build to the end, activate it, prune old ones.
+
+`corpus.services` reserves and queues builds; a Celery task (or the command, inline) calls
+`build_execute` here. Activation and pruning live here too because a finished build does both.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from retrieval.errors import BuildCancelled, ValidationFailed
+from retrieval.ingest.build import BuildRequest, build_index
+from retrieval.ingest.metadata import read_metadata
+from retrieval.ingest.sources import validate_corpus
+
+from .errors import BuildStateConflict
+from .models import BuildRun, Corpus, TaxonomyKey
+from .providers import provider_for
+from .selectors import forget_active
+
+log = logging.getLogger("docsmcp.build")
+Progress = Callable[[str, int, int], None]
+
+
+def corpus_dir(corpus: Corpus) -> Path:
+    return Path(settings.DOCSMCP_INDEX_ROOT) / corpus.name
+
+
+class _ProgressWriter:
+    """Saves progress to the BuildRun at most twice a second, and checks for cancellation."""
+
+    def __init__(self, build: BuildRun, echo: Progress | None):
+        self.build, self.echo, self.last = build, echo, 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.echo:
+            self.echo(stage, done, total)
+        # kept on the instance too, so the build's final save() does not reset the progress it reached
+        self.build.stage, self.build.progress_done, self.build.progress_total = stage, done, total
+        now = time.monotonic()
+        if now - self.last < 0.5 and done < total:
+            return
+        self.last = now
+        BuildRun.objects.filter(pk=self.build.pk).update(stage=stage, progress_done=done, progress_total=total,
+                                                         heartbeat_at=timezone.now())
+
+    def cancelled(self) -> bool:
+        return BuildRun.objects.filter(pk=self.build.pk, cancel_requested=True).exists()
+
+
+def build_execute(*, build: BuildRun, echo: Progress | None = None) -> BuildRun:
+    """Run a reserved build to the end: validate, build, activate. Never leaves it 'running'."""
+    corpus = build.corpus
+    writer = _ProgressWriter(build, echo)
+    now = timezone.now()
+    # Claim the row atomically: a task that arrives after its build was cancelled, marked stale or
+    # already run (a redelivered message) must not build.
+    if not BuildRun.objects.filter(pk=build.pk, status=BuildRun.QUEUED).update(
+            status=BuildRun.RUNNING, started_at=now, heartbeat_at=now):
+        build.refresh_from_db()
+        return build
+    build.status, build.started_at, build.heartbeat_at = BuildRun.RUNNING, now, now
+    try:
+        if build.kind == BuildRun.KIND_VALIDATE:
+            _scan, _results, findings = validate_corpus(Path(corpus.source_dir),
+                                                        progress=lambda d, t: writer("validate", d, t))
+            build.findings = [f.as_dict() for f in findings]
+            build.stats = {"total_files": len(_results), "total_chunks": sum(len(r.chunks) for r in _results)}
+            errors = [f for f in findings if f.severity == "error"]
+            build.status = BuildRun.FAILED if errors else BuildRun.COMPLETE
+            build.error = f"validation found {len(errors)} error(s)" if errors else ""
+        else:
+            _run_build(build, corpus, writer)
+    except ValidationFailed as exc:
+        build.status, build.error = BuildRun.FAILED, str(exc)
+        build.findings = [f.as_dict() for f in exc.findings]
+    except BuildCancelled as exc:
+        build.status, build.error = BuildRun.CANCELLED, str(exc)
+    except BaseException as exc:  # interrupted (Ctrl-C, SIGTERM) or crashed: the previous index keeps serving
+        build.status = BuildRun.FAILED
+        build.error = f"{type(exc).__name__}: {exc}" if str(exc) else f"interrupted ({type(exc).__name__})"
+        _finish(build)
+        if isinstance(exc, Exception):
+            log.exception("build %s failed", build.build_id)
+        raise
+    _finish(build)
+    return build
+
+
+def _finish(build: BuildRun) -> None:
+    build.finished_at = timezone.now()
+    build.save()
+
+
+def _run_build(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> None:
+    root = corpus_dir(corpus)
+    out_dir = root / "builds" / build.build_id
+    previous = corpus.active_build
+    previous_dir = Path(previous.index_path) if previous and previous.index_path else None
+    provider = provider_for(build.embedding_provider, corpus)
+    in_daemon = multiprocessing.current_process().daemon  # Celery prefork children cannot fork pools
+    request = BuildRequest(
+        source_dir=Path(corpus.source_dir), out_dir=out_dir, build_id=build.build_id, corpus=corpus.name,
+        provider=provider, description=corpus.description, previous_dir=previous_dir,
+        full=build.kind == BuildRun.KIND_FULL, cache_dir=root / "embedding-cache",
+        workers=1 if in_daemon else (os.cpu_count() or 1),
+    )
+    result = build_index(request, progress=writer, cancelled=writer.cancelled)
+    build.index_path = str(result.path)
+    build.stats, build.timings = result.stats, result.timings
+    build.findings = [f.as_dict() for f in result.findings]
+    build.embedding = result.metadata.embedding
+    build.status, build.finished_at = BuildRun.COMPLETE, timezone.now()
+    with transaction.atomic():  # whoever sees "complete" also sees it active
+        build.save()
+        build_activate(build=build)
+    builds_prune(corpus=corpus)
+
+
+def build_activate(*, build: BuildRun) -> BuildRun:
+    """Flip the corpus's active pointer in one transaction; servers pick it up on their next request."""
+    if build.status != BuildRun.COMPLETE or not build.index_path or not Path(build.index_path).exists():
+        raise BuildStateConflict(f"build {build.build_id} is not a complete build with an index on disk; "
+                            "only complete builds can be activated")
+    metadata = read_metadata(Path(build.index_path))
+    with transaction.atomic():
+        corpus = Corpus.objects.select_for_update().get(pk=build.corpus_id)
+        corpus.active_build = build
+        if not corpus.description and metadata.corpus_description != corpus.name:
+            corpus.description = metadata.corpus_description
+        corpus.save(update_fields=["active_build", "description", "updated_at"])
+        corpus.taxonomy.exclude(key__in=list(metadata.taxonomy)).delete()
+        for key, field in metadata.taxonomy.items():
+            TaxonomyKey.objects.update_or_create(corpus=corpus, key=key, defaults={
+                "description": field.description or "", "values": list(field.values),
+                "vector_collapse": field.vector_collapse})
+        BuildRun.objects.filter(pk=build.pk).update(activated_at=timezone.now())
+    forget_active(corpus.name)
+    build.refresh_from_db()
+    return build
+
+
+def builds_prune(*, corpus: Corpus, keep: int | None = None) -> list[str]:
+    """Delete index directories of old complete builds, never the active one; returns deleted build IDs."""
+    keep = keep if keep is not None else int(corpus.settings.get("keep_builds", settings.DOCSMCP_KEEP_BUILDS))
+    corpus.refresh_from_db()
+    complete = list(corpus.builds.filter(status=BuildRun.COMPLETE).exclude(index_path="").order_by("-created_at"))
+    removed = []
+    for build in complete[keep:]:
+        if build.pk == corpus.active_build_id:
+            continue
+        shutil.rmtree(build.index_path, ignore_errors=True)
+        build.index_path = ""
+        build.save(update_fields=["index_path"])
+        removed.append(build.build_id)
+    return removed

@@ -1,0 +1,65 @@
+"""The REST API for host applications, assembled from the apps' routers and served at /api/v1/.
+
+Conventions every router follows (docs/api.md has the details):
+- auth: the MCP endpoint's bearer API keys, one scope per operation (docsmcp_site.api.auth);
+- errors: `{"error": {"code", "message", "details"}}` for every 4xx/5xx (docsmcp_site.api.errors);
+- lists: `limit` (1-200, default 50) + `offset` -> `{items, total, limit, offset, has_more}`
+  (docsmcp_site.api.pagination); request bodies refuse unknown fields (422).
+"""
+
+from django.urls import reverse
+from ninja import NinjaAPI
+
+from corpus.api.corpora import builds as builds_router
+from corpus.api.corpora import router as corpora_router
+from corpus.api.fixes import router as fixes_router
+from corpus.api.search import router as search_router
+from docsmcp_site.api import errors as api_errors
+from docsmcp_site.api.docs import OfflineSwagger
+from docsmcp_site.api.docs import router as docs_router
+from evals.api.runs import router as evals_router
+
+DESCRIPTION = """\
+Drive docsmcp from a host application: register corpora, trigger builds and poll their
+progress, roll back, and search the active index.
+
+**Auth.** Send `Authorization: Bearer <key>` with an API key from the admin (or `MCP_API_KEY`).
+Scopes: `read` (lists, reads, search), `build` (trigger, cancel, activate builds), `admin`
+(create, update, delete corpora; implies every scope). With `MCP_AUTH_REQUIRED=false` (the
+default) requests without a key are allowed with every scope.
+
+**Errors** have one shape: `{"error": {"code": "...", "message": "...", "details": {...}}}`.
+Request validation failures are 422 with `details.errors`.
+
+**Lists** take `limit` (1-200, default 50) and `offset` and return
+`{items, total, limit, offset, has_more}`.
+"""
+
+
+
+class DocsmcpAPI(NinjaAPI):
+    def get_openapi_schema(self, **kwargs):
+        return api_errors.document_errors(super().get_openapi_schema(**kwargs))
+
+
+api = DocsmcpAPI(
+    title="docsmcp REST API",
+    version="1",
+    description=DESCRIPTION,
+    urls_namespace="api",
+    docs=OfflineSwagger(),
+)
+api_errors.install(api)
+api.add_router("", corpora_router)
+api.add_router("", builds_router)
+api.add_router("", search_router)
+api.add_router("", fixes_router)
+api.add_router("", evals_router)
+api.add_router("", docs_router)
+
+
+@api.get("/", auth=None, include_in_schema=False, url_name="index")
+def index(request):
+    """Where to start: the schema, the docs and the corpora."""
+    return {"name": api.title, "version": api.version, "openapi": reverse("api:openapi-json"),
+            "docs": reverse("api:openapi-view"), "corpora": reverse("api:corpora")}

@@ -1,0 +1,7 @@
+"""The chunk store: caller-chunked, caller-embedded items written in place, batch by batch.
+
+Unlike a build, a store is not made from markdown: a client sends chunks with their vectors
+(the citeloom profile's `store_chunks`) and searches them. One store holds one project.
+
+May import: `retrieval.errors`, `retrieval.ingest.layout`, `retrieval.search.fusion`.
+"""

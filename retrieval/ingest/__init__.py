@@ -1,0 +1,11 @@
+"""Ingest: markdown in, an index build out.
+
+Parsing (`parsing`), manifests, front matter and hints (`manifest`), the corpus scan and
+per-file validation (`sources`), chunking and chunk IDs (`chunking`, `slugs`, `terms`), the
+build's `metadata.json` (`metadata`), the table layout both sides share (`layout`), and the
+build itself (`build`).
+
+May import: `retrieval.errors`, `retrieval.memory`, `retrieval.embeddings`. Never imports
+`retrieval.search`, `retrieval.fixes` or `retrieval.chunkstore`: a build must not depend on
+how it will be read.
+"""

@@ -1,0 +1,321 @@
+"""Walk a corpus directory: manifests, markdown files, and every finding validate reports.
+
+`process_file` is a pure function of (path, text, manifests) so a build can run it in worker
+processes and skip it for files whose content and governing manifests did not change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from retrieval.errors import ConfigError
+
+from .chunking import Chunk, chunk_document
+from .manifest import (
+    MANIFEST_NAME,
+    FileConfig,
+    Manifest,
+    Strategy,
+    TaxonomyConfig,
+    nearest_manifest,
+    parse_manifest,
+    parse_strategy,
+    resolve_file_config,
+)
+from .parsing import ParsedDocument, parse_markdown
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # "error" | "warning"
+    code: str
+    file: str
+    line: int | None  # 1-based
+    message: str
+    suggestion: str = ""
+
+    def location(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    def as_dict(self) -> dict:
+        return {"severity": self.severity, "code": self.code, "file": self.file, "line": self.line,
+                "message": self.message, "suggestion": self.suggestion}
+
+
+@dataclass(frozen=True)
+class OutlineEntry:
+    level: int
+    text: str
+    line: int  # 1-based
+
+
+@dataclass
+class FileResult:
+    relpath: str
+    key: str  # hash of content + governing manifests: unchanged key -> reuse the previous build's rows
+    title: str
+    content: str
+    config: FileConfig | None
+    chunks: list[Chunk] = field(default_factory=list)
+    outline: list[OutlineEntry] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    reused: bool = False  # rows come from the previous build; `chunks` stays empty, `content` may too
+    metadata: dict[str, str] = field(default_factory=dict)  # taxonomy values of every chunk of the file
+    chunk_count: int = 0
+
+
+@dataclass
+class CorpusScan:
+    root: Path
+    manifests: dict[str, Manifest]
+    manifest_texts: dict[str, str]
+    files: dict[str, bytes]  # relpath -> raw bytes of every markdown file
+    findings: list[Finding]  # corpus-level findings (manifests, symlinks, encodings)
+
+    @property
+    def root_manifest(self) -> Manifest | None:
+        return self.manifests.get("")
+
+    def taxonomy_config(self) -> dict[str, TaxonomyConfig]:
+        """Taxonomy settings from every manifest; the root's win where two disagree."""
+        merged: dict[str, TaxonomyConfig] = {}
+        for directory in sorted(self.manifests, key=lambda d: (d != "", d)):
+            for key, conf in self.manifests[directory].taxonomy.items():
+                merged.setdefault(key, conf)
+        return merged
+
+    def file_key(self, relpath: str) -> str:
+        """Content hash plus the texts that decide how the file is chunked and tagged."""
+        manifest = nearest_manifest(relpath, self.manifests)
+        digest = hashlib.sha256(self.files[relpath])
+        digest.update(b"\0" + self.manifest_texts.get(manifest.directory if manifest else "\0", "").encode())
+        digest.update(b"\0" + self.manifest_texts.get("", "").encode())
+        return digest.hexdigest()
+
+
+def scan_corpus(root: Path) -> CorpusScan:
+    root = Path(root).resolve()
+    if not root.is_dir():
+        raise ConfigError(f"source directory {root} does not exist or is not a directory")
+    scan = CorpusScan(root, {}, {}, {}, [])
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        current = Path(dirpath)
+        for name in list(dirnames):
+            if (current / name).is_symlink():
+                dirnames.remove(name)
+                _check_link(scan, current / name)
+        reldir = current.relative_to(root).as_posix()
+        reldir = "" if reldir == "." else reldir
+        for name in sorted(filenames):
+            path = current / name
+            relpath = f"{reldir}/{name}" if reldir else name
+            if path.is_symlink() and not _check_link(scan, path):
+                continue
+            if name == MANIFEST_NAME:
+                _load_manifest(scan, path, reldir, relpath)
+            elif name.endswith(MARKDOWN_SUFFIXES):
+                scan.files[relpath] = path.read_bytes()
+    return scan
+
+
+def _check_link(scan: CorpusScan, path: Path) -> bool:
+    relpath = path.relative_to(scan.root).as_posix()
+    target = path.resolve()
+    if not target.is_relative_to(scan.root):
+        scan.findings.append(Finding("error", "path-escape", relpath, None,
+                                     f"symlink points outside the corpus root (to {target})",
+                                     "copy the file into the corpus or remove the link"))
+        return False
+    return target.is_file()
+
+
+def _load_manifest(scan: CorpusScan, path: Path, reldir: str, relpath: str) -> None:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    scan.manifest_texts[reldir] = text
+    try:
+        scan.manifests[reldir] = parse_manifest(text, reldir)
+    except ConfigError as exc:
+        line = exc.line or _manifest_line(text, str(exc))
+        scan.findings.append(Finding("error", "manifest-invalid", relpath, line, str(exc),
+                                     "fix the manifest; see docs/manifests.md for the schema"))
+
+
+def _manifest_line(text: str, message: str) -> int | None:
+    """Line of the first name quoted in a schema error (`unknown key(s) 'colour'`, `chunk_by='h4'`),
+    looked up as a JSON key first, then as a JSON string value."""
+    for name in re.findall(r"'([^']+)'", message):
+        quoted = re.escape(json.dumps(name))
+        for pattern in (quoted + r"\s*:", quoted):
+            match = re.search(pattern, text)
+            if match:
+                return text.count("\n", 0, match.start()) + 1
+    return None
+
+
+def file_text(raw: bytes) -> str:
+    """A file's text as chunked and stored: UTF-8 without a byte-order mark."""
+    return raw.decode("utf-8").lstrip("\ufeff")
+
+
+def process_file(relpath: str, raw: bytes, key: str, manifests: dict[str, Manifest],
+                 taxonomy: dict[str, TaxonomyConfig]) -> FileResult:
+    try:
+        text = file_text(raw)
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return FileResult(relpath, key, relpath, "", None, findings=[Finding(
+            "error", "encoding", relpath, line, f"file is not valid UTF-8 (byte {exc.start})",
+            "re-save the file as UTF-8")])
+    doc = parse_markdown(text)
+    findings: list[Finding] = []
+    if doc.frontmatter_error:
+        findings.append(Finding("error", "frontmatter-invalid", relpath, 1, doc.frontmatter_error,
+                                "fix the YAML between the leading --- lines"))
+    file_hint, section_hints = _resolve_hints(relpath, doc, findings)
+    try:
+        config = resolve_file_config(relpath, manifests, doc.frontmatter, file_hint)
+    except ConfigError as exc:
+        findings.append(Finding("error", "frontmatter-invalid", relpath, 1, str(exc),
+                                "use mcp_chunking_hint: {chunk_by: h1|h2|h3|file} and mcp_metadata: {key: value}"))
+        config = resolve_file_config(relpath, manifests, None, file_hint)
+    if not config.explicit_strategy:
+        findings.append(Finding("warning", "strategy-default", relpath, None,
+                                "no chunking strategy set; using the default **/*.md -> h2",
+                                f"add a {MANIFEST_NAME} with \"strategy\": {{\"chunk_by\": \"h2\"}}"))
+    _check_taxonomy(relpath, config.metadata, taxonomy, findings)
+    chunks = chunk_document(relpath, doc, config.strategy, section_hints)
+    _check_hints_used(relpath, doc, section_hints, findings)
+    _check_chunks(relpath, chunks, config.strategy, findings)
+    if not doc.blocks:
+        findings.append(Finding("warning", "empty-file", relpath, None, "file has no content; it gives no chunks",
+                                "add content or remove the file"))
+    outline = [OutlineEntry(b.level, b.text, b.start + 1) for b in doc.blocks if b.kind == "heading"]
+    return FileResult(relpath, key, doc.title or Path(relpath).stem, text, config, chunks, outline, findings,
+                      metadata=dict(config.metadata), chunk_count=len(chunks))
+
+
+def _resolve_hints(relpath: str, doc: ParsedDocument, findings: list[Finding]) -> tuple[Strategy | None, dict[int, int]]:
+    """A hint before any content is file-level; one directly before a heading is section-level."""
+    file_hint: Strategy | None = None
+    sections: dict[int, int] = {}
+    for line in doc.stray_hint_lines:
+        findings.append(Finding("error", "hint-orphan", relpath, line + 1,
+                                "mcp_chunking_hint is not a standalone HTML comment, so it attaches to nothing",
+                                "put <!-- mcp_chunking_hint: {\"chunk_by\": \"h3\"} --> on its own line "
+                                "directly before a heading, or at the top of the file"))
+    for hint in doc.hints:
+        try:
+            data = json.loads(hint.raw)
+            strategy = parse_strategy(data, f"{relpath}:{hint.line + 1} mcp_chunking_hint")
+        except (json.JSONDecodeError, ConfigError) as exc:
+            message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            findings.append(Finding("error", "hint-malformed", relpath, hint.line + 1,
+                                    f"malformed mcp_chunking_hint: {message}",
+                                    "write valid JSON, e.g. <!-- mcp_chunking_hint: {\"chunk_by\": \"h3\"} -->"))
+            continue
+        following = hint.block_index + 1
+        before_content = all(b.kind == "html" for b in doc.blocks[: hint.block_index])
+        if before_content:
+            file_hint = strategy
+        elif following < len(doc.blocks) and doc.blocks[following].kind == "heading":
+            if strategy != Strategy(strategy.chunk_by):
+                findings.append(Finding("error", "hint-malformed", relpath, hint.line + 1,
+                                        "a section hint takes only chunk_by; sizes belong in the manifest "
+                                        "or a file-level hint", "remove max_chunk_size/min_chunk_size here"))
+            sections[following] = strategy.level
+        else:
+            findings.append(Finding("error", "hint-orphan", relpath, hint.line + 1,
+                                    "mcp_chunking_hint is not followed by a heading, so it attaches to nothing",
+                                    "move the comment to the line directly before the heading it is for"))
+    return file_hint, sections
+
+
+def _check_hints_used(relpath: str, doc: ParsedDocument, hints: dict[int, int], findings: list[Finding]) -> None:
+    for index, level in hints.items():
+        heading = doc.blocks[index]
+        deeper = []
+        for block in doc.blocks[index + 1:]:
+            if block.kind == "heading" and block.level <= heading.level:
+                break
+            if block.kind == "heading":
+                deeper.append(block.level)
+        if level > heading.level and not any(heading.level < lv <= level for lv in deeper):
+            line = next((h.line + 1 for h in doc.hints if h.block_index == index - 1), heading.start + 1)
+            findings.append(Finding("error", "hint-dangling", relpath, line,
+                                    f"hint asks to split '{heading.text}' at h{level}, but that section has no "
+                                    f"heading between h{heading.level + 1} and h{level}",
+                                    "remove the hint or add the sub-headings it expects"))
+
+
+def _check_taxonomy(relpath: str, metadata: dict[str, str], taxonomy: dict[str, TaxonomyConfig],
+                    findings: list[Finding]) -> None:
+    for key, value in metadata.items():
+        allowed = taxonomy.get(key).values if key in taxonomy else None
+        if allowed is not None and value not in allowed:
+            findings.append(Finding("error", "taxonomy-value", relpath, None,
+                                    f"{key}={value!r} is not an allowed value; allowed: {', '.join(allowed)}",
+                                    f"use one of {', '.join(allowed)} or add {value!r} to taxonomy.{key}.values "
+                                    "in the root manifest"))
+
+
+def _check_chunks(relpath: str, chunks: list[Chunk], strategy: Strategy, findings: list[Finding]) -> None:
+    seen: set[str] = set()
+    for chunk in chunks:
+        if chunk.chunk_id in seen:
+            findings.append(Finding("error", "duplicate-chunk-id", relpath, chunk.start_line,
+                                    f"duplicate chunk ID {chunk.chunk_id}", "rename one of the headings"))
+        seen.add(chunk.chunk_id)
+        if len(chunk.content) > strategy.max_chunk_size:
+            findings.append(Finding("warning", "chunk-oversized", relpath, chunk.start_line,
+                                    f"chunk {chunk.chunk_id} has {len(chunk.content)} characters, over "
+                                    f"max_chunk_size {strategy.max_chunk_size} (one block cannot be split)",
+                                    "split the block, or raise max_chunk_size for this file"))
+
+
+def process_corpus(scan: CorpusScan, *, progress: Callable[[int, int], None] | None = None,
+                   workers: int = 1) -> list[FileResult]:
+    """Parse and chunk every file, in path order."""
+    paths = sorted(scan.files)
+    results = []
+    for result in process_files(scan, [(p, scan.file_key(p)) for p in paths], workers=workers):
+        results.append(result)
+        if progress:
+            progress(len(results), len(paths))
+    return results
+
+
+def process_files(scan: CorpusScan, todo: list[tuple[str, str]], *, workers: int = 1) -> Iterator[FileResult]:
+    """Results of `(relpath, file_key)` pairs, in the order given, parsed in `workers` processes."""
+    taxonomy = scan.taxonomy_config()
+    if workers <= 1 or len(todo) < 200:
+        for relpath, key in todo:
+            yield process_file(relpath, scan.files[relpath], key, scan.manifests, taxonomy)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    args = ((relpath, scan.files[relpath], key, scan.manifests, taxonomy) for relpath, key in todo)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
+        yield from pool.map(_process_args, args, chunksize=32)
+
+
+def _process_args(args: tuple) -> FileResult:
+    return process_file(*args)
+
+
+def validate_corpus(root: Path, progress: Callable[[int, int], None] | None = None) -> tuple[CorpusScan, list[FileResult], list[Finding]]:
+    scan = scan_corpus(root)
+    results = process_corpus(scan, progress=progress, workers=os.cpu_count() or 1)
+    findings = list(scan.findings)
+    for result in results:
+        findings.extend(result.findings)
+    return scan, results, findings

@@ -1,0 +1,10 @@
+"""Search: the engine that answers queries on one opened build.
+
+An opened build (`index`: catalog, compressed texts, int8 vectors), the legs that rank it
+(`legs`), their fusion (`fusion`), filters and auto-include (`filters`), variant collapse,
+cursors, zero-result hints and snippets, and the reads an agent makes besides search
+(`documents`, `related`). `engine.search` ties them together.
+
+May import: `retrieval.errors`, `retrieval.memory`, `retrieval.embeddings`, and from
+`retrieval.ingest` only what describes a build (`layout`, `metadata`, `terms`, `slugs`).
+"""

@@ -1,0 +1,281 @@
+"""Hybrid search over one opened build: the engine call behind every search tool.
+
+One search: validate the request and filters, plan the `WHERE` (auto-include applied), run
+the full-text legs concurrently on the LanceDB loop while this thread embeds the query and
+runs the vector leg, fuse by reciprocal rank, collapse language variants when the manifest
+asks for it, cut the page, and dress the page's hits (content, snippet, metadata).
+
+Pagination is stable: every page of a search ranks the same candidates (each leg's top
+`depth`, fixed for the whole search and carried in the cursor), and ties break by chunk ID,
+so concatenated pages have no duplicates and no gaps. The result list ends with that
+candidate set: with the default depth of 100, at most 100 chunks per leg are fused.
+
+A failing vector leg (provider down, wrong model) is logged and the search answers from
+the full-text legs; it never fails a search.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from retrieval.embeddings import EmbeddingSpec, check_compatible, similarity_floor
+from retrieval.embeddings.base import EmbeddingProvider
+from retrieval.errors import IndexUnavailable, InvalidArgument
+
+from .aio import LOOP
+from .collapse import collapse_variants
+from .cursor import CursorState, decode_cursor, encode_cursor
+from .filters import FilterPlan, plan_filters
+from .fusion import fuse
+from .hints import SearchHint, zero_hit_hint
+from .index import Index
+from .legs import LEGS, VECTOR, LegResult, gather_lexical, lexical_queries, lexical_results, vector_leg
+from .snippets import make_snippet
+
+log = logging.getLogger("retrieval.search")
+
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 50
+DEFAULT_DEPTH = 100
+MAX_QUERY_CHARS = 2000
+
+__all__ = [
+    "DEFAULT_DEPTH", "DEFAULT_LIMIT", "MAX_LIMIT", "LegReport", "SearchHint", "SearchHit",
+    "SearchRequest", "SearchResult", "make_hits", "rank", "search", "search_batch",
+]
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    filters: dict[str, str] = field(default_factory=dict)
+    limit: int | None = None  # None: DEFAULT_LIMIT, or the page size of the cursor being continued
+    cursor: str | None = None
+    legs: tuple[str, ...] | None = None  # None: every leg the index and query support
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    chunk_id: str
+    score: float  # normalised fused score in [0, 1]
+    heading: str
+    breadcrumb: str
+    snippet: str
+    filepath: str
+    metadata: dict[str, str]  # taxonomy values of the chunk, only those it has
+    title: str  # document title
+    chunk_index: int  # 1-based position in its file
+    total_chunks: int
+    content: str  # the chunk's exact markdown
+    heading_level: int
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    legs: tuple[str, ...] = ()  # the legs that found it, for evaluation and debugging
+
+
+@dataclass(frozen=True)
+class LegReport:
+    name: str
+    candidates: int
+    seconds: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    hits: list[SearchHit]
+    next_cursor: str | None
+    hint: SearchHint | None
+    filters: dict[str, str]  # as validated
+    auto_included: tuple[dict[str, str], ...]  # `include` parts of auto-include rules that widened the filter
+    legs: tuple[LegReport, ...]
+    offset: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The fused candidate list of one search, before paging."""
+
+    items: list[tuple[int, float]]  # (catalog position, normalised score), best first
+    legs: list[LegResult]
+
+
+def check_query(query: object) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidArgument("query must be a non-empty string, e.g. 'how to paginate' or 'RateLimitError'")
+    query = query.strip()
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidArgument(f"query is {len(query)} characters; keep it under {MAX_QUERY_CHARS} "
+                              "(a question or a few keywords work best)")
+    return query
+
+
+def check_limit(limit: object) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidArgument(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
+    return limit
+
+
+def check_legs(legs: Sequence[str] | None) -> tuple[str, ...]:
+    if legs is None:
+        return LEGS
+    unknown = [leg for leg in legs if leg not in LEGS]
+    if unknown or not legs:
+        raise InvalidArgument(f"unknown search legs {unknown or '(none given)'}; choose from {', '.join(LEGS)}")
+    return tuple(dict.fromkeys(legs))
+
+
+def _query_vector(index: Index, embedder: EmbeddingProvider, query: str) -> np.ndarray:
+    check_compatible(EmbeddingSpec.from_dict(index.metadata.embedding), embedder)
+    return embedder.embed_query(query)
+
+
+def _wants_vector(index: Index, legs: tuple[str, ...], embedder: EmbeddingProvider | None,
+                  query_vector: np.ndarray | None) -> bool:
+    return VECTOR in legs and index.has_vectors and (embedder is not None or query_vector is not None)
+
+
+def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = LEGS, depth: int = DEFAULT_DEPTH,
+         embedder: EmbeddingProvider | None = None, query_vector: np.ndarray | None = None,
+         vector_floor: float | None = None) -> Ranking:
+    """Runs the legs and fuses them; no paging, no hit dressing (benchmarks time this alone)."""
+    # A first search loads the index before the embedding model: the index's loads peak highest
+    # and are best taken while the process is small (see Index._load).
+    index.catalog()
+    queries = lexical_queries(query, legs)
+    pending = LOOP.submit(gather_lexical(index.async_chunks(), queries, plan.where, depth)) if queries else None
+    results: list[LegResult] = []
+    if _wants_vector(index, legs, embedder, query_vector):
+        started = time.perf_counter()
+        try:
+            vector = query_vector if query_vector is not None else _query_vector(index, embedder, query)
+            floor = vector_floor if vector_floor is not None else similarity_floor(index.metadata.embedding["provider"])
+            positions = vector_leg(index, vector, index.filter_mask(plan.where), depth, floor)
+            results.append(LegResult(VECTOR, positions, time.perf_counter() - started))
+        except Exception as exc:  # never fail a search for its vector leg
+            log.warning("vector leg failed on %s, answering from full-text legs: %s: %s",
+                        index.path, type(exc).__name__, exc)
+            results.append(LegResult(VECTOR, np.empty(0, np.int64), time.perf_counter() - started,
+                                     f"{type(exc).__name__}: {exc}"))
+    if pending is not None:
+        results = lexical_results(index, pending.result()) + results
+    if results and all(r.error for r in results):
+        raise IndexUnavailable(f"every search leg failed on {index.path}: {results[0].error}")
+    # Legs that found nothing are left out of the normaliser: they say nothing about any hit.
+    ran = [r for r in results if not r.error and len(r.positions)]
+    rankings = [r.positions.tolist() for r in ran]
+    pool = list(dict.fromkeys(p for ranking in rankings for p in ranking))
+    items = fuse(rankings, dict(zip(pool, index.catalog().column("chunk_id", pool), strict=True)))
+    for key, spec in index.metadata.taxonomy.items():
+        if spec.vector_collapse and key not in plan.filters and items:
+            vectors = index.vectors() if index.has_vectors else None
+            items = collapse_variants(items, index.catalog(), index.column(key), vectors)
+    return Ranking(items, results)
+
+
+def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider | None = None,
+           cursor_secret: bytes, query_vector: np.ndarray | None = None,
+           vector_floor: float | None = None) -> SearchResult:
+    """Searches `index`; raises InvalidArgument / InvalidFilter / InvalidCursor for bad requests.
+
+    `query_vector` lets a caller that embedded several queries at once (search_batch) skip the
+    per-query embedding; `embedder` is otherwise used to embed the query.
+    """
+    query = check_query(request.query)
+    legs = check_legs(request.legs)
+    plan = plan_filters(index.metadata, request.filters)
+    if request.cursor is not None:
+        state = decode_cursor(cursor_secret, request.cursor, query=query, filters=plan.filters,
+                              build_id=index.build_id)
+        limit = check_limit(request.limit if request.limit is not None else state.limit)
+        offset, depth = state.offset, state.depth
+    else:
+        limit = check_limit(request.limit if request.limit is not None else DEFAULT_LIMIT)
+        offset, depth = 0, DEFAULT_DEPTH
+    ranking = rank(index, query, plan, legs=legs, depth=depth, embedder=embedder, query_vector=query_vector,
+                   vector_floor=vector_floor)
+    page = ranking.items[offset: offset + limit]
+    next_cursor = None
+    if offset + limit < len(ranking.items):
+        next_cursor = encode_cursor(cursor_secret, query=query, filters=plan.filters, build_id=index.build_id,
+                                    state=CursorState(offset + limit, limit, depth))
+    hint = zero_hit_hint(index, query, plan) if not ranking.items and offset == 0 else None
+    return SearchResult(
+        hits=make_hits(index, query, page, _found_by(page, ranking.legs)),
+        next_cursor=next_cursor,
+        hint=hint,
+        filters=plan.filters,
+        auto_included=plan.auto_included,
+        legs=tuple(LegReport(r.name, len(r.positions), r.seconds, r.error) for r in ranking.legs),
+        offset=offset,
+        limit=limit,
+    )
+
+
+def make_hits(index: Index, query: str, page: list[tuple[int, float]],
+              found_by: dict[int, tuple[str, ...]]) -> list[SearchHit]:
+    """Dresses (position, score) pairs as hits: catalog fields, content (one read), snippet."""
+    if not page:
+        return []
+    positions = [p for p, _ in page]
+    rows = index.catalog().rows(positions)
+    contents = index.contents(positions)
+    taxonomy = [(key, index.column(key)) for key in index.metadata.taxonomy]
+    hits = []
+    for (position, score), row, content in zip(page, rows, contents, strict=True):
+        hits.append(SearchHit(
+            chunk_id=row["chunk_id"],
+            score=round(score, 6),
+            heading=row["heading"] or "",
+            breadcrumb=row["breadcrumb"] or "",
+            snippet=make_snippet(content, query),
+            filepath=row["filepath"],
+            metadata={key: row[col] for key, col in taxonomy if row[col] is not None},
+            title=row["title"] or "",
+            chunk_index=int(row["chunk_index"]) + 1,
+            total_chunks=int(row["total_chunks"]),
+            content=content,
+            heading_level=int(row["heading_level"]),
+            start_line=int(row["start_line"]),
+            end_line=int(row["end_line"]),
+            legs=found_by.get(position, ()),
+        ))
+    return hits
+
+
+def _found_by(page: list[tuple[int, float]], legs: list[LegResult]) -> dict[int, tuple[str, ...]]:
+    leg_sets = [(r.name, set(r.positions.tolist())) for r in legs]
+    return {p: tuple(name for name, members in leg_sets if p in members) for p, _ in page}
+
+
+def search_batch(index: Index, requests: Sequence[SearchRequest], *, embedder: EmbeddingProvider | None = None,
+                 cursor_secret: bytes, vector_floor: float | None = None) -> list[SearchResult]:
+    """Several searches sharing one `embed_queries` call (one round trip to an API provider).
+
+    Every request is validated before any work is done, so a bad one fails the batch at once.
+    If the shared embedding fails, every search answers from its full-text legs.
+    """
+    queries = [check_query(r.query) for r in requests]
+    for r in requests:
+        check_legs(r.legs)
+        plan_filters(index.metadata, r.filters)
+        if r.limit is not None:
+            check_limit(r.limit)
+    vectors: np.ndarray | None = None
+    wanted = [i for i, r in enumerate(requests) if _wants_vector(index, check_legs(r.legs), embedder, None)]
+    if wanted:
+        try:
+            check_compatible(EmbeddingSpec.from_dict(index.metadata.embedding), embedder)
+            vectors = embedder.embed_queries([queries[i] for i in wanted])
+        except Exception as exc:
+            log.warning("batch query embedding failed on %s, answering from full-text legs: %s: %s",
+                        index.path, type(exc).__name__, exc)
+    by_request = dict(zip(wanted, vectors, strict=True)) if vectors is not None else {}
+    return [search(index, r, embedder=None, cursor_secret=cursor_secret, query_vector=by_request.get(i),
+                   vector_floor=vector_floor) for i, r in enumerate(requests)]

@@ -1,0 +1,262 @@
+"""An opened build: its metadata and LanceDB tables, held once per process.
+
+`IndexCache` keeps one opened index per corpus; when a corpus's active build changes, the
+caller asks for the new path and gets a freshly opened index while requests still holding the
+old object finish on it (builds are immutable, so nothing breaks).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from retrieval.errors import IndexUnavailable
+from retrieval.ingest.layout import CHUNKS_TABLE, DOCUMENTS_TABLE, taxonomy_column
+from retrieval.ingest.metadata import BuildMetadata, read_metadata
+from retrieval.memory import release_unused_memory
+
+from .aio import LOOP
+from .catalog import CATALOG_COLUMNS, Catalog
+from .texts import CompressedTexts, compress_texts
+from .vectors import Vectors
+
+MASK_CACHE_SIZE = 64
+# Chunk text up to this many characters is held as plain strings (the Kubernetes and Python
+# docs: 7-10 MB); larger corpora hold it compressed, 3.4x smaller at 124.5k chunks, at about
+# 30 us per hit to decompress.
+CONTENT_IN_MEMORY_CHARS = 64 * 1024 * 1024
+READ_CHUNKS = 8192
+
+
+class _OutOfOrder(Exception):
+    """A table scan returned chunks out of catalog (row ID) order."""
+
+
+def _held(columns: Iterator[pa.Array], compressed: bool) -> pa.Array | CompressedTexts:
+    if compressed:
+        return compress_texts(columns)
+    pieces = list(columns)
+    return pa.concat_arrays(pieces) if pieces else pa.array([], pa.string())
+
+
+class Index:
+    def __init__(self, path: Path, content_in_memory_chars: int = CONTENT_IN_MEMORY_CHARS):
+        self.path = Path(path)
+        self.content_in_memory_chars = content_in_memory_chars
+        self.metadata: BuildMetadata = read_metadata(self.path)
+        try:
+            db = lancedb.connect(self.path / "lancedb")
+            self.chunks = db.open_table(CHUNKS_TABLE)
+            self.documents = db.open_table(DOCUMENTS_TABLE)
+        except Exception as exc:
+            raise IndexUnavailable(f"index at {self.path} cannot be opened: {exc}") from exc
+        self._lock = threading.Lock()
+        self._vectors: Vectors | None = None
+        self._catalog: Catalog | None = None
+        self._async_chunks = None
+        self._content: pa.Array | CompressedTexts | None = None
+        self._masks: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    @property
+    def build_id(self) -> str:
+        return self.metadata.build_id
+
+    @property
+    def has_vectors(self) -> bool:
+        return bool(self.metadata.embedding)
+
+    @staticmethod
+    def column(key: str) -> str:
+        return taxonomy_column(key)
+
+    @property
+    def taxonomy_columns(self) -> list[str]:
+        return [taxonomy_column(key) for key in self.metadata.taxonomy]
+
+    def async_chunks(self):
+        """The chunks table through LanceDB's async API, opened on the process's private loop."""
+        if self._async_chunks is None:
+            with self._lock:
+                if self._async_chunks is None:
+                    async def _open():
+                        db = await lancedb.connect_async(self.path / "lancedb")
+                        return await db.open_table(CHUNKS_TABLE)
+
+                    self._async_chunks = LOOP.run(_open())
+        return self._async_chunks
+
+    def catalog(self) -> Catalog:
+        """Light columns of every chunk by position (see retrieval/catalog.py)."""
+        if self._catalog is None:
+            self._load()
+        return self._catalog
+
+    def vectors(self) -> Vectors:
+        """All chunk vectors as int8 codes (retrieval/vectors.py), row i belonging to catalog position i.
+
+        Scanning them costs a few ms at 100k chunks and loses no recall under filters, which an
+        ANN index with a post-filter would.
+        """
+        if self._vectors is None:
+            self._load()
+        return self._vectors
+
+    def _load(self) -> None:
+        """Loads what a search holds in memory, on first use: the catalog, then the vectors,
+        then the chunk text.
+
+        All at once and in that order because each load decodes through 80-200 MB of Lance
+        buffers that are freed afterwards: taking the largest of them while the process is
+        smallest kept a 124.5k-chunk serving process's peak at about 450 MB, where loading on
+        demand (the model before the vectors, the text last) reached 530 MB.
+        """
+        table = self.async_chunks()
+        with self._lock:
+            if self._catalog is not None:
+                return
+            columns = [*CATALOG_COLUMNS, *self.taxonomy_columns]
+            catalog = Catalog.from_arrow(self.chunks.search().with_row_id(True).select(columns).limit(None).to_arrow())
+            release_unused_memory()
+            vectors = self._load_vectors(catalog) if self.has_vectors else Vectors.empty(len(catalog), 0)
+            release_unused_memory()
+            self._content = self._load_texts(catalog, table)
+            release_unused_memory()
+            self._catalog, self._vectors = catalog, vectors
+
+    def _load_vectors(self, catalog: Catalog) -> Vectors:
+        """Streams the float32 vector column into preallocated int8 codes in catalog order, so the
+        column is never held whole."""
+        dims = int(self.metadata.embedding["dimensions"]) if self.metadata.embedding else 0
+        vectors = Vectors.empty(len(catalog), dims)
+        reader = self.chunks.search().with_row_id(True).select(["vector"]).limit(None).to_batches()
+        for batch in reader:
+            rows = catalog.positions(batch.column("_rowid").to_numpy())
+            flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
+            vectors.put(rows, np.asarray(flat, dtype=np.float32).reshape(-1, dims))
+        return vectors
+
+    def filter_mask(self, where: str | None) -> np.ndarray | None:
+        """Boolean mask over catalog positions for a WHERE clause (None: no filter), LRU-cached.
+
+        The clause is evaluated by LanceDB, so the vector leg filters with exactly the semantics
+        the full-text legs push down. The clause must come from retrieval.search.filters, never from input.
+        """
+        if where is None:
+            return None
+        mask = self._masks.get(where)
+        if mask is not None:
+            with self._lock:
+                if where in self._masks:
+                    self._masks.move_to_end(where)
+            return mask
+        catalog = self.catalog()
+        table = self.async_chunks()
+
+        async def _scan():
+            return await table.query().where(where).with_row_id().select([]).to_arrow()
+
+        rowids = LOOP.run(_scan())["_rowid"].to_numpy()
+        mask = np.zeros(len(catalog), dtype=bool)
+        mask[catalog.positions(rowids)] = True
+        mask.flags.writeable = False
+        with self._lock:
+            self._masks[where] = mask
+            while len(self._masks) > MASK_CACHE_SIZE:
+                self._masks.popitem(last=False)
+        return mask
+
+    def _load_texts(self, catalog: Catalog, table) -> pa.Array | CompressedTexts:
+        """Every chunk's text by catalog position: plain when the corpus is small, compressed
+        blocks (retrieval/texts.py) above `content_in_memory_chars`.
+
+        Read by a table scan, which at 124.5k chunks leaves 25 MB less behind than reading by row
+        ID; the scan is in catalog order unless the table's fragments were reordered (compaction),
+        and then the text is read by row ID instead.
+        """
+        sizes = self.documents.search().select(["size"]).limit(None).to_arrow()["size"]
+        compressed = (pc.sum(sizes).as_py() or 0) > self.content_in_memory_chars
+        try:
+            return _held(self._scanned_texts(catalog), compressed)
+        except _OutOfOrder:
+            return _held(self._taken_texts(catalog, table), compressed)
+
+    def _scanned_texts(self, catalog: Catalog) -> Iterator[pa.Array]:
+        expected = 0
+        for batch in self.chunks.search().with_row_id(True).select(["content"]).limit(None).to_batches():
+            positions = catalog.positions(batch.column("_rowid").to_numpy())
+            if not np.array_equal(positions, np.arange(expected, expected + len(positions))):
+                raise _OutOfOrder
+            expected += len(positions)
+            yield batch.column("content")
+        if expected != len(catalog):
+            raise _OutOfOrder
+
+    def _taken_texts(self, catalog: Catalog, table) -> Iterator[pa.Array]:
+        """Chunk text in catalog order, READ_CHUNKS rows at a time, so the column is never held whole."""
+        for start in range(0, len(catalog), READ_CHUNKS):
+            rowids = catalog.rowids[start:start + READ_CHUNKS].tolist()
+
+            async def _take(rowids=rowids):
+                return await table.take_row_ids(rowids).select(["content"]).with_row_id().to_arrow()
+
+            found = LOOP.run(_take())
+            if found.num_rows != len(rowids):
+                raise IndexUnavailable(f"index at {self.path}: {len(rowids) - found.num_rows} chunks have no text row")
+            order = np.argsort(found["_rowid"].to_numpy())  # catalog positions ascend with row IDs
+            yield found["content"].combine_chunks().take(pa.array(order))
+
+    def contents(self, positions: list[int]) -> list[str]:
+        """Chunk markdown for the given catalog positions, in that order."""
+        if not positions:
+            return []
+        if self._content is None:
+            self._load()
+        texts = self._content
+        if isinstance(texts, CompressedTexts):
+            return texts.get(positions)
+        return texts.take(pa.array(positions, pa.int64())).to_pylist()
+
+
+class IndexCache:
+    """Process-wide cache of opened indexes, one per slot (a corpus name; the build directory
+    when none is given).
+
+    Opening a corpus's new build drops its previous one from the cache, so that index's memory
+    (about 300 MB at 124.5k chunks with vectors) goes as soon as the requests still holding it
+    finish, instead of staying until `max_open` other builds push it out.
+    """
+
+    def __init__(self, max_open: int = 8):
+        self._lock = threading.Lock()
+        self._open: dict[str, Index] = {}
+        self.max_open = max_open
+
+    def get(self, path: Path, slot: str | None = None) -> Index:
+        path = Path(path)
+        key = slot if slot is not None else str(path)
+        index = self._open.get(key)
+        if index is not None and index.path == path:
+            return index
+        with self._lock:
+            index = self._open.get(key)
+            if index is None or index.path != path:
+                index = Index(path)
+                self._open.pop(key, None)
+                if len(self._open) >= self.max_open:
+                    self._open.pop(next(iter(self._open)))
+                self._open[key] = index
+        return index
+
+    def clear(self) -> None:
+        with self._lock:
+            self._open.clear()
+
+
+INDEXES = IndexCache()
