@@ -1,6 +1,6 @@
 """Eval case files: read both spellings in use, write either. Pure Python, no Django.
 
-    seed 001 / the bundled suite:  {name, category, query, filters, expectedChunkId | expectedChunkIds,
+    docs-mcp / the bundled suite:  {name, category, query, filters, expectedChunkId | expectedChunkIds,
                                     expectedFiles}
     ../shared/bench/*.jsonl:       {id, query, expected_chunk_ids, expected_files, category, filters}
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-STYLES = ("bench", "seed")
+STYLES = ("bench", "docs-mcp")
 _KNOWN = {"name", "id", "category", "query", "filters", "expectedChunkId", "expectedChunkIds", "expected_chunk_ids",
           "expected_chunk_id", "expectedFiles", "expected_files", "expectedFile", "expected_file"}
 
@@ -146,9 +146,9 @@ def case_to_dict(case: CaseSpec, style: str = "bench") -> dict[str, Any]:
 
 
 def dump_cases(cases: list[CaseSpec], fmt: str = "jsonl", style: str | None = None) -> str:
-    """JSONL (bench spelling by default) or a JSON array (seed spelling by default)."""
+    """JSONL (bench spelling by default) or a JSON array (docs-mcp spelling by default)."""
     if fmt == "jsonl":
         return "".join(json.dumps(case_to_dict(c, style or "bench"), ensure_ascii=False) + "\n" for c in cases)
     if fmt == "json":
-        return json.dumps([case_to_dict(c, style or "seed") for c in cases], ensure_ascii=False, indent=2) + "\n"
+        return json.dumps([case_to_dict(c, style or "docs-mcp") for c in cases], ensure_ascii=False, indent=2) + "\n"
     raise ValueError(f"unknown format {fmt!r}; use jsonl or json")

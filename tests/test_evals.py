@@ -130,7 +130,7 @@ def test_reads_every_shared_bench_query_file():
 
 def test_export_round_trips_in_both_spellings(db):
     suite = suite_import(name="sample", path=SAMPLE_SUITE)
-    for fmt, style in (("jsonl", "bench"), ("json", "seed"), ("jsonl", "seed"), ("json", "bench")):
+    for fmt, style in (("jsonl", "bench"), ("json", "docs-mcp"), ("jsonl", "docs-mcp"), ("json", "bench")):
         again = parse_cases(suite_export(suite=suite, fmt=fmt, style=style))
         original = parse_cases(SAMPLE_SUITE.read_text())
         assert [(c.name, c.query, c.category, c.filters, c.expected_chunk_ids) for c in again] == \

@@ -24,8 +24,8 @@ class Command(BaseCommand):
         exp = sub.add_parser("export", help="write a suite's cases")
         exp.add_argument("--suite", required=True)
         exp.add_argument("--format", choices=["jsonl", "json"], default="jsonl")
-        exp.add_argument("--style", choices=["bench", "seed"], help="field spelling (default: bench for jsonl, "
-                                                                     "seed for json)")
+        exp.add_argument("--style", choices=["bench", "docs-mcp"], help="field spelling (default: bench for jsonl, "
+                                                                     "docs-mcp for json)")
         exp.add_argument("-o", "--output", help="file to write (default: stdout)")
 
     def handle(self, *args, **options):
