@@ -9,7 +9,14 @@ import pytest
 from django.test import RequestFactory, override_settings
 
 from mcp_endpoint import ratelimit
-from mcp_endpoint.apikeys import InvalidApiKey, Principal, authenticate, bearer_token, create_api_key, hash_key
+from mcp_endpoint.apikeys import (
+    InvalidApiKey,
+    Principal,
+    authenticate,
+    bearer_token,
+    create_api_key,
+    hash_key,
+)
 from mcp_endpoint.models import ApiKey
 from mcp_endpoint.security import client_ip, origin_allowed
 from tests import fixtures_mcp

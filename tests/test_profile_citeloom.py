@@ -159,13 +159,15 @@ def test_store_is_idempotent_by_chunk_id(projects, live_url, http):
 
 def test_batch_size_is_enforced(projects, live_url, http):
     small = call(http, url_of(live_url), "store_chunks", {"project": "citeloom/clean-arch",
-                                                          "items": make_items("citeloom/clean-arch", 42)})
+                                                          "items": make_items("citeloom/clean-arch", 42)},
+                 headers=write_key())
     assert small["error"]["code"] == -32602
     assert "store_chunks takes 100-500 items per call; got 42" in small["error"]["message"]
     tail = store(http, live_url, "citeloom/clean-arch", make_items("citeloom/clean-arch", 42), final_batch=True)
     assert tail["chunks_written"] == 42
     too_many = call(http, url_of(live_url), "store_chunks", {"project": "citeloom/clean-arch",
-                                                             "items": make_items("citeloom/clean-arch", 501, dims=DIMS)})
+                                                             "items": make_items("citeloom/clean-arch", 501, dims=DIMS)},
+                    headers=write_key())
     assert too_many["error"]["code"] == -32602
     assert "Argument 'items' must have at most 500 item(s); got 501." in too_many["error"]["message"]
 
