@@ -50,7 +50,7 @@ def default_corpus() -> Corpus:
         return corpus_get(name)
     corpus = Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN).order_by("created_at").select_related("active_build").first()
     if corpus is not None and not visible(corpus.name):
-        raise CorpusNotFound(f"this API key is not allowed the default corpus; name one of its corpora "
+        raise CorpusNotFound(f"the default corpus is outside this API key's corpora; name one of them "
                              f"(/mcp/c/<corpus>/): {', '.join(c.name for c in corpus_list()) or 'none'}")
     if corpus is None:
         raise CorpusNotFound("no corpus is registered yet; run `manage.py build_index --corpus NAME --source DIR`")
