@@ -23,6 +23,7 @@ from retrieval.embeddings import get_provider
 from retrieval.embeddings.base import EmbeddingProvider
 from retrieval.errors import EmbeddingMismatch, InvalidArgument
 
+from .access import visible_only
 from .errors import CorpusError, CorpusNotFound
 from .models import Corpus
 
@@ -57,7 +58,7 @@ def project_id(corpus: Corpus) -> str:
 
 
 def project_list() -> list[Corpus]:
-    return list(Corpus.objects.filter(kind=Corpus.KIND_CHUNKS).order_by("name"))
+    return list(visible_only(Corpus.objects.filter(kind=Corpus.KIND_CHUNKS)).order_by("name"))
 
 
 def project_get(project: str) -> Corpus:

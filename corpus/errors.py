@@ -11,12 +11,18 @@ class CorpusNotFound(CorpusError):
     status = 404
 
 
+class CorpusNotAllowed(CorpusError):
+    """The caller's API key is limited to other corpora."""
+
+    status = 403
+
+
 class CorpusExists(CorpusError):
     status = 409
 
 
 class NoActiveBuild(CorpusError):
-    status = 503
+    status = 409  # the corpus's state, not the server's: build it first
 
 
 class BuildInProgress(CorpusError):

@@ -15,6 +15,7 @@ from retrieval.embeddings import check_compatible
 from retrieval.embeddings.base import EmbeddingProvider, EmbeddingSpec
 from retrieval.search.index import INDEXES, Index
 
+from .access import visible, visible_only
 from .errors import CorpusNotFound, NoActiveBuild
 from .models import BuildRun, Corpus
 from .providers import cached_provider
@@ -26,17 +27,19 @@ _pointer_lock = threading.Lock()
 
 
 def corpus_list() -> list[Corpus]:
-    return list(Corpus.objects.select_related("active_build").order_by("name"))
+    """Every corpus the caller may see (corpus.access)."""
+    return list(visible_only(Corpus.objects.select_related("active_build")).order_by("name"))
 
 
 def corpus_get(name: str) -> Corpus:
-    """By name or alias."""
-    corpus = Corpus.objects.filter(name=name).select_related("active_build").first()
+    """By name or alias; a corpus the caller may not see is not found."""
+    corpora = visible_only(Corpus.objects.select_related("active_build"))
+    corpus = corpora.filter(name=name).first()
     if corpus is None:
-        for candidate in Corpus.objects.exclude(aliases=[]).select_related("active_build"):
+        for candidate in corpora.exclude(aliases=[]):
             if name in (candidate.aliases or []):
                 return candidate
-        names = ", ".join(Corpus.objects.order_by("name").values_list("name", flat=True)) or "none yet"
+        names = ", ".join(corpora.order_by("name").values_list("name", flat=True)) or "none yet"
         raise CorpusNotFound(f"corpus {name!r} not found; available: {names}")
     return corpus
 
@@ -46,6 +49,9 @@ def default_corpus() -> Corpus:
     if name:
         return corpus_get(name)
     corpus = Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN).order_by("created_at").select_related("active_build").first()
+    if corpus is not None and not visible(corpus.name):
+        raise CorpusNotFound(f"the default corpus is outside this API key's corpora; name one of them "
+                             f"(/mcp/c/<corpus>/): {', '.join(c.name for c in corpus_list()) or 'none'}")
     if corpus is None:
         raise CorpusNotFound("no corpus is registered yet; run `manage.py build_index --corpus NAME --source DIR`")
     return corpus
@@ -93,6 +99,8 @@ def _default_corpus_name() -> str:
 def active_index(name: str | None = None) -> Index:
     """The active index of a corpus (default corpus when name is None), opened once per process."""
     corpus_name = name or _default_corpus_name()
+    if not visible(corpus_name):
+        corpus_get(corpus_name)  # raises CorpusNotFound, unless `name` is an alias of a visible corpus
     return INDEXES.get(Path(_active_path(corpus_name)), slot=corpus_name)
 
 

@@ -17,11 +17,13 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from .access import visible
 from .errors import (
     BuildInProgress,
     BuildStateConflict,
     CorpusError,
     CorpusExists,
+    CorpusNotAllowed,
     CorpusNotFound,
     SourceDirNotAllowed,
 )
@@ -68,6 +70,9 @@ def corpus_create(*, name: str, source_dir: str = "", description: str = "", ver
                           "(e.g. 'payments-docs')")
     if kind not in dict(Corpus.KIND_CHOICES):
         raise CorpusError(f"unknown corpus kind {kind!r}; use one of {', '.join(dict(Corpus.KIND_CHOICES))}")
+    if not visible(name):
+        raise CorpusNotAllowed(f"this API key is limited to other corpora and cannot create {name!r}; use a key "
+                               "without a corpus limit, or one that lists this name")
     if Corpus.objects.filter(name=name).exists() or _alias_owner(name) is not None:
         raise CorpusExists(f"corpus {name!r} already exists (as a name or an alias); choose another name")
     if kind == Corpus.KIND_MARKDOWN:

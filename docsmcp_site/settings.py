@@ -43,6 +43,10 @@ MIDDLEWARE = [
     "mcp_endpoint.security.host_guard",
     # Gives errors Django or ninja answer under /api/v1/ (404, 405, 413...) the REST API's JSON shape.
     "docsmcp_site.api.errors.api_error_shape",
+    # Refuses a disallowed Origin (403) and non-JSON writes (415) under /api/v1/ before anything reads them.
+    "docsmcp_site.api.guard.api_guard",
+    # No API key's corpus limit carries over from one request to the next on the same thread.
+    "corpus.access.request_scope",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -115,7 +119,12 @@ MCP_SERVER_HOST = os.environ.get("MCP_SERVER_HOST", "0.0.0.0")
 MCP_SERVER_PORT = int(os.environ.get("MCP_SERVER_PORT", "8001"))
 MCP_AUTH_REQUIRED = env_bool("MCP_AUTH_REQUIRED", False)
 MCP_API_KEY = os.environ.get("MCP_API_KEY", "")
-MCP_ALLOWED_ORIGINS = env_list("MCP_ALLOWED_ORIGINS", "*")
+# Web origins that may call /mcp/ and /api/v1/ from a browser; ":*" means any port. Loopback only by
+# default: "*" (any web page) must be set explicitly.
+MCP_ALLOWED_ORIGINS = env_list(
+    "MCP_ALLOWED_ORIGINS",
+    "http://localhost:*,https://localhost:*,http://127.0.0.1:*,https://127.0.0.1:*,http://[::1]:*,https://[::1]:*",
+)
 MCP_MAX_BODY_BYTES = int(os.environ.get("MCP_MAX_BODY_BYTES", str(1024 * 1024)))
 MCP_RATE_LIMIT_PER_MINUTE = int(os.environ.get("MCP_RATE_LIMIT_PER_MINUTE", "600"))
 MCP_RATE_LIMIT_REDIS_URL = os.environ.get("MCP_RATE_LIMIT_REDIS_URL", CELERY_BROKER_URL)

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from django.db.models import Count, F, Window
 from django.db.models.functions import RowNumber
 
+from corpus.access import visible_only
+
 from . import compare
 from .cases import CaseSpec, dump_cases
 from .errors import RunNotFound, SuiteNotFound
@@ -87,8 +89,8 @@ def suite_export(*, suite: EvalSuite, fmt: str = "jsonl", style: str | None = No
 
 
 def run_get(pk: int) -> EvalRun:
-    run = (EvalRun.objects.select_related("suite", "corpus", "build", "baseline", "baseline__build")
-           .filter(pk=pk).first())
+    run = (visible_only(EvalRun.objects, "corpus__name")
+           .select_related("suite", "corpus", "build", "baseline", "baseline__build").filter(pk=pk).first())
     if run is None:
         raise RunNotFound(f"eval run {pk} not found")
     return run
@@ -104,7 +106,7 @@ def case_scores(run: EvalRun) -> dict[str, float]:
 
 
 def run_list(*, corpus=None, suite=None, status: str | None = None):
-    runs = EvalRun.objects.select_related("suite", "corpus").order_by("-created_at", "-pk")
+    runs = visible_only(EvalRun.objects, "corpus__name").select_related("suite", "corpus").order_by("-created_at", "-pk")
     if corpus is not None:
         runs = runs.filter(corpus=corpus)
     if suite is not None:

@@ -14,16 +14,27 @@ class ApiKeyForm(forms.ModelForm):
         initial=["read"],
         help_text="'admin' implies every other scope.",
     )
+    corpora = forms.CharField(
+        required=False,
+        help_text="Comma-separated corpus names this key may read and write; empty means every corpus.",
+    )
 
     class Meta:
         model = ApiKey
-        fields = ["name", "scopes"]
+        fields = ["name", "scopes", "corpora"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.initial["corpora"] = ", ".join(self.instance.corpora or [])
+
+    def clean_corpora(self) -> list[str]:
+        return sorted({name.strip() for name in self.cleaned_data["corpora"].split(",") if name.strip()})
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
     form = ApiKeyForm
-    list_display = ["name", "prefix", "scope_list", "status", "created_at", "last_used_at", "revoked_at"]
+    list_display = ["name", "prefix", "scope_list", "corpus_list", "status", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["revoked_at"]
     search_fields = ["name", "prefix"]
     readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
@@ -32,6 +43,10 @@ class ApiKeyAdmin(admin.ModelAdmin):
     @admin.display(description="scopes")
     def scope_list(self, obj: ApiKey) -> str:
         return ", ".join(obj.scopes or [])
+
+    @admin.display(description="corpora")
+    def corpus_list(self, obj: ApiKey) -> str:
+        return ", ".join(obj.corpora or []) or "all"
 
     @admin.display(description="status")
     def status(self, obj: ApiKey) -> str:

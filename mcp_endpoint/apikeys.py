@@ -1,8 +1,10 @@
-"""Bearer API keys: who is calling, with which scopes.
+"""Bearer API keys: who is calling, with which scopes, on which corpora.
 
-`authenticate(request)` is the one entry point, shared by the MCP endpoint and (later) the REST
-API. A key is valid if it equals `MCP_API_KEY` (compared in constant time) or hashes to an
-unrevoked `ApiKey` row. Keys are looked up by SHA-256, never stored in clear.
+`authenticate(request)` is the one entry point, shared by the MCP endpoint and the REST API. A
+key is valid if it equals `MCP_API_KEY` (compared in constant time) or hashes to an unrevoked
+`ApiKey` row. Keys are looked up by SHA-256, never stored in clear. A request that sends an
+Authorization header but no valid key raises `InvalidApiKey` (every surface answers 401), so a
+garbled key can never fall back to the anonymous caller.
 """
 
 from __future__ import annotations
@@ -26,13 +28,25 @@ if TYPE_CHECKING:
 _LAST_USED_RESOLUTION = timedelta(seconds=60)
 
 
+# What a caller without a key may do, and only while MCP_AUTH_REQUIRED is false.
+ANONYMOUS_SCOPES = frozenset({"read"})
+
+
+class InvalidApiKey(Exception):
+    """An Authorization header that carries no valid key (unknown, revoked or malformed)."""
+
+
 @dataclass(frozen=True)
 class Principal:
-    """An authenticated caller. `name` is the key's name ('env' for MCP_API_KEY)."""
+    """An authenticated caller. `name` is the key's name ('env' for MCP_API_KEY).
+
+    `corpora` limits the key to those corpus names; empty means every corpus.
+    """
 
     name: str
     scopes: frozenset[str]
     key_id: int | None = None
+    corpora: frozenset[str] = frozenset()
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes or "admin" in self.scopes
@@ -61,36 +75,53 @@ def bearer_token(request: HttpRequest) -> str | None:
     return token or None
 
 
+def allows(principal: Principal | None, scope: str) -> bool:
+    """Whether the caller holds `scope`; None is the anonymous caller (read only)."""
+    return principal.has_scope(scope) if principal is not None else scope in ANONYMOUS_SCOPES
+
+
 def authenticate(request: HttpRequest) -> Principal | None:
-    """The principal behind the request's bearer key, or None if it has no valid key."""
+    """The principal behind the request's bearer key; None when it sends no Authorization header.
+
+    Raises InvalidApiKey when the header is there but holds no valid key.
+    """
+    if not request.headers.get("Authorization", "").strip():
+        return None
     token = bearer_token(request)
     if token is None:
-        return None
+        raise InvalidApiKey("the Authorization header is malformed; send `Authorization: Bearer <key>`")
     env_key = getattr(settings, "MCP_API_KEY", "")
     if env_key and hmac.compare_digest(token.encode("utf-8"), env_key.encode("utf-8")):
         return Principal(name="env", scopes=frozenset(SCOPES))
     row = (
         ApiKey.objects.filter(key_hash=hash_key(token), revoked_at__isnull=True)
-        .only("id", "name", "scopes", "last_used_at")
+        .only("id", "name", "scopes", "corpora", "last_used_at")
         .first()
     )
     if row is None:
-        return None
+        raise InvalidApiKey("the API key is not valid (unknown or revoked); create one in the admin under "
+                            "API keys or with `manage.py mcp_apikey create`")
     now = timezone.now()
     if row.last_used_at is None or now - row.last_used_at > _LAST_USED_RESOLUTION:
         ApiKey.objects.filter(pk=row.pk).update(last_used_at=now)
     scopes = frozenset(s for s in (row.scopes or []) if isinstance(s, str))
-    return Principal(name=row.name, scopes=scopes, key_id=row.pk)
+    corpora = frozenset(c for c in (row.corpora or []) if isinstance(c, str))
+    return Principal(name=row.name, scopes=scopes, key_id=row.pk, corpora=corpora)
 
 
-def create_api_key(name: str, scopes: list[str] | None = None) -> tuple[ApiKey, str]:
-    """Create a key row and return it with the clear key, which is not recoverable afterwards."""
+def create_api_key(name: str, scopes: list[str] | None = None,
+                   corpora: list[str] | None = None) -> tuple[ApiKey, str]:
+    """Create a key row and return it with the clear key, which is not recoverable afterwards.
+
+    `corpora` limits the key to those corpus names (None or empty: every corpus).
+    """
     chosen = list(scopes) if scopes is not None else ["read"]
     unknown = sorted(set(chosen) - set(SCOPES))
     if unknown:
         raise ValueError(f"Unknown scope(s): {', '.join(unknown)}. Allowed: {', '.join(SCOPES)}")
     key = generate_key()
-    row = ApiKey.objects.create(name=name, prefix=key[:8], key_hash=hash_key(key), scopes=chosen)
+    row = ApiKey.objects.create(name=name, prefix=key[:8], key_hash=hash_key(key), scopes=chosen,
+                                corpora=sorted(set(corpora or [])))
     return row, key
 
 

@@ -1,4 +1,4 @@
-"""API keys for the MCP endpoint (and the REST API later). The key itself is never stored."""
+"""API keys for the MCP endpoint and the REST API. The key itself is never stored."""
 
 from django.db import models
 
@@ -18,6 +18,10 @@ class ApiKey(models.Model):
     )
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     scopes = models.JSONField(default=default_scopes, help_text="Any of: read, write, build, admin.")
+    corpora = models.JSONField(
+        default=list, blank=True,
+        help_text="Corpus names this key may read and write; empty means every corpus.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)

@@ -18,6 +18,7 @@ from django.conf import settings
 
 from mcp_endpoint import headers as mcp_headers
 from mcp_endpoint import schema
+from mcp_endpoint.apikeys import allows
 from mcp_endpoint.jsonrpc import InvalidParams, MethodNotFound
 from mcp_endpoint.pagination import paginate
 from mcp_endpoint.profiles import (
@@ -223,8 +224,7 @@ def handle_tools_call(call: Call) -> dict[str, Any]:
         raise InvalidParams(
             f"Invalid arguments for tool '{name}': " + " ".join(errors), data={"errors": errors}
         )
-    principal = call.context.principal
-    if principal is not None and tool.scope and not principal.has_scope(tool.scope):
+    if tool.scope and not allows(call.context.principal, tool.scope):
         result = ToolResult.error(f"Tool '{name}' needs an API key with the '{tool.scope}' scope.")
     else:
         result = run_tool(tool, call.context, schema.normalize(tool.input_schema, arguments))

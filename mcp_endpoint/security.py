@@ -43,21 +43,31 @@ def _normalize_origin(value: str) -> tuple[str, str, int | None] | None:
     return scheme, parts.hostname.lower(), port if port is not None else _default_port(scheme)
 
 
+def _origin_matches(entry: str, candidate: tuple[str, str, int | None]) -> bool:
+    """`entry` is an origin, or an origin ending in ':*' (any port)."""
+    entry = entry.strip()
+    if entry.endswith(":*"):
+        allowed = _normalize_origin(entry[:-2])
+        return allowed is not None and allowed[:2] == candidate[:2]
+    return _normalize_origin(entry) == candidate
+
+
 def origin_allowed(origin: str | None) -> bool:
-    """True when the request may proceed: no Origin (not a browser), '*' configured, or an exact match.
+    """True when the request may proceed: no Origin (not a browser), '*' configured, or a match.
 
     A match compares scheme, host and port (default ports filled in), so
-    `https://app.example.com` also matches `https://app.example.com:443`.
+    `https://app.example.com` also matches `https://app.example.com:443`; an entry ending in
+    ':*' matches any port. The default allows loopback origins only.
     """
     if origin is None:
         return True
-    allowed = list(getattr(settings, "MCP_ALLOWED_ORIGINS", ["*"]))
+    allowed = list(settings.MCP_ALLOWED_ORIGINS)
     if "*" in allowed:
         return True
     candidate = _normalize_origin(origin)
     if candidate is None:
         return False
-    return any(_normalize_origin(entry) == candidate for entry in allowed)
+    return any(_origin_matches(entry, candidate) for entry in allowed)
 
 
 def cors_headers(request: HttpRequest) -> dict[str, str]:

@@ -22,9 +22,10 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from corpus.access import limited_to
 from mcp_endpoint import headers as mcp_headers
 from mcp_endpoint import jsonrpc, profiles, protocol, ratelimit, security
-from mcp_endpoint.apikeys import Principal, authenticate
+from mcp_endpoint.apikeys import InvalidApiKey, Principal, authenticate
 from mcp_endpoint.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -123,11 +124,12 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
     if not security.origin_allowed(request.headers.get("Origin")):
         return security.forbidden_origin()
 
-    principal = authenticate(request)
+    try:
+        principal = authenticate(request)
+    except InvalidApiKey:
+        return _unauthorized()  # a garbled key never falls back to the anonymous caller
     if principal is None and getattr(settings, "MCP_AUTH_REQUIRED", False):
-        response = JsonResponse({"detail": "Invalid API key"}, status=401)
-        response["WWW-Authenticate"] = 'Bearer realm="docsmcp"'
-        return response
+        return _unauthorized()
 
     identity = principal.rate_limit_identity if principal else f"ip:{security.client_ip(request)}"
     decision = ratelimit.hit(identity)
@@ -164,12 +166,19 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
 
     endpoint = Endpoint(request, profile_name, profile, corpus, principal)
     try:
-        check = getattr(profile, "check_context", None)
-        if callable(check):
-            check(endpoint.context(None))
-        return _handle_payload(endpoint, raw)
+        with limited_to(principal.corpora if principal else None):
+            check = getattr(profile, "check_context", None)
+            if callable(check):
+                check(endpoint.context(None))
+            return _handle_payload(endpoint, raw)
     except profiles.UnknownCorpus as exc:
         return _json(jsonrpc.error_body(INVALID_REQUEST, str(exc) or f"Unknown corpus '{corpus}'"), 404)
+
+
+def _unauthorized() -> HttpResponse:
+    response = JsonResponse({"detail": "Invalid API key"}, status=401)
+    response["WWW-Authenticate"] = 'Bearer realm="docsmcp"'
+    return response
 
 
 def _body_limit(profile: Any) -> int:

@@ -16,6 +16,8 @@ def call(client, method: str, path: str, body=None, key: str | None = None, raw:
         kwargs.update(data=raw, content_type="application/json")
     elif body is not None:
         kwargs.update(data=json.dumps(body), content_type="application/json")
+    elif method.upper() in {"POST", "PUT", "PATCH"}:
+        kwargs.update(content_type="application/json")  # not the test client's multipart default (415)
     return getattr(client, method.lower())(f"{API}{path}", **kwargs)
 
 

@@ -102,3 +102,14 @@ def browser():
             os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
         else:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture
+def writer_client(db):
+    """A test client whose every request carries an admin API key: anonymous callers may only read."""
+    from django.test import Client
+
+    from mcp_endpoint.apikeys import create_api_key
+
+    _row, key = create_api_key("test-writer", ["admin"])
+    return Client(headers={"Authorization": f"Bearer {key}"})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mcp_endpoint.apikeys import create_api_key, revoke_api_keys
@@ -102,10 +104,20 @@ def test_an_admin_key_passes_every_scope(client, sample_corpus, index_root, auth
 
 
 @pytest.mark.parametrize("method, path, body, scope", ENDPOINTS, ids=IDS)
-def test_anonymous_requests_are_allowed_when_auth_is_optional(client, sample_corpus, index_root, settings, method,
-                                                              path, body, scope):
+def test_anonymous_callers_may_only_read_when_auth_is_optional(client, sample_corpus, index_root, settings, method,
+                                                               path, body, scope):
     settings.MCP_AUTH_REQUIRED = False
-    assert call(client, method, path, body).status_code not in (401, 403)
+    response = call(client, method, path, body)
+    if scope == "read":
+        assert response.status_code not in (401, 403), response.content
+    else:
+        assert_error(response, 403, "forbidden", "anonymous callers may only read")
+
+
+def test_anonymous_post_corpora_is_refused_and_creates_nothing(client, db, settings):
+    settings.MCP_AUTH_REQUIRED = False
+    assert_error(call(client, "post", "/corpora", {"name": "sneaky", "kind": "chunks"}), 403, "forbidden")
+    assert call(client, "get", "/corpora/sneaky").status_code == 404
 
 
 def test_a_revoked_key_is_401(client, sample_corpus, auth_required):
@@ -121,9 +133,18 @@ def test_the_env_key_holds_every_scope(client, sample_corpus, settings):
     assert call(client, "patch", "/corpora/sample", {"version": "4"}, key="env-secret-key").status_code == 200
 
 
-def test_a_non_bearer_authorization_header_counts_as_no_key(client, sample_corpus, auth_required):
-    response = client.get("/api/v1/corpora", HTTP_AUTHORIZATION="Basic dXNlcjpwYXNz")
-    assert_error(response, 401, "unauthorized")
+@pytest.mark.parametrize("header", ["Basic dXNlcjpwYXNz", "Bearer", "Bearer not-a-real-key", "garbage"])
+def test_a_malformed_or_unknown_key_is_401_never_anonymous(client, sample_corpus, settings, header):
+    settings.MCP_AUTH_REQUIRED = False
+    assert_error(client.get("/api/v1/corpora", HTTP_AUTHORIZATION=header), 401, "unauthorized")
+
+
+def test_a_read_key_cannot_be_bypassed_by_garbling_it(client, sample_corpus, settings):
+    settings.MCP_AUTH_REQUIRED = False
+    _row, key = create_api_key("reader", ["read"])
+    assert_error(call(client, "patch", "/corpora/sample", {"version": "9"}, key=key), 403, "forbidden")
+    assert_error(call(client, "patch", "/corpora/sample", {"version": "9"}, key=key[:-1]), 401, "unauthorized")
+    assert call(client, "get", "/corpora/sample").json()["version"] != "9"
 
 
 def test_builds_record_who_requested_them(client, sample_corpus, index_root, auth_required):
@@ -144,3 +165,98 @@ def test_the_schema_declares_bearer_auth_on_every_operation(client, db):
     for ops in schema["paths"].values():
         for operation in ops.values():
             assert operation["security"] == [{"ApiKey": []}]
+
+
+# --- origins, body types, staff sessions, corpus-limited keys -----------------------------------------
+
+
+def test_an_evil_origin_is_403_under_the_defaults(client, sample_corpus):
+    evil = client.get("/api/v1/corpora", HTTP_ORIGIN="http://evil.example")
+    assert_error(evil, 403, "origin_not_allowed", "MCP_ALLOWED_ORIGINS")
+    assert "Access-Control-Allow-Origin" not in evil
+    _row, key = create_api_key("ops", ["admin"])
+    assert_error(client.post("/api/v1/corpora", data='{"name": "x", "kind": "chunks"}', content_type="application/json",
+                             HTTP_ORIGIN="http://evil.example", HTTP_AUTHORIZATION=f"Bearer {key}"), 403)
+    for origin in ("http://localhost:3000", "http://127.0.0.1:8001", "https://[::1]"):
+        assert client.get("/api/v1/corpora", HTTP_ORIGIN=origin).status_code == 200, origin
+
+
+def test_an_explicit_wildcard_allows_any_origin(client, sample_corpus, settings):
+    settings.MCP_ALLOWED_ORIGINS = ["*"]
+    assert client.get("/api/v1/corpora", HTTP_ORIGIN="http://evil.example").status_code == 200
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"])
+def test_a_write_that_is_not_json_is_415_and_writes_nothing(client, db, content_type):
+    _row, key = create_api_key("ops", ["admin"])
+    body = '{"name": "from-a-form", "kind": "chunks"}'
+    response = client.generic("POST", "/api/v1/corpora", body, content_type=content_type,
+                              HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert_error(response, 415, "unsupported_media_type", "application/json")
+    assert call(client, "get", "/corpora/from-a-form").status_code == 404
+
+
+def test_a_bare_post_needs_no_content_type(client, sample_corpus):
+    _row, key = create_api_key("ops", ["build"])
+    response = client.generic("POST", f"/api/v1/corpora/sample/builds/{SAMPLE_BUILD}/activate",
+                              HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 200, response.content
+
+
+@pytest.fixture
+def staff_client(admin_user):
+    from django.test import Client
+
+    staff = Client(enforce_csrf_checks=True)
+    staff.force_login(admin_user)
+    staff.get("/admin/password_change/")  # a page with a form: sets the csrftoken cookie
+    return staff
+
+
+def test_a_staff_session_writes_only_with_the_csrf_token(staff_client, sample_corpus):
+    body = {"name": "staff-made", "kind": "chunks"}
+    error = assert_error(call(staff_client, "post", "/corpora", body), 403, "forbidden", "CSRF")
+    assert "X-CSRFToken" in error["message"]
+    assert call(staff_client, "get", "/corpora/staff-made").status_code == 404
+    token = staff_client.cookies["csrftoken"].value
+    made = staff_client.post("/api/v1/corpora", data=json.dumps(body), content_type="application/json",
+                             HTTP_X_CSRFTOKEN=token)
+    assert made.status_code == 201, made.content
+    build = staff_client.post("/api/v1/corpora/sample/builds", data='{"kind": "validate"}',
+                              content_type="application/json", HTTP_X_CSRFTOKEN=token)
+    assert build.status_code == 202 and build.json()["requested_by"] == "api:staff:admin"
+
+
+def test_a_non_staff_session_is_anonymous(client, sample_corpus, django_user_model):
+    user = django_user_model.objects.create_user("visitor", password="pw")
+    client.force_login(user)
+    assert_error(call(client, "post", "/corpora", {"name": "nope", "kind": "chunks"}), 403, "forbidden")
+
+
+@pytest.fixture
+def other_corpus(db):
+    from corpus.models import Corpus
+
+    return Corpus.objects.create(name="other", kind=Corpus.KIND_CHUNKS)
+
+
+def test_a_corpus_limited_key_cannot_reach_other_corpora(client, sample_corpus, other_corpus):
+    _row, key = create_api_key("other-only", ["admin"], ["other"])
+    listed = call(client, "get", "/corpora", key=key).json()
+    assert [c["name"] for c in listed["items"]] == ["other"] and listed["total"] == 1
+    for method, path, body, _scope in ENDPOINTS:
+        if "/corpora/sample" in path:
+            response = call(client, method, path, body, key=key)
+            assert_error(response, 404, "corpus_not_found")
+            assert "sample" not in response.json()["error"]["message"].split("available:")[1]
+    assert_error(call(client, "post", "/evals/runs", {"corpus": "sample", "suite": "none"}, key=key), 404)
+    assert_error(call(client, "post", "/corpora", {"name": "elsewhere", "kind": "chunks"}, key=key), 403,
+                 "corpus_not_allowed")
+    assert call(client, "get", "/corpora/other", key=key).status_code == 200
+    assert call(client, "get", "/corpora/sample").status_code == 200  # the limit was this key's, not the thread's
+
+
+def test_a_key_limited_to_a_corpus_reads_it(client, sample_corpus, other_corpus):
+    _row, key = create_api_key("sample-only", ["read"], ["sample"])
+    assert call(client, "get", "/corpora/sample/search?query=retries", key=key).status_code == 200
+    assert [c["name"] for c in call(client, "get", "/corpora", key=key).json()["items"]] == ["sample"]

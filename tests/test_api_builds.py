@@ -8,6 +8,12 @@ from corpus.models import BuildRun
 from tests.api_helpers import assert_error, call
 
 
+@pytest.fixture
+def client(writer_client):
+    """These tests write: every request carries an admin key (anonymous callers may only read)."""
+    return writer_client
+
+
 def trigger(client, body=None, corpus="sample"):
     return call(client, "post", f"/corpora/{corpus}/builds", body if body is not None else {})
 
@@ -27,7 +33,7 @@ def test_trigger_returns_202_with_the_build_id_and_a_status_url(client, sample_c
     assert body["build_id"] and body["kind"] == "validate" and body["status"] == "queued"
     assert body["url"] == f"/api/v1/corpora/sample/builds/{body['build_id']}"
     assert response["Location"] == body["url"]
-    assert body["requested_by"] == "api:anonymous"
+    assert body["requested_by"] == "api:test-writer"
     assert body["embedding_provider"] == "hash"  # from the corpus's settings
     assert body["progress"] == {"stage": "", "done": 0, "total": 0, "percent": 0}
 

@@ -9,6 +9,12 @@ from tests.api_helpers import assert_error, call
 
 
 @pytest.fixture
+def client(writer_client):
+    """These tests write: every request carries an admin key (anonymous callers may only read)."""
+    return writer_client
+
+
+@pytest.fixture
 def docs_root(tmp_path, settings):
     """An allowed source root with two corpus directories in it."""
     root = tmp_path / "sources"

@@ -10,6 +10,12 @@ from corpus import selectors
 from tests.api_helpers import assert_error, call
 
 
+@pytest.fixture
+def client(writer_client):
+    """These tests write: every request carries an admin key (anonymous callers may only read)."""
+    return writer_client
+
+
 @pytest.mark.parametrize("path", ["/api/v1/nothing", "/api/v1/corpora/sample/builds/x/y/z", "/api/v1/corpora/",
                                   "/api/v1/corpora/sample/fixes/not-a-number"])
 def test_an_unknown_route_under_the_api_is_a_json_404(client, db, path):

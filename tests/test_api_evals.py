@@ -5,11 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from django.test import Client
 
 from evals.models import EvalRun
 from evals.services import suite_import
 from mcp_endpoint.apikeys import create_api_key
 from tests.api_helpers import assert_error, call
+
+
+@pytest.fixture
+def client(writer_client):
+    """These tests write: every request carries an admin key (anonymous callers may only read)."""
+    return writer_client
 
 SAMPLE_SUITE = Path(__file__).resolve().parent.parent / "corpus" / "sample_docs_eval.json"
 
@@ -41,7 +48,7 @@ def test_trigger_returns_202_with_the_run_id_and_a_status_url(client, suite):
     assert (body["suite"], body["corpus"]) == ("sample-suite", "sample")
     assert body["url"] == f"/api/v1/evals/runs/{body['id']}" == response["Location"]
     assert body["results_url"] == f"/api/v1/evals/runs/{body['id']}/results"
-    assert body["requested_by"] == "api:anonymous"
+    assert body["requested_by"] == "api:test-writer"
     assert body["progress"]["total"] == suite.cases.count()
 
 
@@ -131,7 +138,8 @@ def auth_required(settings):
     ("get", "/evals/runs/1/compare/2", "read"),
     ("get", "/evals/suites", "read"),
 ])
-def test_scopes(client, suite, auth_required, method, path, scope):
+def test_scopes(suite, auth_required, method, path, scope):
+    client = Client()  # no default key
     body = {"corpus": "sample", "suite": "sample-suite"} if method == "post" else None
     assert_error(call(client, method, path, body), 401, "unauthorized")
     _row, wrong = create_api_key("wrong", ["build" if scope == "read" else "read"])

@@ -8,6 +8,12 @@ from corpus.models import Corpus, FixProposal
 from retrieval.fixes.apply import current_hash
 from tests.api_helpers import assert_error, call
 
+
+@pytest.fixture
+def client(writer_client):
+    """These tests write: every request carries an admin key (anonymous callers may only read)."""
+    return writer_client
+
 OLD = "# Title\n\nBody.\n"
 NEW = "---\ndescription: A page\n---\n# Title\n\nBody.\n"
 

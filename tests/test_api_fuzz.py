@@ -59,7 +59,7 @@ def fuzz_env(settings, tmp_path, index_root, sample_corpus, copy_sample_docs, mo
     (sources / "docs").mkdir(parents=True)
     (sources / "docs" / "page.md").write_text("# Page\n\nText.\n")
     settings.DOCSMCP_SOURCE_ROOTS = [str(sources)]
-    settings.MCP_AUTH_REQUIRED = False  # anonymous holds every scope, so the fuzzer reaches every handler
+    settings.MCP_AUTH_REQUIRED = False  # anonymous callers read; the keyed runs reach every handler
     # Builds would run inline in the request (no broker), with whatever provider the fuzzer picks
     # (`local` loads a model, `openai` calls out): queue them instead; test_api_builds runs real ones.
     monkeypatch.setattr(run_build, "delay", lambda *args, **kwargs: None)
@@ -86,9 +86,14 @@ def test_every_operation_is_in_a_fuzzed_tag(client, db):
 
 
 @pytest.mark.skipif(not SCHEMATHESIS.exists(), reason="schemathesis is not installed (requirements.txt)")
+@pytest.mark.parametrize("keyed", [True, False], ids=["admin-key", "anonymous"])
 @pytest.mark.parametrize("tags", RUNS, ids="+".join)
-def test_no_generated_request_gets_a_server_error(live_server, fuzz_env, tmp_path, tags):
-    """One bounded schemathesis run per tag, so each stays well inside its time limit."""
+def test_no_generated_request_gets_a_server_error(live_server, fuzz_env, tmp_path, tags, keyed):
+    """One bounded schemathesis run per tag, so each stays well inside its time limit; with an admin key
+    (every handler runs) and without one (reads run, writes are refused)."""
+    from mcp_endpoint.apikeys import create_api_key
+
+    auth = ["--header", f"Authorization: Bearer {create_api_key('fuzzer', ['admin'])[1]}"] if keyed else []
     command = [
         str(SCHEMATHESIS), "--config-file", str(fuzz_env), "run",
         live_server.url.replace("localhost", "127.0.0.1") + "/api/v1/openapi.json",
@@ -104,6 +109,7 @@ def test_no_generated_request_gets_a_server_error(live_server, fuzz_env, tmp_pat
         "--suppress-health-check", "filter_too_much",  # chunk IDs are paths; many generated ones are unusable
         "--no-color",
         "--report", "ndjson", "--report-ndjson-path", str(tmp_path / "events.ndjson"),
+        *auth,
     ]
     try:
         result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=HARD_LIMIT)

@@ -91,20 +91,21 @@ def test_search_of_an_unknown_corpus_is_404(client, sample_corpus):
     assert_error(search_in(client, "ghost"), 404, "corpus_not_found")
 
 
-def test_search_of_a_corpus_without_an_active_build_is_503(client, sample_corpus, tmp_path):
-    call(client, "post", "/corpora", {"name": "fresh", "source_dir": str(tmp_path)})
-    assert_error(search_in(client, "fresh"), 503, "no_active_build", "build")
+def test_search_of_a_corpus_without_an_active_build_is_409(client, writer_client, sample_corpus, tmp_path):
+    assert call(writer_client, "post", "/corpora", {"name": "fresh", "source_dir": str(tmp_path)}).status_code == 201
+    assert_error(search_in(client, "fresh"), 409, "no_active_build", "build")
+    assert_error(call(client, "get", "/corpora/fresh/chunk?chunk_id=a.md"), 409, "no_active_build")
 
 
 def search_in(client, name):
     return call(client, "post", f"/corpora/{name}/search", {"query": "retries"})
 
 
-def test_search_follows_a_rollback_at_once(client, sample_corpus):
+def test_search_follows_a_rollback_at_once(client, writer_client, sample_corpus):
     active = sample_corpus.active_build
     BuildRun.objects.create(corpus=sample_corpus, build_id="second", status=BuildRun.COMPLETE,
                             index_path=active.index_path, embedding=active.embedding, stats=active.stats)
-    call(client, "post", "/corpora/sample/builds/second/activate")
+    assert call(writer_client, "post", "/corpora/sample/builds/second/activate").status_code == 200
     assert search(client, query="retries").json()["build_id"] == "sample-build"  # same index directory
     assert call(client, "get", "/corpora/sample").json()["active_build"]["build_id"] == "second"
 

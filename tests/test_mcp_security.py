@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from django.test import RequestFactory, override_settings
 
 from mcp_endpoint import ratelimit
-from mcp_endpoint.apikeys import Principal, authenticate, bearer_token, create_api_key, hash_key
+from mcp_endpoint.apikeys import (
+    InvalidApiKey,
+    Principal,
+    authenticate,
+    bearer_token,
+    create_api_key,
+    hash_key,
+)
 from mcp_endpoint.models import ApiKey
 from mcp_endpoint.security import client_ip, origin_allowed
 from tests import fixtures_mcp
@@ -67,6 +75,16 @@ def test_origin_not_allowed_is_403(mcp_server, mcp_http, settings):
     assert_alive(mcp_http, url)  # no Origin: not a browser, allowed
 
 
+@pytest.mark.parametrize("origin", ["http://localhost:5173", "https://127.0.0.1", "http://[::1]:8080"])
+def test_default_origins_are_loopback_only(mcp_server, mcp_http, origin):
+    url = echo_url(mcp_server)
+    assert post(mcp_http, url, PING, headers={"Origin": origin}).status_code == 200
+    evil = post(mcp_http, url, PING, headers={"Origin": "http://evil.example"})
+    assert evil.status_code == 403
+    assert evil.json()["error"]["message"] == "Forbidden: Origin not allowed"
+    assert "access-control-allow-origin" not in evil.headers
+
+
 def test_origin_wildcard_allows_any(mcp_server, mcp_http, settings):
     settings.MCP_ALLOWED_ORIGINS = ["*"]
     response = post(mcp_http, echo_url(mcp_server), PING, headers={"Origin": "https://anything.example"})
@@ -102,6 +120,10 @@ def test_origin_matching_rules():
         assert not origin_allowed("http://localhost:3001")
         assert not origin_allowed("https://a.example.evil.com")
         assert not origin_allowed("not a url")
+    with override_settings(MCP_ALLOWED_ORIGINS=["http://localhost:*"]):
+        assert origin_allowed("http://localhost:1234") and origin_allowed("http://localhost")
+        assert not origin_allowed("https://localhost:1234")
+        assert not origin_allowed("http://localhost.evil.example:1234")
 
 
 # --- Host (DNS rebinding) -----------------------------------------------------------------------
@@ -176,11 +198,19 @@ def test_database_key_lifecycle(mcp_db_server, mcp_http, settings):
     assert revoked.json() == {"detail": "Invalid API key"}
 
 
-def test_optional_auth_treats_bad_keys_as_anonymous(mcp_db_server, mcp_http):
-    response = call(
-        mcp_http, echo_url(mcp_db_server), "echo", {"text": "x"}, headers={"Authorization": "Bearer nope"}
-    )
-    assert response.json()["result"]["structuredContent"]["principal"] is None
+@pytest.mark.parametrize("header", ["Bearer nope", "Bearer", "Basic dXNlcjpwdw==", "nonsense"])
+def test_a_bad_key_is_401_even_when_auth_is_optional(mcp_db_server, mcp_http, header):
+    response = call(mcp_http, echo_url(mcp_db_server), "echo", {"text": "x"}, headers={"Authorization": header})
+    assert response.status_code == 401
+    assert response.json() == {"detail": "Invalid API key"}
+
+
+def test_anonymous_callers_may_only_read(mcp_db_server, mcp_http):
+    url = echo_url(mcp_db_server)
+    read = call(mcp_http, url, "echo", {"text": "x"}).json()["result"]
+    assert read["isError"] is False and read["structuredContent"]["principal"] is None
+    store = call(mcp_http, url, "store", {}).json()["result"]
+    assert store["isError"] is True and "'write' scope" in store["content"][0]["text"]
 
 
 def test_tool_scopes(mcp_db_server, mcp_http, settings):
@@ -216,7 +246,9 @@ def test_authenticate_and_principal(db, settings):
     assert principal.has_scope("write") and not principal.has_scope("read")
     assert Principal("root", frozenset({"admin"})).has_scope("build")
     assert authenticate(factory.post("/")) is None
-    assert authenticate(factory.post("/", HTTP_AUTHORIZATION="Bearer ")) is None
+    for header in ("Bearer ", "Token abc", "Bearer unknown"):
+        with pytest.raises(InvalidApiKey):
+            authenticate(factory.post("/", HTTP_AUTHORIZATION=header))
     assert bearer_token(factory.post("/", HTTP_AUTHORIZATION="Token abc")) is None
     assert bearer_token(factory.post("/", HTTP_AUTHORIZATION="  Bearer   abc  ")) == "abc"
 
@@ -235,10 +267,18 @@ def test_admin_creates_key_shown_once_and_revokes(admin_client):
     key = match.group(1)
     row = ApiKey.objects.get(name="dashboard")
     assert row.key_hash == hash_key(key) and row.prefix == key[:8] and row.scopes == ["read", "build"]
+    assert row.corpora == []
     changelist = admin_client.get("/admin/mcp_endpoint/apikey/")
     assert key not in changelist.content.decode() and row.prefix in changelist.content.decode()
     edit = admin_client.get(f"/admin/mcp_endpoint/apikey/{row.pk}/change/")
     assert key not in edit.content.decode()
+
+    admin_client.post(f"/admin/mcp_endpoint/apikey/{row.pk}/change/",
+                      {"name": "dashboard", "scopes": ["read"], "corpora": "payments, sample,payments"})
+    row.refresh_from_db()
+    assert row.corpora == ["payments", "sample"] and row.scopes == ["read"]
+    assert "payments, sample" in admin_client.get(f"/admin/mcp_endpoint/apikey/{row.pk}/change/").content.decode()
+    assert "payments, sample" in admin_client.get("/admin/mcp_endpoint/apikey/").content.decode()
 
     admin_client.post(
         "/admin/mcp_endpoint/apikey/", {"action": "revoke", "_selected_action": [row.pk]}, follow=True
@@ -345,6 +385,56 @@ def test_apikey_command(db, capsys):
     assert row.key_hash == hash_key(key) and row.scopes == ["read", "build"]
     call_command("mcp_apikey", "list")
     assert row.prefix in capsys.readouterr().out
+    call_command("mcp_apikey", "corpora", row.prefix, "sample,payments")
+    row.refresh_from_db()
+    assert row.corpora == ["payments", "sample"]
+    call_command("mcp_apikey", "corpora", row.prefix, "")
+    row.refresh_from_db()
+    assert row.corpora == []
+    call_command("mcp_apikey", "create", "scoped-bot", "--corpora", "sample")
+    capsys.readouterr()
+    assert ApiKey.objects.get(name="scoped-bot").corpora == ["sample"]
     call_command("mcp_apikey", "revoke", row.prefix)
     row.refresh_from_db()
     assert row.revoked_at is not None
+
+
+# --- corpus-limited keys ------------------------------------------------------------------------
+
+
+docs_server = fixtures_mcp.docs_server
+
+
+def tool_result(mcp_http, url: str, name: str, arguments: dict, key: str) -> dict:
+    response = call(mcp_http, url, name, arguments, headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+def test_a_corpus_limited_key_cannot_read_another_corpus(docs_server, mcp_http):
+    from corpus.models import Corpus
+
+    Corpus.objects.create(name="other", source_dir="/nonexistent")
+    _, other_only = create_api_key("other-only", ["read"], ["other"])
+    _, sample_only = create_api_key("sample-only", ["read"], ["sample"])
+    scoped = post(mcp_http, f"{docs_server}/mcp/c/sample/", PING, headers={"Authorization": f"Bearer {other_only}"})
+    assert scoped.status_code == 404 and "not found" in scoped.json()["error"]["message"]
+    search = tool_result(mcp_http, f"{docs_server}/mcp/", "search_docs", {"query": "retries"}, other_only)
+    assert search["isError"] is True
+    get_doc = tool_result(mcp_http, f"{docs_server}/mcp/", "get_doc", {"chunk_id": "guides/retries.md"}, other_only)
+    assert get_doc["isError"] is True
+    documents = f"{docs_server}/mcp/documents/"
+    listed = tool_result(mcp_http, documents, "documents_list_collections", {}, other_only)
+    assert [c["collection"] for c in listed["structuredContent"]["collections"]] == ["other"]
+    outline = tool_result(mcp_http, documents, "documents_get_outline",
+                          {"collection": "sample", "document": "guides/retries.md"}, other_only)
+    assert outline["isError"] is True and "not found" in outline["content"][0]["text"]
+    techdoc = tool_result(mcp_http, f"{docs_server}/mcp/techdoc/", "search_documentation", {"query": "retries"},
+                          other_only)
+    assert "sample/" not in json.dumps(techdoc)
+    # the same requests with a key limited to the sample corpus (or no key at all) are answered
+    assert tool_result(mcp_http, f"{docs_server}/mcp/", "search_docs", {"query": "retries"}, sample_only)[
+        "isError"] is False
+    assert post(mcp_http, f"{docs_server}/mcp/c/sample/", PING,
+                headers={"Authorization": f"Bearer {sample_only}"}).status_code == 200
+    assert post(mcp_http, f"{docs_server}/mcp/c/sample/", PING).status_code == 200

@@ -91,8 +91,15 @@ def tool(http, base: str, name: str, arguments: dict, **kwargs) -> dict:
     return payload
 
 
+def write_key(corpora: list[str] | None = None) -> dict[str, str]:
+    """Headers carrying a key with the write scope: anonymous callers may not store chunks."""
+    from mcp_endpoint.apikeys import create_api_key
+
+    return {"Authorization": f"Bearer {create_api_key('citeloom-writer', ['read', 'write'], corpora)[1]}"}
+
+
 def store(http, base, project, items, **extra) -> dict:
-    return tool(http, base, "store_chunks", {"project": project, "items": items, **extra})
+    return tool(http, base, "store_chunks", {"project": project, "items": items, **extra}, headers=write_key())
 
 
 # --- list_projects / inspect_collection ----------------------------------------------------------------
@@ -152,13 +159,15 @@ def test_store_is_idempotent_by_chunk_id(projects, live_url, http):
 
 def test_batch_size_is_enforced(projects, live_url, http):
     small = call(http, url_of(live_url), "store_chunks", {"project": "citeloom/clean-arch",
-                                                          "items": make_items("citeloom/clean-arch", 42)})
+                                                          "items": make_items("citeloom/clean-arch", 42)},
+                 headers=write_key())
     assert small["error"]["code"] == -32602
     assert "store_chunks takes 100-500 items per call; got 42" in small["error"]["message"]
     tail = store(http, live_url, "citeloom/clean-arch", make_items("citeloom/clean-arch", 42), final_batch=True)
     assert tail["chunks_written"] == 42
     too_many = call(http, url_of(live_url), "store_chunks", {"project": "citeloom/clean-arch",
-                                                             "items": make_items("citeloom/clean-arch", 501, dims=DIMS)})
+                                                             "items": make_items("citeloom/clean-arch", 501, dims=DIMS)},
+                    headers=write_key())
     assert too_many["error"]["code"] == -32602
     assert "Argument 'items' must have at most 500 item(s); got 501." in too_many["error"]["message"]
 
@@ -281,7 +290,8 @@ def test_invalid_project(projects, live_url, http, name, arguments):
     arguments = {**arguments, "project": "citeloom/unknown"}
     if name == "store_chunks":
         arguments["items"] = make_items("citeloom/unknown", 1)
-    assert tool(http, live_url, name, arguments) == {"error": {
+    headers = write_key() if name == "store_chunks" else None
+    assert tool(http, live_url, name, arguments, headers=headers) == {"error": {
         "code": "INVALID_PROJECT",
         "message": "Project 'citeloom/unknown' not found. Available projects: ['citeloom/clean-arch', 'citeloom/ddd']",
         "details": {"project_id": "citeloom/unknown", "available_projects": ["citeloom/clean-arch", "citeloom/ddd"]},
@@ -393,6 +403,35 @@ def test_store_chunks_needs_the_write_scope(projects, live_url, http, settings):
     assert anonymous.status_code == 401 and anonymous.json() == {"detail": "Invalid API key"}
 
 
+def test_a_garbage_key_cannot_store_even_when_auth_is_optional(projects, live_url, http):
+    items = make_items("citeloom/clean-arch", 100)
+    for header in ("Bearer garbage", "Bearer", "garbage"):
+        response = profile_fixtures.rpc(http, url_of(live_url), "tools/call",
+                                        {"name": "store_chunks", "arguments": {"project": "citeloom/clean-arch",
+                                                                               "items": items}},
+                                        headers={"Authorization": header})
+        assert response.status_code == 401 and response.json() == {"detail": "Invalid API key"}
+    anonymous = call(http, url_of(live_url), "store_chunks", {"project": "citeloom/clean-arch", "items": items})
+    assert anonymous["result"]["isError"] is True and "'write' scope" in anonymous["result"]["content"][0]["text"]
+    assert tool(http, live_url, "inspect_collection", {"project": "citeloom/clean-arch"})["size"] == 0
+
+
+def test_a_key_limited_to_a_project_sees_and_writes_only_that_project(projects, live_url, http):
+    store(http, live_url, "citeloom/ddd", make_items("citeloom/ddd", 100))
+    limited = write_key([projects["clean"].name])
+    listed = tool(http, live_url, "list_projects", {}, headers=limited)
+    assert [p["id"] for p in listed["projects"]] == ["citeloom/clean-arch"]
+    for name, arguments in (("find_chunks", {"query": "aggregates"}), ("inspect_collection", {}),
+                            ("store_chunks", {"items": make_items("citeloom/ddd", 100, prefix="intruder")})):
+        error = tool(http, live_url, name, {**arguments, "project": "citeloom/ddd"}, headers=limited)["error"]
+        assert error["code"] == "INVALID_PROJECT"
+        assert error["details"]["available_projects"] == ["citeloom/clean-arch"]
+    assert tool(http, live_url, "inspect_collection", {"project": "citeloom/ddd"})["size"] == 100
+    written = tool(http, live_url, "store_chunks", {"project": "citeloom/clean-arch",
+                                                    "items": make_items("citeloom/clean-arch", 100)}, headers=limited)
+    assert written["chunks_written"] == 100
+
+
 # --- isolation ------------------------------------------------------------------------------------------------
 
 
@@ -438,7 +477,8 @@ def test_official_client(projects, live_url, mode):
         refused = await client.call_tool("query_hybrid", {"project": "citeloom/ddd", "query": "x"})
         return tools, stored, found, fused, info, listed, refused
 
-    tools, stored, found, fused, info, listed, refused = with_client(url_of(live_url), work, mode=mode)
+    tools, stored, found, fused, info, listed, refused = with_client(url_of(live_url), work, mode=mode,
+                                                                     headers=write_key())
     assert [t.name for t in tools] == ["store_chunks", "find_chunks", "query_hybrid", "inspect_collection",
                                        "list_projects"]
     assert tools[0].annotations.read_only_hint is False

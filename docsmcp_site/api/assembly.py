@@ -26,7 +26,9 @@ progress, roll back, and search the active index.
 **Auth.** Send `Authorization: Bearer <key>` with an API key from the admin (or `MCP_API_KEY`).
 Scopes: `read` (lists, reads, search), `build` (trigger, cancel, activate builds), `admin`
 (create, update, delete corpora; implies every scope). With `MCP_AUTH_REQUIRED=false` (the
-default) requests without a key are allowed with every scope.
+default) requests without a key may only read; a key that is not valid is always 401. A key may
+be limited to some corpora. Writes send `Content-Type: application/json`; browsers are held to
+`MCP_ALLOWED_ORIGINS` (loopback by default).
 
 **Errors** have one shape: `{"error": {"code": "...", "message": "...", "details": {...}}}`.
 Request validation failures are 422 with `details.errors`.

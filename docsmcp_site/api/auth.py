@@ -1,14 +1,17 @@
-"""Who may call the REST API: the MCP endpoint's bearer keys, checked per scope.
+"""Who may call the REST API: the MCP endpoint's bearer keys, or a staff member's admin session.
 
 Each operation names the scope it needs with `auth=READ`, `auth=BUILD` or `auth=ADMIN`:
 read lists and reads corpora, builds and the index; build triggers, cancels and activates
-builds; admin creates, updates and deletes corpora (an admin key passes every check).
+builds, reviews fixes and starts eval runs; admin creates, updates and deletes corpora (an
+admin key passes every check).
 
-- A request with an `Authorization: Bearer` header must carry a valid key (else 401), and
-  that key must hold the scope (else 403), whatever MCP_AUTH_REQUIRED says.
-- A request without a key is refused (401) when MCP_AUTH_REQUIRED is true; when it is false
-  (the single-machine default) it is served as the anonymous principal, which holds every
-  scope. Turn MCP_AUTH_REQUIRED on wherever the site is reachable by anyone else.
+- A request with an Authorization header must carry a valid key (else 401, never anonymous),
+  and that key must hold the scope (else 403), whatever MCP_AUTH_REQUIRED says. A key limited
+  to some corpora sees only those (corpus.access).
+- Without a key, a logged-in active staff user of the admin holds every scope; their unsafe
+  requests must pass Django's CSRF check, so another site cannot ride their session.
+- Otherwise the caller is anonymous: refused (401) when MCP_AUTH_REQUIRED is true, else served
+  with the read scope only. Every write needs a key or a staff session.
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from django.conf import settings
 from django.http import HttpRequest
 from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
+from ninja.utils import check_csrf
 
-from mcp_endpoint.apikeys import Principal, authenticate, bearer_token
+from corpus.access import limit_to
+from mcp_endpoint.apikeys import ANONYMOUS_SCOPES, InvalidApiKey, Principal, authenticate
 
 API_SCOPES = ("read", "build", "admin")
-ANONYMOUS = Principal(name="anonymous", scopes=frozenset(API_SCOPES))
+ANONYMOUS = Principal(name="anonymous", scopes=ANONYMOUS_SCOPES)
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class ApiKey(HttpBearer):
@@ -34,23 +40,36 @@ class ApiKey(HttpBearer):
         super().__init__()
 
     def __call__(self, request: HttpRequest) -> Principal:
-        principal = authenticate(request)
-        if principal is None:
-            if bearer_token(request) is not None:
-                raise AuthenticationError(message="the API key is not valid (unknown or revoked); "
-                                                  "create one in the admin under API keys")
-            if settings.MCP_AUTH_REQUIRED:
-                raise AuthenticationError(message="a valid API key is required: send "
-                                                  "`Authorization: Bearer <key>`")
-            principal = ANONYMOUS
+        principal = _principal(request)
         if not principal.has_scope(self.scope):
             held = ", ".join(sorted(principal.scopes)) or "none"
+            hint = " (anonymous callers may only read: send `Authorization: Bearer <key>`)" \
+                if principal is ANONYMOUS else ""
             raise AuthorizationError(message=f"this endpoint needs the {self.scope!r} scope; the key "
-                                             f"{principal.name!r} holds: {held}")
+                                             f"{principal.name!r} holds: {held}{hint}")
+        limit_to(principal.corpora)
         return principal
 
     def authenticate(self, request: HttpRequest, token: str) -> Principal | None:  # pragma: no cover
         return authenticate(request)  # __call__ does the work; HttpBearer requires the method
+
+
+def _principal(request: HttpRequest) -> Principal:
+    try:
+        principal = authenticate(request)
+    except InvalidApiKey as exc:
+        raise AuthenticationError(message=str(exc)) from None
+    if principal is not None:
+        return principal
+    user = getattr(request, "user", None)
+    if user is not None and user.is_active and user.is_staff:
+        if request.method not in SAFE_METHODS and check_csrf(request) is not None:
+            raise AuthorizationError(message="CSRF check failed: a request made with an admin session must send "
+                                             "the csrftoken cookie's value in the X-CSRFToken header")
+        return Principal(name=f"staff:{user.get_username()}", scopes=frozenset(API_SCOPES))
+    if settings.MCP_AUTH_REQUIRED:
+        raise AuthenticationError(message="a valid API key is required: send `Authorization: Bearer <key>`")
+    return ANONYMOUS
 
 
 READ, BUILD, ADMIN = ApiKey("read"), ApiKey("build"), ApiKey("admin")

@@ -13,6 +13,7 @@ EMBEDDING_MISMATCH says to send `query_embedding`.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import os
@@ -113,7 +114,8 @@ def _in_worker(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 def _timed(tool: str, project: str | None, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     timeout = float(settings.CITELOOM_TIMEOUTS[tool])
-    future = _executor().submit(_in_worker, work)
+    # The caller's context (corpus.access: which projects its key may see) goes with the work.
+    future = _executor().submit(contextvars.copy_context().run, _in_worker, work)
     try:
         return future.result(timeout=timeout)
     except FuturesTimeout:
