@@ -331,3 +331,27 @@ def test_a_corpus_cannot_send_query_embeddings_elsewhere(index_root, copy_sample
         with pytest.raises(CorpusError, match="not allowed"):
             query_embedder(active_index("leak"))
         assert_nothing_connected(server)
+
+
+# --- the admin ---------------------------------------------------------------------------------
+
+def test_the_admin_shows_refuses_and_confirms_embedding_settings(index_root, copy_sample_docs, admin_client):
+    from django.urls import reverse
+
+    corpus = hash_corpus("kept", copy_sample_docs)
+    changelist = reverse("admin:corpus_corpus_changelist")
+    assert "<td class=\"field-embeddings\">hash</td>" in admin_client.get(changelist).content.decode()
+
+    form = {"name": "kept", "kind": "markdown", "source_dir": corpus.source_dir, "description": "", "version": "",
+            "aliases": "[]", "settings": '{"embedding_provider": "openai", "embedding_options": {"base_url": "http://x"}}'}
+    page = admin_client.post(reverse("admin:corpus_corpus_change", args=[corpus.pk]), form).content.decode()
+    assert "&#x27;base_url&#x27; not allowed" in page
+    corpus.refresh_from_db()
+    assert corpus.settings == {"embedding_provider": "hash"}
+
+    corpus_update(corpus=corpus, corpus_settings={"embedding_provider": "none"})
+    page = admin_client.post(changelist, {"action": "build", "_selected_action": [corpus.pk]}, follow=True)
+    assert "would drop its vectors" in page.content.decode()
+    assert not corpus.builds.filter(status=BuildRun.QUEUED).exists()
+    admin_client.post(changelist, {"action": "build_change_embeddings", "_selected_action": [corpus.pk]})
+    assert corpus.builds.get(status=BuildRun.QUEUED).embedding_provider == "none"
