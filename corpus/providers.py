@@ -57,8 +57,8 @@ def corpus_embedding(corpus: Corpus | None) -> tuple[str, dict]:
 
 def provider_for(name: str, corpus: Corpus | None = None) -> EmbeddingProvider:
     """The embedding provider a corpus builds and queries with; OpenAI endpoint and key come from settings."""
-    options = corpus_embedding(corpus)[1] if corpus and corpus_embedding(corpus)[0] == name else {}
-    options = dict(check_embedding_options(name, options))
+    configured, options = corpus_embedding(corpus)
+    options = dict(check_embedding_options(name, options if configured == name else {}))
     if name == "openai":
         options["base_url"] = settings.OPENAI_BASE_URL or None
         options["api_key"] = settings.OPENAI_API_KEY or None

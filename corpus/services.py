@@ -200,16 +200,17 @@ def expire_builds(corpus: Corpus | None = None) -> int:
 
 
 def _embedding_change(corpus: Corpus, provider: str, options: dict) -> str:
-    """What a build with this provider would do to the active build's vectors ('' when nothing)."""
+    """What a build with this provider would do to the active build's vectors ('' when nothing).
+
+    Adding vectors to a full-text-only corpus loses nothing, so it needs no confirmation."""
     active = corpus.active_build
-    if active is None or active.status != BuildRun.COMPLETE:
+    if active is None or active.status != BuildRun.COMPLETE or not active.embedding:
         return ""
-    spec = active.embedding or {}
-    before = spec.get("provider") or "none"
+    spec = active.embedding
+    before = spec.get("provider")
     if before != provider:
         now = "drop its vectors (full-text only)" if provider == "none" else f"replace them with {provider!r} vectors"
-        was = "has no vectors" if before == "none" else f"has {before!r} vectors ({spec.get('model')})"
-        return f"the active build {active.build_id} {was}; this build would {now}"
+        return f"the active build {active.build_id} has {before!r} vectors ({spec.get('model')}); this build would {now}"
     model = options.get("model")
     if model and spec.get("model") and model != spec["model"]:
         return (f"the active build {active.build_id} has {before!r} vectors of model {spec['model']!r}; "

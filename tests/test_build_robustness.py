@@ -355,3 +355,10 @@ def test_the_admin_shows_refuses_and_confirms_embedding_settings(index_root, cop
     assert not corpus.builds.filter(status=BuildRun.QUEUED).exists()
     admin_client.post(changelist, {"action": "build_change_embeddings", "_selected_action": [corpus.pk]})
     assert corpus.builds.get(status=BuildRun.QUEUED).embedding_provider == "none"
+
+
+def test_adding_vectors_to_a_full_text_corpus_needs_no_confirmation(index_root, copy_sample_docs):
+    assert build_cmd("--corpus", "grows", "--source", str(copy_sample_docs), "--embedding-provider", "none")[0] == 0
+    code, _out, err = build_cmd("--corpus", "grows", "--embedding-provider", "hash")
+    assert code == 0, err
+    assert Corpus.objects.get(name="grows").active_build.embedding["provider"] == "hash"
