@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin, messages
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
@@ -7,13 +8,15 @@ from django.utils.html import format_html, format_html_join
 from .errors import CorpusError
 from .execution import build_activate, builds_prune
 from .models import BuildRun, Corpus, FixProposal, TaxonomyKey
-from .services import build_cancel, build_start
+from .providers import corpus_embedding
+from .services import build_cancel, build_start, check_corpus_settings, expire_builds
 
 
-def _dispatch(request, corpora, kind: str) -> None:
+def _dispatch(request, corpora, kind: str, change_embeddings: bool = False) -> None:
     for corpus in corpora:
         try:
-            build = build_start(corpus=corpus, kind=kind, requested_by=request.user.get_username())
+            build = build_start(corpus=corpus, kind=kind, change_embeddings=change_embeddings,
+                                requested_by=request.user.get_username())
             messages.info(request, f"{corpus.name}: {kind} build {build.build_id} queued")
         except CorpusError as exc:
             messages.error(request, f"{corpus.name}: {exc}")
@@ -48,17 +51,43 @@ class TaxonomyInline(admin.TabularInline):
     readonly_fields = ("key", "description", "values", "vector_collapse")
 
 
+class CorpusForm(forms.ModelForm):
+    class Meta:
+        model = Corpus
+        fields = "__all__"
+
+    def clean_settings(self):
+        try:
+            return check_corpus_settings(self.cleaned_data["settings"] or {})
+        except CorpusError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+
 @admin.register(Corpus)
 class CorpusAdmin(admin.ModelAdmin):
-    list_display = ("name", "kind", "source_dir", "version", "taxonomy_found", "active_build_link",
+    form = CorpusForm
+    list_display = ("name", "kind", "source_dir", "version", "embeddings", "taxonomy_found", "active_build_link",
                     "last_build_status", "findings_link", "open_fixes", "updated_at")
     search_fields = ("name", "description")
-    fields = ("name", "kind", "source_dir", "description", "version", "aliases", "settings", "active_build_link",
-              "last_build_status", "taxonomy_found", "findings_link", "open_fixes", "created_at", "updated_at")
-    readonly_fields = ("active_build_link", "last_build_status", "taxonomy_found", "findings_link", "open_fixes",
+    fields = ("name", "kind", "source_dir", "description", "version", "aliases", "settings", "embeddings",
+              "active_build_link", "last_build_status", "taxonomy_found", "findings_link", "open_fixes", "created_at",
+              "updated_at")
+    readonly_fields = ("embeddings", "active_build_link", "last_build_status", "taxonomy_found", "findings_link", "open_fixes",
                        "created_at", "updated_at")
     inlines = [TaxonomyInline]
-    actions = ["validate", "build", "rebuild", "propose_fixes", "propose_fixes_llm"]
+    actions = ["validate", "build", "rebuild", "build_change_embeddings", "prune", "propose_fixes",
+               "propose_fixes_llm"]
+
+    @admin.display(description="embeddings")
+    def embeddings(self, obj):
+        """What the next build uses (the corpus's setting) and, when different, what the active build has."""
+        provider, options = corpus_embedding(obj)
+        text = provider + (f" {options}" if options else "")
+        spec = obj.active_build.embedding if obj.active_build else None
+        active = (spec or {}).get("provider", "none") if obj.active_build else None
+        if active is not None and active != provider:
+            text += f" (active build: {active})"
+        return text
 
     @admin.display(description="active build")
     def active_build_link(self, obj):
@@ -109,6 +138,17 @@ class CorpusAdmin(admin.ModelAdmin):
     def rebuild(self, request, queryset):
         _dispatch(request, queryset, BuildRun.KIND_FULL)
 
+    @admin.action(description="Build selected corpora, confirming a change of embeddings (drops or replaces "
+                              "the active build's vectors)")
+    def build_change_embeddings(self, request, queryset):
+        _dispatch(request, queryset, BuildRun.KIND_INCREMENTAL, change_embeddings=True)
+
+    @admin.action(description="Prune old builds and leftover build directories")
+    def prune(self, request, queryset):
+        for corpus in queryset:
+            removed = builds_prune(corpus=corpus)
+            messages.info(request, f"{corpus.name}: removed {len(removed)} old build(s) or leftover directories")
+
     @admin.action(description="Propose fixes (heuristics)")
     def propose_fixes(self, request, queryset):
         _propose(request, queryset, use_llm=False)
@@ -143,6 +183,10 @@ class BuildRunAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in BuildRun._meta.fields] + [
         "findings_list", "live_progress", "timings_table", "stats_table", "is_active_build", "duration"]
     actions = ["activate", "cancel", "delete_old"]
+
+    def changelist_view(self, request, extra_context=None):
+        expire_builds()  # a build whose worker died shows as failed, not running
+        return super().changelist_view(request, extra_context)
 
     def has_add_permission(self, request):
         return False

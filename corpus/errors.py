@@ -57,3 +57,9 @@ class UnsafeFixTarget(FixError):
 
 class FixNotFound(CorpusError):
     status = 404
+
+
+class EmbeddingChangeRefused(CorpusError):
+    """The build would drop or replace the active build's vectors and the caller did not confirm it."""
+
+    status = 409

@@ -10,12 +10,13 @@ import logging
 import multiprocessing
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from retrieval.errors import BuildCancelled, ValidationFailed
@@ -34,6 +35,42 @@ Progress = Callable[[str, int, int], None]
 
 def corpus_dir(corpus: Corpus) -> Path:
     return Path(settings.DOCSMCP_INDEX_ROOT) / corpus.name
+
+
+class _Lease:
+    """Renews the build's heartbeat from a background thread for as long as the build runs.
+
+    Progress callbacks alone would leave long silent steps (a big index, a slow embedding API)
+    looking like a dead worker.
+    """
+
+    def __init__(self, build: BuildRun):
+        self.build_pk = build.pk
+        self.interval = max(settings.DOCSMCP_BUILD_LEASE_SECONDS / 3, 0.5)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"build-lease-{build.pk}", daemon=True)
+
+    def __enter__(self) -> _Lease:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    self.renew()
+                except Exception:  # a database hiccup: try again next time; a lapsed lease fails the build
+                    log.warning("build %s: could not renew its lease", self.build_pk, exc_info=True)
+                    close_old_connections()
+        finally:
+            connection.close()
+
+    def renew(self) -> None:
+        BuildRun.objects.filter(pk=self.build_pk, status=BuildRun.RUNNING).update(heartbeat_at=timezone.now())
 
 
 class _ProgressWriter:
@@ -61,7 +98,6 @@ class _ProgressWriter:
 def build_execute(*, build: BuildRun, echo: Progress | None = None) -> BuildRun:
     """Run a reserved build to the end: validate, build, activate. Never leaves it 'running'."""
     corpus = build.corpus
-    writer = _ProgressWriter(build, echo)
     now = timezone.now()
     # Claim the row atomically: a task that arrives after its build was cancelled, marked stale or
     # already run (a redelivered message) must not build.
@@ -70,10 +106,16 @@ def build_execute(*, build: BuildRun, echo: Progress | None = None) -> BuildRun:
         build.refresh_from_db()
         return build
     build.status, build.started_at, build.heartbeat_at = BuildRun.RUNNING, now, now
+    with _Lease(build):
+        return _execute(build, corpus, _ProgressWriter(build, echo))
+
+
+def _execute(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> BuildRun:
     try:
         if build.kind == BuildRun.KIND_VALIDATE:
             _scan, _results, findings = validate_corpus(Path(corpus.source_dir),
-                                                        progress=lambda d, t: writer("validate", d, t))
+                                                        progress=lambda d, t: writer("validate", d, t),
+                                                        workers=_workers())
             build.findings = [f.as_dict() for f in findings]
             build.stats = {"total_files": len(_results), "total_chunks": sum(len(r.chunks) for r in _results)}
             errors = [f for f in findings if f.severity == "error"]
@@ -108,12 +150,11 @@ def _run_build(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> None
     previous = corpus.active_build
     previous_dir = Path(previous.index_path) if previous and previous.index_path else None
     provider = provider_for(build.embedding_provider, corpus)
-    in_daemon = multiprocessing.current_process().daemon  # Celery prefork children cannot fork pools
     request = BuildRequest(
         source_dir=Path(corpus.source_dir), out_dir=out_dir, build_id=build.build_id, corpus=corpus.name,
         provider=provider, description=corpus.description, previous_dir=previous_dir,
         full=build.kind == BuildRun.KIND_FULL, cache_dir=root / "embedding-cache",
-        workers=1 if in_daemon else (os.cpu_count() or 1),
+        workers=_workers(),
     )
     result = build_index(request, progress=writer, cancelled=writer.cancelled)
     build.index_path = str(result.path)
@@ -125,6 +166,11 @@ def _run_build(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> None
         build.save()
         build_activate(build=build)
     builds_prune(corpus=corpus)
+
+
+def _workers() -> int:
+    """Parse in a process pool, except in a daemonic process (a Celery prefork child), which cannot have children."""
+    return 1 if multiprocessing.current_process().daemon else (os.cpu_count() or 1)
 
 
 def build_activate(*, build: BuildRun) -> BuildRun:
@@ -151,7 +197,12 @@ def build_activate(*, build: BuildRun) -> BuildRun:
 
 
 def builds_prune(*, corpus: Corpus, keep: int | None = None) -> list[str]:
-    """Delete index directories of old complete builds, never the active one; returns deleted build IDs."""
+    """Free the disk of builds nobody will serve; returns the build IDs (or directory names) removed.
+
+    Kept: the active build, any build in flight (its `.partial` too) and the newest `keep` complete
+    builds. Removed: older complete builds, and directories no kept build owns: the `.partial` of a
+    build whose worker died, a build finished on disk but never recorded complete.
+    """
     keep = keep if keep is not None else int(corpus.settings.get("keep_builds", settings.DOCSMCP_KEEP_BUILDS))
     corpus.refresh_from_db()
     complete = list(corpus.builds.filter(status=BuildRun.COMPLETE).exclude(index_path="").order_by("-created_at"))
@@ -163,4 +214,11 @@ def builds_prune(*, corpus: Corpus, keep: int | None = None) -> list[str]:
         build.index_path = ""
         build.save(update_fields=["index_path"])
         removed.append(build.build_id)
+    kept = {Path(b.index_path).name for b in corpus.builds.exclude(index_path="")}
+    kept |= set(corpus.builds.filter(status__in=BuildRun.IN_FLIGHT).values_list("build_id", flat=True))
+    builds_dir = corpus_dir(corpus) / "builds"
+    for path in sorted(builds_dir.iterdir()) if builds_dir.is_dir() else []:
+        if path.name.removesuffix(".partial") not in kept and path.name not in kept:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
     return removed

@@ -2,6 +2,10 @@
 
 Both sides need this: a build embeds its chunks, and a search embeds its query with the same
 provider and options. Neither the build nor the read path should import the other for it.
+
+A corpus names a provider and may tune its model; where requests go and with which key is the
+operator's alone (OPENAI_BASE_URL, OPENAI_API_KEY), so whoever may edit a corpus's settings
+cannot send the server's key to an address of their choosing.
 """
 
 from __future__ import annotations
@@ -16,19 +20,48 @@ from retrieval.embeddings.base import EmbeddingProvider
 from .errors import CorpusError
 from .models import Corpus
 
+CORPUS_OPTIONS: dict[str, frozenset[str]] = {
+    "none": frozenset(),
+    "hash": frozenset({"dimensions"}),
+    "openai": frozenset({"model", "dimensions", "batch_size"}),
+    "local": frozenset(),
+}
+
 
 def check_provider_name(name: str) -> None:
     if name not in PROVIDERS:
         raise CorpusError(f"unknown embedding provider {name!r}; choose one of {', '.join(sorted(PROVIDERS))}")
 
 
-def provider_for(name: str, corpus: Corpus | None = None):
-    """The embedding provider a corpus builds and queries with; OpenAI credentials come from settings."""
-    options = dict((corpus.settings.get("embedding_options") if corpus else None) or {})
+def check_embedding_options(name: str, options: object) -> dict:
+    """The options a corpus may set for its provider; endpoints, keys and headers are refused."""
+    if not isinstance(options, dict):
+        raise CorpusError("settings.embedding_options must be a JSON object, e.g. {\"model\": \"text-embedding-3-small\"}")
+    allowed = CORPUS_OPTIONS.get(name, frozenset())
+    refused = sorted(set(options) - allowed)
+    if refused:
+        may = f"may set only {', '.join(sorted(allowed))}" if allowed else "takes no options"
+        raise CorpusError(
+            f"settings.embedding_options: {', '.join(map(repr, refused))} not allowed; the {name!r} provider {may}. "
+            "Endpoints and keys of paid APIs come from the server's settings (OPENAI_BASE_URL, OPENAI_API_KEY), "
+            "never from a corpus")
+    return options
+
+
+def corpus_embedding(corpus: Corpus | None) -> tuple[str, dict]:
+    """The provider name and options a corpus builds with: its settings, else the server default."""
+    values = (corpus.settings if corpus else None) or {}
+    return (values.get("embedding_provider") or settings.DOCSMCP_EMBEDDING_PROVIDER,
+            dict(values.get("embedding_options") or {}))
+
+
+def provider_for(name: str, corpus: Corpus | None = None) -> EmbeddingProvider:
+    """The embedding provider a corpus builds and queries with; OpenAI endpoint and key come from settings."""
+    configured, options = corpus_embedding(corpus)
+    options = dict(check_embedding_options(name, options if configured == name else {}))
     if name == "openai":
-        for key, value in (("base_url", settings.OPENAI_BASE_URL), ("api_key", settings.OPENAI_API_KEY)):
-            if value:
-                options.setdefault(key, value)
+        options["base_url"] = settings.OPENAI_BASE_URL or None
+        options["api_key"] = settings.OPENAI_API_KEY or None
     return get_provider(name, **options)
 
 

@@ -25,11 +25,12 @@ from .errors import (
     CorpusExists,
     CorpusNotAllowed,
     CorpusNotFound,
+    EmbeddingChangeRefused,
     SourceDirNotAllowed,
 )
 from .execution import corpus_dir
 from .models import BuildRun, Corpus
-from .providers import check_provider_name
+from .providers import check_embedding_options, check_provider_name, corpus_embedding
 from .tasks import run_build
 
 log = logging.getLogger("docsmcp.build")
@@ -111,14 +112,14 @@ def check_corpus_settings(values: dict) -> dict:
     """The settings a build reads are checked now rather than at build time."""
     if not isinstance(values, dict):
         raise CorpusError("settings must be a JSON object, e.g. {\"embedding_provider\": \"hash\"}")
-    if "embedding_provider" in values:
-        check_provider_name(values["embedding_provider"])
+    provider = values.get("embedding_provider") or settings.DOCSMCP_EMBEDDING_PROVIDER
+    check_provider_name(provider)
     if "keep_builds" in values:
         keep = values["keep_builds"]
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
             raise CorpusError(f"settings.keep_builds must be a whole number >= 1, not {keep!r}")
-    if "embedding_options" in values and not isinstance(values["embedding_options"], dict):
-        raise CorpusError("settings.embedding_options must be a JSON object")
+    if "embedding_options" in values:
+        check_embedding_options(provider, values["embedding_options"])
     return values
 
 
@@ -174,29 +175,82 @@ def _new_build_id() -> str:
     return f"{timezone.now():%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
 
 
-def _fail_stale_builds(corpus: Corpus) -> None:
-    """A worker that died mid-build leaves a 'running' row; after a quiet period it no longer blocks."""
-    cutoff = timezone.now() - STALE_AFTER
-    for build in corpus.builds.filter(status__in=BuildRun.IN_FLIGHT):
-        last = build.heartbeat_at or build.created_at
-        if last < cutoff:
-            build.status, build.error = BuildRun.FAILED, "worker stopped reporting progress; marked failed"
-            build.finished_at = timezone.now()
-            build.save(update_fields=["status", "error", "finished_at"])
+def lease_expired(build: BuildRun) -> bool:
+    """A running build whose worker has not renewed its lease is orphaned: that worker stopped."""
+    lease = timedelta(seconds=settings.DOCSMCP_BUILD_LEASE_SECONDS)
+    return (build.status == BuildRun.RUNNING
+            and (build.heartbeat_at or build.started_at or build.created_at) < timezone.now() - lease)
+
+
+def expire_builds(corpus: Corpus | None = None) -> int:
+    """Mark failed the builds whose worker stopped (lease expired) or that never started; returns how many.
+
+    Called whenever someone asks about builds (a new build, a list, health), so a dead worker blocks
+    a corpus for one lease, not until someone notices.
+    """
+    now = timezone.now()
+    lease = timedelta(seconds=settings.DOCSMCP_BUILD_LEASE_SECONDS)
+    builds = BuildRun.objects.filter(status__in=BuildRun.IN_FLIGHT)
+    if corpus is not None:
+        builds = builds.filter(corpus=corpus)
+    orphaned = builds.filter(status=BuildRun.RUNNING, heartbeat_at__lt=now - lease).update(
+        status=BuildRun.FAILED, finished_at=now,
+        error=f"its worker stopped: no heartbeat for over {settings.DOCSMCP_BUILD_LEASE_SECONDS}s "
+              "(killed, crashed or lost its database connection); the previous index keeps serving")
+    unclaimed = builds.filter(status=BuildRun.QUEUED, created_at__lt=now - STALE_AFTER).update(
+        status=BuildRun.FAILED, finished_at=now,
+        error=f"no worker picked it up within {int(STALE_AFTER.total_seconds() // 60)} minutes; "
+              "check that a Celery worker is running")
+    return orphaned + unclaimed
+
+
+def _embedding_change(corpus: Corpus, provider: str, options: dict) -> str:
+    """What a build with this provider would do to the active build's vectors ('' when nothing).
+
+    Adding vectors to a full-text-only corpus loses nothing, so it needs no confirmation."""
+    active = corpus.active_build
+    if active is None or active.status != BuildRun.COMPLETE or not active.embedding:
+        return ""
+    spec = active.embedding
+    before = spec.get("provider")
+    if before != provider:
+        now = "drop its vectors (full-text only)" if provider == "none" else f"replace them with {provider!r} vectors"
+        return f"the active build {active.build_id} has {before!r} vectors ({spec.get('model')}); this build would {now}"
+    model = options.get("model")
+    if model and spec.get("model") and model != spec["model"]:
+        return (f"the active build {active.build_id} has {before!r} vectors of model {spec['model']!r}; "
+                f"this build would replace them with model {model!r}")
+    return ""
 
 
 def build_request(*, corpus: Corpus, kind: str = BuildRun.KIND_INCREMENTAL, embedding_provider: str | None = None,
-                  requested_by: str = "") -> BuildRun:
-    """Reserve the corpus for one build; a second request while one is in flight is refused."""
+                  change_embeddings: bool = False, requested_by: str = "") -> BuildRun:
+    """Reserve the corpus for one build; a second request while one is in flight is refused.
+
+    The corpus's settings say how it is embedded. Naming another provider here changes that setting
+    for good; a build that would drop or replace the active build's vectors needs `change_embeddings`.
+    """
     if kind not in dict(BuildRun.KIND_CHOICES):
         raise CorpusError(f"unknown build kind {kind!r}; use one of {', '.join(dict(BuildRun.KIND_CHOICES))}")
     if corpus.kind != Corpus.KIND_MARKDOWN:
         raise CorpusError(f"corpus {corpus.name!r} is fed by store_chunks; it has no markdown to build")
-    provider = embedding_provider or corpus.settings.get("embedding_provider") or settings.DOCSMCP_EMBEDDING_PROVIDER
+    provider, options = corpus_embedding(corpus)
+    if embedding_provider and embedding_provider != provider:
+        check_provider_name(embedding_provider)
+        provider, options = embedding_provider, {}  # the old provider's options mean nothing to the new one
     check_provider_name(provider)
-    _fail_stale_builds(corpus)
+    check_embedding_options(provider, options)
+    change = "" if kind == BuildRun.KIND_VALIDATE else _embedding_change(corpus, provider, options)
+    if change and not change_embeddings:
+        raise EmbeddingChangeRefused(f"corpus {corpus.name!r}: {change}. Searches would lose or change their "
+                                     "semantic leg; confirm with --change-embeddings (CLI), "
+                                     "\"change_embeddings\": true (REST) or the admin's confirmation")
+    expire_builds(corpus)
     try:
         with transaction.atomic():
+            if kind != BuildRun.KIND_VALIDATE and corpus.settings.get("embedding_provider") != provider:
+                corpus.settings = {**corpus.settings, "embedding_provider": provider, "embedding_options": options}
+                corpus.save(update_fields=["settings", "updated_at"])
             return BuildRun.objects.create(corpus=corpus, build_id=_new_build_id(), kind=kind,
                                            embedding_provider=provider, requested_by=requested_by)
     except IntegrityError as exc:
@@ -206,27 +260,33 @@ def build_request(*, corpus: Corpus, kind: str = BuildRun.KIND_INCREMENTAL, embe
 
 
 def build_cancel(*, build: BuildRun) -> BuildRun:
-    if build.status == BuildRun.QUEUED:
-        build.status, build.error, build.finished_at = BuildRun.CANCELLED, "cancelled before it started", timezone.now()
-        build.save(update_fields=["status", "error", "finished_at"])
-    elif build.status == BuildRun.RUNNING:
+    """A queued or orphaned build is cancelled at once; a running one is asked to stop at its next batch."""
+    if build.status == BuildRun.QUEUED or lease_expired(build):
+        reason = "cancelled before it started" if build.status == BuildRun.QUEUED else \
+            "cancelled; its worker had stopped"
+        BuildRun.objects.filter(pk=build.pk, status=build.status).update(
+            status=BuildRun.CANCELLED, error=reason, finished_at=timezone.now())
+        build.refresh_from_db()
+        if build.status == BuildRun.CANCELLED:
+            return build
+    if build.status == BuildRun.RUNNING:
         BuildRun.objects.filter(pk=build.pk).update(cancel_requested=True)
         build.refresh_from_db()
-    else:
-        raise BuildStateConflict(f"build {build.build_id} is {build.status}; only queued or running builds "
-                                 "can be cancelled")
-    return build
+        return build
+    raise BuildStateConflict(f"build {build.build_id} is {build.status}; only queued or running builds "
+                             "can be cancelled")
 
 
 def build_start(*, corpus: Corpus, kind: str = BuildRun.KIND_INCREMENTAL, embedding_provider: str | None = None,
-                requested_by: str = "") -> BuildRun:
+                change_embeddings: bool = False, requested_by: str = "") -> BuildRun:
     """Reserve and dispatch to Celery (inline when no broker is configured).
 
     A build that fails reports it on its BuildRun (status, error, findings), never by raising
     into the caller: with no broker the build runs inside this call, and the admin or REST
     request that asked for it still answers normally.
     """
-    build = build_request(corpus=corpus, kind=kind, embedding_provider=embedding_provider, requested_by=requested_by)
+    build = build_request(corpus=corpus, kind=kind, embedding_provider=embedding_provider,
+                          change_embeddings=change_embeddings, requested_by=requested_by)
     transaction.on_commit(lambda: _dispatch(build.pk))
     return build
 

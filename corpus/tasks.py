@@ -5,7 +5,9 @@ from .fixes import fix_scan_report
 from .models import BuildRun, Corpus
 
 
-@shared_task(name="corpus.run_build")
+# acks_late + reject_on_worker_lost: a worker killed mid-build leaves its message to be redelivered;
+# build_execute's claim (queued -> running) makes the redelivery a no-op once the build has run or failed.
+@shared_task(name="corpus.run_build", acks_late=True, reject_on_worker_lost=True)
 def run_build(build_pk: int) -> str:
     build = BuildRun.objects.select_related("corpus").get(pk=build_pk)
     return build_execute(build=build).status

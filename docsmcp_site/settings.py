@@ -105,6 +105,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 DOCSMCP_INDEX_ROOT = Path(os.environ.get("DOCSMCP_INDEX_ROOT", BASE_DIR / "var" / "indexes"))
 DOCSMCP_EMBEDDING_PROVIDER = os.environ.get("DOCSMCP_EMBEDDING_PROVIDER", "none")
 DOCSMCP_KEEP_BUILDS = int(os.environ.get("DOCSMCP_KEEP_BUILDS", "3"))
+# A running build's worker renews its lease every third of this; a build whose lease lapsed is
+# marked failed (its worker stopped) the next time anyone asks, so a dead worker blocks a corpus this long.
+DOCSMCP_BUILD_LEASE_SECONDS = int(os.environ.get("DOCSMCP_BUILD_LEASE_SECONDS", "40"))
 DOCSMCP_DEFAULT_CORPUS = os.environ.get("DOCSMCP_DEFAULT_CORPUS", "")
 # Source directories a corpus may be registered from (comma-separated); empty means any.
 DOCSMCP_SOURCE_ROOTS = env_list("DOCSMCP_SOURCE_ROOTS", "")

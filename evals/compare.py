@@ -71,3 +71,17 @@ def run_delta(*, baseline_id: int, before_metrics: Mapping, after_metrics: Mappi
         "latency": diff_numbers(before_latency or {}, after_latency or {}) or {},
         "cases": case_delta(before_scores, after_scores),
     }
+
+
+def embedding_note(before: Mapping | None, after: Mapping | None) -> str:
+    """A warning when two runs measured builds embedded differently: the delta then mixes the change of
+    embeddings (or their loss) with whatever else changed. Specs are builds' `embedding` (None: full-text only)."""
+    def describe(spec: Mapping | None) -> str:
+        if not spec:
+            return "no embeddings (full-text only)"
+        return f"{spec.get('provider')}/{spec.get('model')} ({spec.get('dimensions')} dims)"
+
+    if describe(before) == describe(after):
+        return ""
+    return (f"The compared runs measured builds with different embeddings: {describe(before)} vs "
+            f"{describe(after)}. Their differences include the change of embeddings.")

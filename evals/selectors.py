@@ -171,5 +171,13 @@ def compare_runs(run: EvalRun, other: EvalRun) -> dict:
     rows.sort(key=lambda r: (order[r["status"]], r["delta"] if r["delta"] is not None else 0, r["name"]))
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in compare.STATUSES}
     return {"metrics": compare.metric_delta(other.metrics or {}, run.metrics or {}),
+            "embedding_note": embedding_note(run, other),
             "latency": compare.diff_numbers(other.latency or {}, run.latency or {}) or {},
             "rows": rows, "counts": counts}
+
+
+def embedding_note(run: EvalRun, other: EvalRun | None) -> str:
+    """'' unless both runs' builds are known and were embedded differently."""
+    if other is None or run.build is None or other.build is None:
+        return ""
+    return compare.embedding_note(other.build.embedding, run.build.embedding)

@@ -112,6 +112,7 @@ def run_detail(request, pk: int):
         "run": run, "results": results, "group_rows": _group_rows(groups), "metric_keys": TABLE_METRICS,
         "categories": categories, "bars": bars, "choices": selectors.compare_choices(run),
         "delta": delta, "delta_overall": (delta.get("metrics") or {}).get("overall") or {},
+        "embedding_note": selectors.embedding_note(run, run.baseline),
         "refresh": run.status in EvalRun.IN_FLIGHT, "failures": sum(1 for r in results if not r.passed),
         "latency_rows": [(label, (run.latency or {}).get(key) or {}) for key, label in LATENCY_ROWS],
     })
@@ -136,6 +137,6 @@ def run_compare(request, pk: int, other_pk: int):
                               "file_mrr": (d.get("file") or {}).get("mrr@10"), "pass_rate": d.get("pass_rate")})
     return render(request, "evals/compare.html", {
         "run": run, "other": other, "levels": levels, "rows": data["rows"], "counts": data["counts"],
-        "category_rows": category_rows, "latency": data["latency"],
+        "category_rows": category_rows, "latency": data["latency"], "embedding_note": data["embedding_note"],
         "categories": sorted({r["category"] for r in data["rows"]}),
     })

@@ -168,21 +168,30 @@ def test_create_a_chunks_corpus_needs_no_source_dir(client, db):
     assert response.json()["kind"] == "chunks"
 
 
-def test_settings_that_look_like_secrets_are_redacted(client, db, docs_root):
-    settings = {"embedding_provider": "openai", "embedding_options": {"api_key": "sk-secret", "model": "m"}}
-    body = create(client, "d", docs_root / "alpha", settings=settings).json()
-    assert body["settings"]["embedding_options"] == {"api_key": "***", "model": "m"}
-    assert Corpus.objects.get(name="d").settings["embedding_options"]["api_key"] == "sk-secret"
+@pytest.mark.parametrize("option", ["base_url", "api_key", "headers"])
+def test_a_corpus_may_not_set_where_embeddings_go_or_with_which_key(client, db, docs_root, option):
+    settings = {"embedding_provider": "openai", "embedding_options": {option: "http://x", "model": "m"}}
+    assert_error(create(client, "d", docs_root / "alpha", settings=settings), 400,
+                 message_contains="OPENAI_BASE_URL, OPENAI_API_KEY")
+    assert not Corpus.objects.filter(name="d").exists()
+    create(client, "d", docs_root / "alpha", settings={"embedding_provider": "openai"})
+    assert_error(call(client, "patch", "/corpora/d", {"settings": settings}), 400, message_contains=repr(option))
+    assert Corpus.objects.get(name="d").settings == {"embedding_provider": "openai"}
+
+
+def test_a_corpus_may_tune_its_embedding_model(client, db, docs_root):
+    options = {"model": "text-embedding-3-large", "dimensions": 256, "batch_size": 64}
+    body = create(client, "d", docs_root / "alpha",
+                  settings={"embedding_provider": "openai", "embedding_options": options}).json()
+    assert body["settings"]["embedding_options"] == options
 
 
 def test_settings_sent_back_as_read_keep_their_secrets(client, db, docs_root):
-    settings = {"embedding_provider": "openai", "embedding_options": {"api_key": "sk-secret", "model": "m"}}
-    read = create(client, "d", docs_root / "alpha", settings=settings).json()["settings"]
-    read["embedding_options"]["model"] = "m2"
-    call(client, "patch", "/corpora/d", {"settings": read})
-    assert Corpus.objects.get(name="d").settings["embedding_options"] == {"api_key": "sk-secret", "model": "m2"}
-    call(client, "patch", "/corpora/d", {"settings": {"embedding_options": {"api_key": "sk-new"}}})
-    assert Corpus.objects.get(name="d").settings == {"embedding_options": {"api_key": "sk-new"}}
+    read = create(client, "d", docs_root / "alpha", settings={"search_token": "t0k", "keep_builds": 2}).json()
+    assert read["settings"] == {"search_token": "***", "keep_builds": 2}
+    read["settings"]["keep_builds"] = 3
+    call(client, "patch", "/corpora/d", {"settings": read["settings"]})
+    assert Corpus.objects.get(name="d").settings == {"search_token": "t0k", "keep_builds": 3}
 
 
 def test_update_changes_only_the_fields_given(client, db, docs_root):

@@ -86,8 +86,32 @@ def test_compare_two_runs(client, suite, django_capture_on_commit_callbacks):
     assert len(diff["cases"]) == suite.cases.count()
     assert diff["counts"]["same"] == suite.cases.count()  # same build, same cases
     assert "overall" in diff["metrics"]
+    assert diff["embedding_note"] == "" and b["embedding_note"] == ""
     queued = trigger(client).json()
     assert_error(call(client, "get", f"/evals/runs/{queued['id']}/compare/{a['id']}"), 409, "run_state_conflict")
+
+
+def test_a_comparison_across_builds_with_other_embeddings_carries_a_note(client, admin_client, suite,
+                                                                         django_capture_on_commit_callbacks):
+    from django.urls import reverse
+
+    from corpus.models import BuildRun
+
+    a = complete_run(client, django_capture_on_commit_callbacks)
+    b = complete_run(client, django_capture_on_commit_callbacks,
+                     {"corpus": "sample", "suite": "sample-suite", "baseline": a["id"]})
+    measured = EvalRun.objects.get(pk=b["id"]).build
+    assert measured.embedding  # the sample build has vectors
+    fts_only = BuildRun.objects.create(corpus=measured.corpus, build_id="fts-only", status=BuildRun.COMPLETE)
+    EvalRun.objects.filter(pk=a["id"]).update(build=fts_only)
+
+    note = call(client, "get", f"/evals/runs/{b['id']}/compare/{a['id']}").json()["embedding_note"]
+    assert "no embeddings (full-text only) vs " + measured.embedding["provider"] in note
+    assert call(client, "get", f"/evals/runs/{b['id']}").json()["embedding_note"] == note
+    page = admin_client.get(reverse("evals:compare", args=[b["id"], a["id"]])).content.decode()
+    assert 'id="embedding-note"' in page and "different embeddings" in page
+    page = admin_client.get(reverse("evals:run", args=[b["id"]])).content.decode()
+    assert 'id="embedding-note"' in page
 
 
 def test_suites_are_listed_with_their_case_counts(client, suite):

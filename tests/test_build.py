@@ -273,7 +273,7 @@ def test_a_build_whose_worker_stopped_reporting_no_longer_blocks_the_corpus(inde
                                                 heartbeat_at=timezone.now() - timedelta(hours=1))
     fresh = build_request(corpus=corpus, embedding_provider="hash")
     stuck.refresh_from_db()
-    assert stuck.status == BuildRun.FAILED and "stopped reporting" in stuck.error
+    assert stuck.status == BuildRun.FAILED and "its worker stopped" in stuck.error
     assert fresh.status == BuildRun.QUEUED
 
 

@@ -18,6 +18,7 @@ from urllib.parse import quote
 import pytest
 from django.db import connection
 
+from corpus.errors import BuildInProgress
 from corpus.execution import build_execute
 from corpus.models import BuildRun, Corpus
 from corpus.selectors import forget_active
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REDIS_URL = os.environ.get("DOCSMCP_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 WORKER_READY_TIMEOUT = 180  # generous: a loaded CI machine imports Django + LanceDB slowly
 BUILD_TIMEOUT = 120
+LEASE_SECONDS = 3  # workers renew every second; a killed one is noticed 3 s after its last renewal
 
 
 def _redis_unreachable_reason() -> str | None:
@@ -78,7 +80,21 @@ def celery_worker_process(django_db_setup, tmp_path_factory):
     index_root = base / "indexes"
     log = base / "worker.log"
     # A queue of our own, so parallel sessions (pytest -n) and stale messages never cross.
-    queue = f"docsmcp-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    queue = _new_queue()
+    process = _start_worker(["-A", "docsmcp_site", "worker"], queue, index_root, log)
+    try:
+        _wait_until_ready(process, log)
+        yield {"queue": queue, "index_root": index_root, "log": log}
+    finally:
+        _stop_worker(process, queue)
+
+
+def _new_queue() -> str:
+    return f"docsmcp-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def _start_worker(command: list[str], queue: str, index_root: Path, log: Path, **env: str) -> subprocess.Popen:
+    """`celery` (or a module standing in for it) as a worker on `queue`, sharing this session's database."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "docsmcp_site.settings",
@@ -87,27 +103,28 @@ def celery_worker_process(django_db_setup, tmp_path_factory):
         "DATABASE_URL": _database_url(),
         "DATABASE_CONN_MAX_AGE": "0",
         "DOCSMCP_INDEX_ROOT": str(index_root),
+        "DOCSMCP_BUILD_LEASE_SECONDS": str(LEASE_SECONDS),
+        **env,
     }
-    celery = Path(sys.executable).with_name("celery")
+    program = [str(Path(sys.executable).with_name("celery"))] if command[0] == "-A" else [sys.executable, "-m"]
     with log.open("wb") as out:
-        process = subprocess.Popen(
-            [str(celery), "-A", "docsmcp_site", "worker", "--pool", "solo", "--concurrency", "1", "-Q", queue,
+        return subprocess.Popen(
+            [*program, *command, "--pool", "solo", "--concurrency", "1", "-Q", queue,
              "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        _wait_until_ready(process, log)
-        yield {"queue": queue, "index_root": index_root, "log": log}
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
-        import redis
 
-        client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-        client.delete(queue, f"_kombu.binding.{queue}")
+
+def _stop_worker(process: subprocess.Popen, queue: str) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=15)
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+    client.delete(queue, f"_kombu.binding.{queue}")
 
 
 @pytest.fixture
@@ -119,10 +136,13 @@ def web_side_uses_the_broker(celery_worker_process, settings):
     saved = {key: app.conf[key] for key in keys}
 
     def reset_connections() -> None:
+        import kombu.pools
+
         if app._pool is not None:
             app._pool.force_close_all()
         app._pool = None
         app.amqp._producer_pool = None
+        kombu.pools.reset()  # its producer pools are shared by connection URL and were closed above
 
     reset_connections()
     app.conf.update(task_always_eager=False, broker_url=REDIS_URL, result_backend=REDIS_URL,
@@ -185,3 +205,71 @@ def test_build_start_dispatches_to_a_real_worker_which_builds_and_activates(web_
     assert done.stats["patched"] is True
     assert Path(done.index_path).parent == web_side_uses_the_broker["index_root"] / "celery-sample" / "builds"
     assert Corpus.objects.get(name="celery-sample").builds.filter(status=BuildRun.COMPLETE).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_build_whose_worker_is_killed_is_failed_and_the_next_build_completes_within_a_minute(
+        web_side_uses_the_broker, tmp_path, settings):
+    """SIGKILL leaves no chance to clean up: the lease, not the dead worker, frees the corpus."""
+    import shutil
+    import signal
+
+    from docsmcp_site.celery import app
+
+    settings.DOCSMCP_BUILD_LEASE_SECONDS = LEASE_SECONDS
+    source = tmp_path / "docs"
+    shutil.copytree(ROOT / "corpus" / "sample_docs", source)
+    corpus = corpus_create(name="killed", source_dir=str(source), corpus_settings={"embedding_provider": "hash"})
+    index_root = web_side_uses_the_broker["index_root"]
+    marker, log = tmp_path / "stalled", tmp_path / "stalling-worker.log"
+    queue = _new_queue()
+    doomed = _start_worker(["tests.stalling_worker", "-A", "docsmcp_site", "worker"], queue, index_root, log,
+                           DOCSMCP_TEST_STALL_MARKER=str(marker))
+    try:
+        _wait_until_ready(doomed, log)
+        app.conf.task_default_queue = queue
+        killed = build_start(corpus=corpus, requested_by="celery-test")
+        deadline = time.monotonic() + BUILD_TIMEOUT
+        while not marker.exists():
+            assert time.monotonic() < deadline and doomed.poll() is None, log.read_text(errors="replace")
+            time.sleep(0.2)
+        partial = index_root / "killed" / "builds" / f"{killed.build_id}.partial"
+        assert (partial / "lancedb").is_dir()
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(timeout=15)
+        killed_at = time.monotonic()
+    finally:
+        app.conf.task_default_queue = web_side_uses_the_broker["queue"]
+        _stop_worker(doomed, queue)
+
+    while True:  # refused while the dead worker's lease runs out, then accepted
+        try:
+            build = build_start(corpus=corpus, requested_by="celery-test")
+            break
+        except BuildInProgress:
+            assert time.monotonic() - killed_at < 60, "the killed build still blocks the corpus"
+            time.sleep(0.5)
+    done = _wait_for(build)
+    assert done.status == BuildRun.COMPLETE, done.error
+    assert time.monotonic() - killed_at < 60
+    killed.refresh_from_db()
+    assert killed.status == BuildRun.FAILED
+    assert "its worker stopped" in killed.error
+    corpus.refresh_from_db()
+    assert corpus.active_build_id == done.pk
+    deadline = time.monotonic() + 30  # the retention pass runs just after the new build is saved complete
+    while partial.exists():
+        assert time.monotonic() < deadline, f"{partial} was not removed by the retention pass"
+        time.sleep(0.2)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_validates_a_corpus_of_more_than_two_hundred_files(web_side_uses_the_broker, tmp_path):
+    source = tmp_path / "many"
+    source.mkdir()
+    for n in range(210):
+        (source / f"page-{n:03}.md").write_text(f"# Page {n}\n\n## Section\n\nText of page {n}.\n")
+    corpus = corpus_create(name="many-files", source_dir=str(source))
+    done = _wait_for(build_start(corpus=corpus, kind=BuildRun.KIND_VALIDATE, requested_by="celery-test"))
+    assert done.status == BuildRun.COMPLETE, done.error
+    assert done.stats["total_files"] == 210

@@ -94,7 +94,8 @@ def delete_corpus(request: HttpRequest, name: str):
 def start_build(request: HttpRequest, response: HttpResponse, name: str, payload: BuildIn):
     """Queue a build; poll the returned `url` for progress. One build per corpus at a time (409)."""
     build = services.build_start(corpus=selectors.corpus_get(name), kind=payload.kind,
-                                 embedding_provider=payload.embedding_provider, requested_by=caller(request))
+                                 embedding_provider=payload.embedding_provider,
+                                 change_embeddings=payload.change_embeddings, requested_by=caller(request))
     build.refresh_from_db()  # with no broker the build ran inline on commit: report where it got to
     response["Location"] = build_url(build)
     return Status(202, build_out(build))
@@ -103,14 +104,18 @@ def start_build(request: HttpRequest, response: HttpResponse, name: str, payload
 @builds.get("/corpora/{name}/builds", response=Page[BuildOut], auth=READ, url_name="builds")
 def list_builds(request: HttpRequest, name: str, filters: Query[BuildListParams], page: Query[PageParams]):
     """A corpus's builds, newest first."""
-    return paginate(selectors.build_list(corpus=selectors.corpus_get(name), status=filters.status), page,
+    corpus = selectors.corpus_get(name)
+    services.expire_builds(corpus)  # a build whose worker died is reported failed, not running
+    return paginate(selectors.build_list(corpus=corpus, status=filters.status), page,
                     build_out)
 
 
 @builds.get("/corpora/{name}/builds/{build_id}", response=BuildDetailOut, auth=READ, url_name="build")
 def get_build(request: HttpRequest, name: str, build_id: str):
     """Status, progress and the first findings of a build."""
-    return build_detail_out(selectors.corpus_build_get(corpus=selectors.corpus_get(name), build_id=build_id))
+    corpus = selectors.corpus_get(name)
+    services.expire_builds(corpus)
+    return build_detail_out(selectors.corpus_build_get(corpus=corpus, build_id=build_id))
 
 
 @builds.get("/corpora/{name}/builds/{build_id}/findings", response=Page[FindingOut], auth=READ)

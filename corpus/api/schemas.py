@@ -79,7 +79,10 @@ class BuildIn(Input):
     kind: BuildKind = Field(BuildRun.KIND_INCREMENTAL, description="validate: check only; incremental: "
                             "re-embed changed chunks; full: rebuild everything.")
     embedding_provider: ProviderName | None = Field(None, description="Defaults to the corpus's setting, "
-                                                    "then DOCSMCP_EMBEDDING_PROVIDER.")
+                                                    "then DOCSMCP_EMBEDDING_PROVIDER. Another provider becomes "
+                                                    "the corpus's setting for later builds.")
+    change_embeddings: bool = Field(False, description="Confirm a build that drops or replaces the active "
+                                    "build's vectors (another provider or model); refused with 409 otherwise.")
 
 
 class BuildListParams(Input):

@@ -67,6 +67,7 @@ class RunOut(Schema):
     index_bytes: int | None
     baseline: int | None
     delta: dict[str, Any] = Field(description="Against the baseline: per metric and per case.")
+    embedding_note: str = Field(description="Set when the baseline measured a build with other embeddings.")
     error: str
     requested_by: str
     created_at: datetime
@@ -116,6 +117,7 @@ class CompareOut(Schema):
     metrics: dict[str, Any] = Field(description="This run's metrics minus the other's, overall and by category.")
     latency: dict[str, Any]
     counts: dict[str, int]
+    embedding_note: str = Field(description="Set when the two runs measured builds with different embeddings.")
     cases: list[CaseDeltaOut] = Field(description="One row per case, worse first.")
 
 
@@ -140,6 +142,7 @@ def run_out(run: EvalRun) -> dict:
         "progress": {"done": run.progress_done, "total": run.progress_total, "percent": run.progress_percent},
         "metrics": run.metrics or {}, "latency": run.latency or {}, "build_seconds": run.build_seconds,
         "index_bytes": run.index_bytes, "baseline": run.baseline_id, "delta": run.delta or {},
+        "embedding_note": selectors.embedding_note(run, run.baseline),
         "error": run.error, "requested_by": run.requested_by, "created_at": run.created_at,
         "started_at": run.started_at, "finished_at": run.finished_at, "url": run_url(run),
         "results_url": reverse("api:eval_results", kwargs={"run_id": run.pk}),
@@ -205,7 +208,7 @@ def compare_runs(request: HttpRequest, run_id: int = RunId, other_id: int = Othe
             raise RunStateConflict(f"run {r.pk} is {r.status}; only complete runs can be compared")
     diff = selectors.compare_runs(run, other)
     return {"run": run.pk, "other": other.pk, "metrics": diff["metrics"], "latency": diff["latency"],
-            "counts": diff["counts"], "cases": diff["rows"]}
+            "counts": diff["counts"], "embedding_note": diff["embedding_note"], "cases": diff["rows"]}
 
 
 @router.get("/evals/suites", response=Page[SuiteOut], auth=READ, url_name="eval_suites")

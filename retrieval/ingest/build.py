@@ -120,7 +120,7 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
         raise ValidationFailed(f"validation found {len(errors)} error(s); fix them before building", findings)
     mark("scan_and_chunk")
 
-    embedded = _embed(request, provider, batches, progress)
+    embedded = _embed(request, provider, batches, progress, cancelled)
     mark("embed")
 
     taxonomy = _taxonomy(scan, results)
@@ -129,10 +129,11 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
     partial.mkdir(parents=True)
     try:
         if patch:
-            chunks, documents = _patch_tables(partial, previous, stale, batches, scan.files, taxonomy, progress)
+            chunks, documents = _patch_tables(partial, previous, stale, batches, scan.files, taxonomy, progress,
+                                              cancelled)
         else:
             chunks, documents = _write_tables(partial, previous, results, batches, scan.files, taxonomy, dims,
-                                              progress)
+                                              progress, cancelled)
         mark("write")
         _create_indexes(chunks, documents, taxonomy, progress, cancelled)
         mark("index")
@@ -253,8 +254,10 @@ def _auto_include(rules: list[AutoInclude], taxonomy: dict[str, TaxonomyField]) 
 
 
 def _embed(request: BuildRequest, provider: EmbeddingProvider | None, batches: list[_Batch],
-           progress: Progress) -> int:
-    """Fills each batch's vectors; returns how many texts were actually embedded (not cached)."""
+           progress: Progress, cancelled: Callable[[], bool]) -> int:
+    """Fills each batch's vectors; returns how many texts were actually embedded (not cached).
+
+    Cancellation is checked after every provider batch: embedding is the longest stage."""
     if provider is None or not provider.dimensions:
         return 0
     total = sum(len(b.embed_texts) for b in batches)
@@ -262,7 +265,12 @@ def _embed(request: BuildRequest, provider: EmbeddingProvider | None, batches: l
     done = embedded = 0
     progress("embed", 0, total)
     for batch in batches:
-        report = lambda n, base=done: progress("embed", base + n, total)  # noqa: E731
+        def report(n: int, base: int = done) -> None:
+            if cancelled():
+                raise BuildCancelled("build was cancelled while embedding")
+            progress("embed", base + n, total)
+
+        report(0)
         if cache is not None and not request.full:
             batch.vectors, count = embed_with_cache(provider, batch.embed_texts, cache, progress=report)
         else:
@@ -329,7 +337,8 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _write_tables(partial: Path, previous: _PreviousBuild | None, results: list[FileResult], batches: list[_Batch],
-                  files: dict[str, bytes], taxonomy: dict[str, TaxonomyField], dims: int, progress: Progress):
+                  files: dict[str, bytes], taxonomy: dict[str, TaxonomyField], dims: int, progress: Progress,
+                  cancelled: Callable[[], bool]):
     """New tables from the fresh batches and, for reused files, the previous build's rows."""
     schema = _chunk_schema(list(taxonomy), dims)
     reused = [r.relpath for r in results if r.reused]
@@ -352,13 +361,16 @@ def _write_tables(partial: Path, previous: _PreviousBuild | None, results: list[
     db = lancedb.connect(partial / "lancedb")
     chunks = db.create_table(CHUNKS_TABLE, pa.RecordBatchReader.from_batches(schema, chunk_rows()))
     progress("write", 1, 2)
+    if cancelled():
+        raise BuildCancelled("build was cancelled while writing tables")
     documents = db.create_table(DOCUMENTS_TABLE, pa.RecordBatchReader.from_batches(DOCUMENT_SCHEMA, document_rows()))
     progress("write", 2, 2)
     return chunks, documents
 
 
 def _patch_tables(partial: Path, previous: _PreviousBuild, stale: list[str], batches: list[_Batch],
-                  files: dict[str, bytes], taxonomy: dict[str, TaxonomyField], progress: Progress):
+                  files: dict[str, bytes], taxonomy: dict[str, TaxonomyField], progress: Progress,
+                  cancelled: Callable[[], bool]):
     """The previous tables, hard-linked, minus the stale files' rows, plus the fresh ones."""
     _link_tree(previous.directory / "lancedb", partial / "lancedb")
     db = lancedb.connect(partial / "lancedb")
@@ -373,6 +385,8 @@ def _patch_tables(partial: Path, previous: _PreviousBuild, stale: list[str], bat
         documents.delete(where)
     progress("write", 0, len(batches))
     for n, batch in enumerate(batches, 1):
+        if cancelled():
+            raise BuildCancelled("build was cancelled while writing tables")
         if batch.chunks.num_rows:
             chunks.add(_fresh_chunks(batch, chunks.schema))
         documents.add(_documents(batch, files))

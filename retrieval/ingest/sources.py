@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -300,7 +301,6 @@ def process_files(scan: CorpusScan, todo: list[tuple[str, str]], *, workers: int
         for relpath, key in todo:
             yield process_file(relpath, scan.files[relpath], key, scan.manifests, taxonomy)
         return
-    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     args = ((relpath, scan.files[relpath], key, scan.manifests, taxonomy) for relpath, key in todo)
@@ -312,9 +312,13 @@ def _process_args(args: tuple) -> FileResult:
     return process_file(*args)
 
 
-def validate_corpus(root: Path, progress: Callable[[int, int], None] | None = None) -> tuple[CorpusScan, list[FileResult], list[Finding]]:
+def validate_corpus(root: Path, progress: Callable[[int, int], None] | None = None,
+                    workers: int | None = None) -> tuple[CorpusScan, list[FileResult], list[Finding]]:
+    """`workers` defaults to a process per core, or 1 inside a daemonic process, which cannot have children."""
+    if workers is None:
+        workers = 1 if multiprocessing.current_process().daemon else (os.cpu_count() or 1)
     scan = scan_corpus(root)
-    results = process_corpus(scan, progress=progress, workers=os.cpu_count() or 1)
+    results = process_corpus(scan, progress=progress, workers=workers)
     findings = list(scan.findings)
     for result in results:
         findings.extend(result.findings)

@@ -18,7 +18,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--corpus", help="corpus name (default: the default corpus)")
         parser.add_argument("--source", help="markdown directory; registers or updates the corpus")
-        parser.add_argument("--embedding-provider", help="none, hash, openai or local")
+        parser.add_argument("--embedding-provider",
+                            help="none, hash, openai or local; becomes the corpus's setting for later builds")
+        parser.add_argument("--change-embeddings", action="store_true",
+                            help="confirm a build that drops or replaces the active build's vectors")
         parser.add_argument("--full", action="store_true", help="rebuild from scratch (no reuse, no cache)")
         parser.add_argument("--no-progress", action="store_true")
 
@@ -29,7 +32,8 @@ class Command(BaseCommand):
             else:
                 corpus = default_corpus()
             build = build_request(corpus=corpus, kind=BuildRun.KIND_FULL if options["full"] else BuildRun.KIND_INCREMENTAL,
-                                  embedding_provider=options["embedding_provider"], requested_by="manage.py")
+                                  embedding_provider=options["embedding_provider"],
+                                  change_embeddings=options["change_embeddings"], requested_by="manage.py")
         except (CorpusError, RetrievalError) as exc:
             raise CommandError(str(exc)) from exc
         bars = StageBars(not options["no_progress"])
