@@ -6,14 +6,17 @@ rebuild that adds a taxonomy value (a new SDK language) shows in the next listin
 
 from __future__ import annotations
 
+import json
 import logging
+from dataclasses import replace
 from typing import Any
 
 from corpus.errors import CorpusError
 from corpus.selectors import active_index, cursor_secret, query_embedder
+from mcp_endpoint import budget
 from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus
 from retrieval.errors import RetrievalError
-from retrieval.search.documents import get_chunk, render_chunk_window
+from retrieval.search.documents import ChunkWindow, get_chunk, render_chunk_window
 from retrieval.search.engine import MAX_LIMIT, SearchRequest, SearchResult, search
 from retrieval.search.index import Index
 
@@ -27,6 +30,13 @@ GET_DOC_DESCRIPTION = (
     "You can optionally request surrounding context within the same file."
 )
 BASE_PROPERTIES = ("query", "limit", "cursor")
+SNIPPET_STEPS = (200, 120, 60)  # characters per snippet, tried in turn when a page is over budget
+NOTICE_ROOM = 200  # kept free for the notice a cut result carries
+TRIMMED = "Snippets were shortened to {chars} characters to fit the response budget; get_doc returns any chunk in full."
+DROPPED = (
+    "Only {kept} hits fit the response budget (snippets shortened to {chars} characters); "
+    "next_cursor continues with the next hit, so nothing is skipped."
+)
 
 
 def _index(context: Context) -> Index:
@@ -133,9 +143,19 @@ SEARCH_OUTPUT_SCHEMA = {
                 "properties": {
                     "chunk_id": {"type": "string"},
                     "score": {"type": "number"},
+                    "title": {
+                        "type": "string",
+                        "description": "The document's title: front matter title, else its first H1, else its file name.",
+                    },
                     "heading": {"type": "string"},
-                    "breadcrumb": {"type": "string"},
-                    "snippet": {"type": "string"},
+                    "breadcrumb": {
+                        "type": "string",
+                        "description": "Where the chunk sits, starting with the document title: 'Title > Section > Heading'.",
+                    },
+                    "snippet": {
+                        "type": "string",
+                        "description": "The matched text, shortened (more so when the response budget is tight).",
+                    },
                     "filepath": {"type": "string"},
                     "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
                 },
@@ -143,6 +163,10 @@ SEARCH_OUTPUT_SCHEMA = {
             },
         },
         "next_cursor": {"type": ["string", "null"]},
+        "notice": {
+            "type": "string",
+            "description": "Present when the response budget shortened snippets or moved hits to the next page.",
+        },
         "hint": {
             "type": ["object", "null"],
             "properties": {
@@ -158,16 +182,18 @@ SEARCH_OUTPUT_SCHEMA = {
 }
 
 
-def search_result_json(result: SearchResult) -> dict[str, Any]:
-    """The seed 000 `SearchResult` shape, field for field."""
+def search_result_json(result: SearchResult, snippet_chars: int | None = None) -> dict[str, Any]:
+    """The seed 000 `SearchResult` shape, field for field, plus each hit's document `title`;
+    snippets cut to `snippet_chars` when given."""
     return {
         "hits": [
             {
                 "chunk_id": h.chunk_id,
                 "score": h.score,
+                "title": h.title,
                 "heading": h.heading,
                 "breadcrumb": h.breadcrumb,
-                "snippet": h.snippet,
+                "snippet": shorten(h.snippet, snippet_chars),
                 "filepath": h.filepath,
                 "metadata": h.metadata,
             }
@@ -192,7 +218,37 @@ def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
         cursor=arguments.get("cursor"),
     )
     result = search(index, request, embedder=_embedder(index), cursor_secret=cursor_secret())
-    return ToolResult.json(search_result_json(result))
+    payload = search_result_json(result)
+    limit = budget.budget_chars()
+    if _size(payload) <= limit:
+        return ToolResult.json(payload)
+    # Over budget: shorter snippets first, since get_doc returns any chunk in full...
+    for chars in SNIPPET_STEPS:
+        payload = search_result_json(result, chars)
+        if _size(payload) <= limit:
+            payload["notice"] = TRIMMED.format(chars=chars)
+            return ToolResult.json(payload)
+    # ...then fewer hits: searching again with a smaller page size makes next_cursor start at
+    # the first hit left out, so paging on loses nothing.
+    keep = len(result.hits)
+    while keep > 1 and _size(payload) > limit:
+        keep -= 1
+        payload = search_result_json(replace(result, hits=result.hits[:keep]), SNIPPET_STEPS[-1])
+    request = replace(request, limit=keep)
+    result = search(index, request, embedder=_embedder(index), cursor_secret=cursor_secret())
+    payload = search_result_json(result, SNIPPET_STEPS[-1])
+    payload["notice"] = DROPPED.format(kept=keep, chars=SNIPPET_STEPS[-1])
+    return ToolResult.json(payload)
+
+
+def _size(payload: dict[str, Any]) -> int:
+    return len(json.dumps(payload, ensure_ascii=False, indent=2)) + NOTICE_ROOM
+
+
+def shorten(snippet: str, chars: int | None) -> str:
+    if chars is None or len(snippet) <= chars:
+        return snippet
+    return snippet[: chars - 1].rstrip() + "…"
 
 
 def _embedder(index: Index):
@@ -206,7 +262,35 @@ def _embedder(index: Index):
 
 def _get_doc(context: Context, arguments: dict[str, Any]) -> ToolResult:
     window = get_chunk(_index(context), arguments["chunk_id"], int(arguments.get("context", 0)))
-    return ToolResult.text(render_chunk_window(window))
+    return ToolResult.text(fit_window(window, budget.budget_chars()))
+
+
+def fit_window(window: ChunkWindow, limit: int) -> str:
+    """A header naming the document, then seed 000's delimited chunks, within `limit` characters.
+
+    Over budget, the target is kept first, then context chunks nearest to it; the chunk IDs
+    left out are named so the model can ask for each with get_doc.
+    """
+    target = window.target
+    header = f"Document: {target.title or target.filepath} ({target.filepath})\n\n"
+    nearest = sorted(window.before + window.after, key=lambda c: abs(c.chunk_index - target.chunk_index))
+    chosen = [target]
+    for chunk in nearest:
+        trial = replace(window, before=[c for c in [*chosen, chunk] if c in window.before],
+                        after=[c for c in [*chosen, chunk] if c in window.after])
+        if len(header) + len(render_chunk_window(trial)) + NOTICE_ROOM > limit:
+            break
+        chosen.append(chunk)
+    kept = replace(window, before=[c for c in window.before if c in chosen],
+                   after=[c for c in window.after if c in chosen])
+    left_out = [c.chunk_id for c in window.chunks if c not in chosen]
+    text = header + render_chunk_window(kept)
+    if left_out:
+        how = "Not shown: " + ", ".join(left_out) + ". Call get_doc with one of these chunk_ids (context 0) to read it."
+        return text + budget.notice(how)
+    how = (f"The rest of chunk '{target.chunk_id}' (source lines {target.start_line}-{target.end_line} of "
+           f"{target.filepath}) was cut; its neighbours are separate chunks get_doc can return.")
+    return budget.cut_text(text, limit, how)
 
 
 def tools(context: Context) -> list[ToolDef]:
