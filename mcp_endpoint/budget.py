@@ -13,6 +13,7 @@ still over budget keeps its first part, with a notice saying so; nothing is cut 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -30,10 +31,6 @@ GENERIC_HOW = "Ask for less (a smaller limit, a narrower query, or one section o
 
 def budget_chars() -> int:
     return max(1, int(settings.MCP_RESPONSE_TOKEN_BUDGET)) * CHARS_PER_TOKEN
-
-
-def estimate_tokens(text: str) -> int:
-    return -(-len(text) // CHARS_PER_TOKEN)
 
 
 def text_chars(result: ToolResult) -> int:
@@ -79,3 +76,68 @@ def fit_result(result: ToolResult) -> ToolResult:
         content.append({**block, "text": kept})
         left -= len(kept)
     return replace(result, content=content, structured=None)
+
+
+CONTENT_STEPS = (1500, 600, 250)  # characters per item, tried in turn when a list is over budget
+NOTICE_ROOM = 400  # kept free for the notice a cut result carries
+
+
+def shorten(text: str, chars: int | None) -> str:
+    if chars is None or len(text) <= chars:
+        return text
+    return text[: chars - 1].rstrip() + "…"
+
+
+def fit_items(
+    items: list[dict[str, Any]], fields: tuple[str, ...], size: Callable[[list[dict[str, Any]]], int],
+    steps: tuple[int, ...] = CONTENT_STEPS, share: int | None = None,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """`items` within the budget (or `share` characters of it) as measured by `size`: the text
+    `fields` of each item shortened first, then items dropped from the end. Returns the items
+    and a notice saying what was done, or None."""
+    limit = (share or budget_chars()) - NOTICE_ROOM
+    if size(items) <= limit + NOTICE_ROOM:
+        return items, None
+    named = " and ".join(fields) + (" were" if len(fields) > 1 else " was")
+    for chars in steps:
+        shortened = [_shortened(item, fields, chars) for item in items]
+        if size(shortened) <= limit:
+            return shortened, (
+                f"To fit the response budget, each result's {named} shortened to {chars} characters; "
+                "ask for one document, section or chunk to read it whole."
+            )
+    kept = shortened
+    while len(kept) > 1 and size(kept) > limit:
+        kept = kept[:-1]
+    return kept, (
+        f"To fit the response budget, each result's {named} shortened to {steps[-1]} characters and only "
+        f"the first {len(kept)} of {len(items)} results are shown; ask for fewer results or a narrower query."
+    )
+
+
+def _shortened(item: dict[str, Any], fields: tuple[str, ...], chars: int) -> dict[str, Any]:
+    return {**item, **{f: shorten(item[f], chars) for f in fields if isinstance(item.get(f), str)}}
+
+
+def fit_text_field(payload: dict[str, Any], field: str, first_line: int,
+                   size: Callable[[dict[str, Any]], int]) -> tuple[dict[str, Any], int | None]:
+    """`payload` with its `field` (text starting at source line `first_line`) cut to fit the budget
+    at a line break. Returns the payload and the first source line left out, or None if nothing was."""
+    limit = budget_chars() - NOTICE_ROOM
+    if size(payload) <= limit + NOTICE_ROOM:
+        return payload, None
+    text = payload[field]
+    room = max(0, limit - size({**payload, field: ""}))
+    while True:
+        head = text[:room]
+        newline = head.rfind("\n")
+        head = head[:newline] if newline > 0 else head
+        cut = {**payload, field: head}
+        if size(cut) <= limit or not head:
+            return cut, first_line + head.count("\n") + 1
+        room = room * 9 // 10
+
+
+def headings_from(entries: list[Any], line: int, end: int | None = None, most: int = 12) -> list[str]:
+    """The outline headings at or after source `line` (and before `end`), for saying what to ask for next."""
+    return [e.text for e in entries if e.line >= line and (end is None or e.line <= end)][:most]

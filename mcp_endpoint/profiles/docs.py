@@ -193,7 +193,7 @@ def search_result_json(result: SearchResult, snippet_chars: int | None = None) -
                 "title": h.title,
                 "heading": h.heading,
                 "breadcrumb": h.breadcrumb,
-                "snippet": shorten(h.snippet, snippet_chars),
+                "snippet": budget.shorten(h.snippet, snippet_chars),
                 "filepath": h.filepath,
                 "metadata": h.metadata,
             }
@@ -230,25 +230,22 @@ def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
             return ToolResult.json(payload)
     # ...then fewer hits: searching again with a smaller page size makes next_cursor start at
     # the first hit left out, so paging on loses nothing.
-    keep = len(result.hits)
-    while keep > 1 and _size(payload) > limit:
+    hits = result.hits
+    keep = len(hits)
+    while True:
+        while keep > 1 and _size(search_result_json(replace(result, hits=hits[:keep]), SNIPPET_STEPS[-1])) > limit:
+            keep -= 1
+        shorter = search(index, replace(request, limit=keep), embedder=_embedder(index), cursor_secret=cursor_secret())
+        payload = search_result_json(shorter, SNIPPET_STEPS[-1])
+        payload["notice"] = DROPPED.format(kept=keep, chars=SNIPPET_STEPS[-1])
+        # A shorter page may gain the next_cursor the full one (the last page) did not need.
+        if keep == 1 or _size(payload) <= limit:
+            return ToolResult.json(payload)
         keep -= 1
-        payload = search_result_json(replace(result, hits=result.hits[:keep]), SNIPPET_STEPS[-1])
-    request = replace(request, limit=keep)
-    result = search(index, request, embedder=_embedder(index), cursor_secret=cursor_secret())
-    payload = search_result_json(result, SNIPPET_STEPS[-1])
-    payload["notice"] = DROPPED.format(kept=keep, chars=SNIPPET_STEPS[-1])
-    return ToolResult.json(payload)
 
 
 def _size(payload: dict[str, Any]) -> int:
     return len(json.dumps(payload, ensure_ascii=False, indent=2)) + NOTICE_ROOM
-
-
-def shorten(snippet: str, chars: int | None) -> str:
-    if chars is None or len(snippet) <= chars:
-        return snippet
-    return snippet[: chars - 1].rstrip() + "…"
 
 
 def _embedder(index: Index):
@@ -274,23 +271,21 @@ def fit_window(window: ChunkWindow, limit: int) -> str:
     target = window.target
     header = f"Document: {target.title or target.filepath} ({target.filepath})\n\n"
     nearest = sorted(window.before + window.after, key=lambda c: abs(c.chunk_index - target.chunk_index))
-    chosen = [target]
-    for chunk in nearest:
-        trial = replace(window, before=[c for c in [*chosen, chunk] if c in window.before],
-                        after=[c for c in [*chosen, chunk] if c in window.after])
-        if len(header) + len(render_chunk_window(trial)) + NOTICE_ROOM > limit:
-            break
-        chosen.append(chunk)
-    kept = replace(window, before=[c for c in window.before if c in chosen],
-                   after=[c for c in window.after if c in chosen])
-    left_out = [c.chunk_id for c in window.chunks if c not in chosen]
-    text = header + render_chunk_window(kept)
-    if left_out:
-        how = "Not shown: " + ", ".join(left_out) + ". Call get_doc with one of these chunk_ids (context 0) to read it."
-        return text + budget.notice(how)
+    for count in range(len(nearest), -1, -1):
+        chosen = [target, *nearest[:count]]
+        kept = replace(window, before=[c for c in window.before if c in chosen],
+                       after=[c for c in window.after if c in chosen])
+        left_out = [c.chunk_id for c in window.chunks if c not in chosen]
+        text = header + render_chunk_window(kept)
+        if left_out:
+            text += budget.notice(
+                "Not shown: " + ", ".join(left_out) + ". Call get_doc with one of these chunk_ids to read it."
+            )
+        if len(text) <= limit:
+            return text
     how = (f"The rest of chunk '{target.chunk_id}' (source lines {target.start_line}-{target.end_line} of "
-           f"{target.filepath}) was cut; its neighbours are separate chunks get_doc can return.")
-    return budget.cut_text(text, limit, how)
+           f"{target.filepath}) was cut; its neighbours are separate chunks get_doc returns.")
+    return budget.cut_text(header + render_chunk_window(replace(window, before=[], after=[])), limit, how)
 
 
 def tools(context: Context) -> list[ToolDef]:
