@@ -16,6 +16,7 @@ from corpus.selectors import active_index, cursor_secret, query_embedder
 from mcp_endpoint import budget
 from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus
 from retrieval.errors import RetrievalError
+from retrieval.ingest.metadata import BuildMetadata
 from retrieval.search.documents import ChunkWindow, get_chunk, render_chunk_window
 from retrieval.search.engine import MAX_LIMIT, SearchRequest, SearchResult, search
 from retrieval.search.index import Index
@@ -61,7 +62,7 @@ def instructions(context: Context) -> str:
     except CorpusError as exc:
         return f"docsmcp documentation server. {exc}"
     text = (
-        f"This server searches the {metadata.corpus_description}. Call search_docs with a question or "
+        f"This server searches the {describe(metadata)}. Call search_docs with a question or "
         "identifier, then get_doc with a returned chunk_id to read the chunk and its neighbours."
     )
     if metadata.taxonomy:
@@ -73,6 +74,13 @@ def instructions(context: Context) -> str:
     if metadata.instructions:
         text += "\n\n" + metadata.instructions
     return text
+
+
+def describe(metadata: BuildMetadata) -> str:
+    """The corpus description, or "<name> documentation" for a build that had none (neither
+    `build_index --description` nor a root manifest `description`), never the bare name."""
+    text = metadata.corpus_description.strip()
+    return f"{metadata.corpus} documentation" if not text or text == metadata.corpus else text
 
 
 def search_schema(index: Index | None) -> dict[str, Any]:
@@ -291,7 +299,7 @@ def fit_window(window: ChunkWindow, limit: int) -> str:
 def tools(context: Context) -> list[ToolDef]:
     try:
         index: Index | None = _index(context)
-        description = index.metadata.corpus_description
+        description = describe(index.metadata)
     except CorpusError:
         index, description = None, "documentation"
     return [
