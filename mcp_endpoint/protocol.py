@@ -231,14 +231,14 @@ def handle_tools_call(call: Call) -> dict[str, Any]:
         else:
             result = run_tool(tool, call.context, schema.normalize(tool.input_schema, arguments))
     except InvalidParams as exc:
-        if not arguments_errors_are_results(call.version):
+        if not argument_errors_are_results(call.version):
             raise
         # SEP-1303: the model sees this text and can retry with corrected arguments.
         result = ToolResult.error(exc.message)
     return tool_result_to_wire(tool, budget.fit_result(result), call.version)
 
 
-def arguments_errors_are_results(version: str) -> bool:
+def argument_errors_are_results(version: str) -> bool:
     """From 2025-11-25 on (SEP-1303) a tool's argument errors are tool execution errors
     (`isError: true`), which a client shows the model; before, they are JSON-RPC -32602,
     which clients raise as exceptions the model never sees. An unknown tool stays -32602."""
