@@ -26,6 +26,8 @@ CUT_NOTICE = (
     "\n\n[Cut: this result exceeded the response budget of {tokens} tokens (about {chars} characters), "
     "so only its first part is shown. {how}]"
 )
+CONTENT_STEPS = (1500, 600, 250)  # characters per item, tried in turn when a list is over budget
+NOTICE_ROOM = 400  # kept free for the notice a cut result carries
 GENERIC_HOW = "Ask for less (a smaller limit, a narrower query, or one section or chunk at a time)."
 
 
@@ -77,9 +79,6 @@ def fit_result(result: ToolResult) -> ToolResult:
         left -= len(kept)
     return replace(result, content=content, structured=None)
 
-
-CONTENT_STEPS = (1500, 600, 250)  # characters per item, tried in turn when a list is over budget
-NOTICE_ROOM = 400  # kept free for the notice a cut result carries
 
 
 def shorten(text: str, chars: int | None) -> str:

@@ -155,3 +155,18 @@ def test_citeloom_find_chunks_stays_within_the_budget(transactional_db, index_ro
     payload = result["structuredContent"]
     assert len(text) <= tight and json.loads(text) == payload
     assert "full_text and render_text were shortened" in payload["notice"] and payload["count"] == len(payload["items"])
+
+
+def test_any_other_result_over_budget_keeps_its_first_part_and_says_so(settings):
+    from mcp_endpoint.budget import fit_result
+    from mcp_endpoint.profiles import ToolResult
+
+    settings.MCP_RESPONSE_TOKEN_BUDGET = TOKENS
+    small = ToolResult.json({"a": 1})
+    assert fit_result(small) is small
+    big = ToolResult.json({"lines": [f"line {n}" for n in range(2000)]})
+    cut = fit_result(big)
+    text = cut.content[0]["text"]
+    assert len(text) <= TOKENS * CHARS_PER_TOKEN and big.content[0]["text"].startswith(text.split("\n\n[Cut:")[0])
+    assert text.endswith("one section or chunk at a time).]") and "500 tokens" in text
+    assert cut.structured is None  # no longer the data the text shows

@@ -86,8 +86,8 @@ async def _pinned_and_modern(server: StdioServerParameters) -> tuple:
         with pytest.raises(MCPError) as refused:
             await client.call_tool("search_docs", {"query": "x", "limit": 51})
         legacy = (client.protocol_version, refused.value.error.code)
-    mcp.client.session.LATEST_HANDSHAKE_VERSION = "2025-11-25"
-    async with Client(server, mode="2026-07-28") as client:
+    async with Client(server, mode="auto") as client:  # server/discover, then per-request _meta
+        assert client.protocol_version == "2026-07-28"
         tools = [t.name for t in (await client.list_tools()).tools]
         hits = _json(await client.call_tool("search_docs", {"query": "webhook signature", "limit": 3}))["hits"]
     return legacy, tools, hits

@@ -32,7 +32,6 @@ GET_DOC_DESCRIPTION = (
 )
 BASE_PROPERTIES = ("query", "limit", "cursor")
 SNIPPET_STEPS = (200, 120, 60)  # characters per snippet, tried in turn when a page is over budget
-NOTICE_ROOM = 200  # kept free for the notice a cut result carries
 TRIMMED = "Snippets were shortened to {chars} characters to fit the response budget; get_doc returns any chunk in full."
 DROPPED = (
     "Only {kept} hits fit the response budget (snippets shortened to {chars} characters); "
@@ -253,7 +252,7 @@ def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
 
 
 def _size(payload: dict[str, Any]) -> int:
-    return len(json.dumps(payload, ensure_ascii=False, indent=2)) + NOTICE_ROOM
+    return len(json.dumps(payload, ensure_ascii=False, indent=2)) + budget.NOTICE_ROOM
 
 
 def _embedder(index: Index):
