@@ -137,6 +137,9 @@ def fit_text_field(payload: dict[str, Any], field: str, first_line: int,
         room = room * 9 // 10
 
 
-def headings_from(entries: list[Any], line: int, end: int | None = None, most: int = 12) -> list[str]:
-    """The outline headings at or after source `line` (and before `end`), for saying what to ask for next."""
-    return [e.text for e in entries if e.line >= line and (end is None or e.line <= end)][:most]
+def rest_of_document(entries: list[Any], line: int, end: int | None, how: str) -> str:
+    """The notice of a document or section read cut at source `line`: where it stops, the outline
+    headings after that (before `end`, the section's last line), and how to read them."""
+    rest = [e.text for e in entries if e.line >= line and (end is None or e.line <= end)][:12]
+    named = f" Its remaining sections start with: {', '.join(repr(h) for h in rest)}." if rest else ""
+    return f"Cut to fit the response budget: the content stops before source line {line}.{named} {how}"

@@ -143,13 +143,6 @@ def _with_notice(result: ToolResult, notice: str | None) -> ToolResult:
     return ToolResult.text(text, structured={**result.structured, "notice": notice})
 
 
-def _cut_notice(entries: list[Any], line: int, end: int | None, tool_hint: str) -> str:
-    rest = budget.headings_from(entries, line, end)
-    named = f" Its remaining sections start with: {', '.join(repr(h) for h in rest)}." if rest else ""
-    return (f"Cut to fit the response budget: the content stops before source line {line}.{named} "
-            f"{tool_hint}")
-
-
 def _hit_item(collection: Collection, hit: SearchHit) -> dict[str, Any]:
     """Section 7's enhanced search result (plus `chunkId`, which the docs profile's get_doc reads)."""
     item: dict[str, Any] = {
@@ -271,7 +264,7 @@ def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
     payload, next_line = budget.fit_text_field(payload, "content", 1, _size)
     if next_line is not None:
         entries = get_outline(index, document.filepath, 6).entries
-        payload["notice"] = _cut_notice(
+        payload["notice"] = budget.rest_of_document(
             entries, next_line, None, "Read them with documents_get_section, one section at a time."
         )
     return _json(payload, payload)
@@ -320,7 +313,7 @@ def _get_section(context: Context, args: dict[str, Any]) -> ToolResult:
     payload, next_line = budget.fit_text_field(payload, "content", section.start_line, _size)
     if next_line is not None:
         entries = get_outline(index, section.filepath, 6).entries
-        payload["notice"] = _cut_notice(
+        payload["notice"] = budget.rest_of_document(
             entries, next_line, section.end_line,
             "Read them with documents_get_section, or this section with includeSubsections: false.",
         )

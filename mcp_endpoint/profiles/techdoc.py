@@ -206,10 +206,9 @@ def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
     document = get_document(index, path)
     text, next_line = _fit_document(document.content)
     if next_line is not None:
-        rest = budget.headings_from(get_outline(index, path, 6).entries, next_line)
-        named = f" Its remaining sections start with: {', '.join(repr(h) for h in rest)}." if rest else ""
-        text += (f"\n\n[Cut to fit the response budget: the document stops before source line {next_line}.{named} "
-                 "search_documentation with a section's topic returns its chunks.]")
+        entries = get_outline(index, path, 6).entries
+        how = "search_documentation with a section's topic returns its chunks."
+        text += f"\n\n[{budget.rest_of_document(entries, next_line, None, how)}]"
     item = {
         "type": "text",
         "text": text,
