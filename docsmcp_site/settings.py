@@ -135,6 +135,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = MCP_MAX_BODY_BYTES
 # Page size of tools/list, resources/list, prompts/list (cursor-paginated).
 MCP_LIST_PAGE_SIZE = int(os.environ.get("MCP_LIST_PAGE_SIZE", "100"))
 # ttlMs on cacheable 2026-07-28 results; 0 = re-fetch each time (tool schemas follow the active build).
+# Ceiling of one tool result, in tokens estimated as characters / 4 (mcp_endpoint/budget.py).
+MCP_RESPONSE_TOKEN_BUDGET = int(os.environ.get("MCP_RESPONSE_TOKEN_BUDGET", "8000"))
 MCP_CACHE_TTL_MS = int(os.environ.get("MCP_CACHE_TTL_MS", "0"))
 # Rate-limit anonymous callers by the last X-Forwarded-For hop (only behind a proxy you run).
 MCP_TRUST_X_FORWARDED_FOR = env_bool("MCP_TRUST_X_FORWARDED_FOR", False)

@@ -93,15 +93,7 @@ def check_request(
     method: str, params: dict[str, Any] | None, headers: Mapping[str, str], supported: tuple[str, ...]
 ) -> Envelope:
     """Run the envelope ladder for one modern request; raises the first failing rung's error."""
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    if not isinstance(meta, dict):
-        raise InvalidParams(
-            f"Invalid params: params._meta must be an object carrying {PROTOCOL_VERSION_KEY!r} "
-            f"and {CLIENT_CAPABILITIES_KEY!r}"
-        )
-    missing = [key for key in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY) if key not in meta]
-    if missing:
-        raise InvalidParams(f"Invalid params: params._meta is missing {', '.join(missing)}")
+    meta = _meta(params)
     version = meta[PROTOCOL_VERSION_KEY]
 
     version_header = header(headers, PROTOCOL_VERSION_HEADER)
@@ -130,6 +122,29 @@ def check_request(
                 f"Header mismatch: {NAME_HEADER} does not match the body's {name_key!r} parameter"
             )
 
+    return _envelope(meta, supported)
+
+
+def check_meta(params: dict[str, Any] | None, supported: tuple[str, ...]) -> Envelope:
+    """The ladder without its header rung, for transports that have no headers (stdio)."""
+    return _envelope(_meta(params), supported)
+
+
+def _meta(params: dict[str, Any] | None) -> dict[str, Any]:
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict):
+        raise InvalidParams(
+            f"Invalid params: params._meta must be an object carrying {PROTOCOL_VERSION_KEY!r} "
+            f"and {CLIENT_CAPABILITIES_KEY!r}"
+        )
+    missing = [key for key in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY) if key not in meta]
+    if missing:
+        raise InvalidParams(f"Invalid params: params._meta is missing {', '.join(missing)}")
+    return meta
+
+
+def _envelope(meta: dict[str, Any], supported: tuple[str, ...]) -> Envelope:
+    version = meta[PROTOCOL_VERSION_KEY]
     if not isinstance(version, str):
         raise InvalidParams("Invalid params: the protocol version in params._meta must be a string")
     if version not in supported:

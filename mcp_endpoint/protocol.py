@@ -16,8 +16,8 @@ from typing import Any
 
 from django.conf import settings
 
+from mcp_endpoint import budget, schema
 from mcp_endpoint import headers as mcp_headers
-from mcp_endpoint import schema
 from mcp_endpoint.apikeys import allows
 from mcp_endpoint.jsonrpc import InvalidParams, MethodNotFound
 from mcp_endpoint.pagination import paginate
@@ -42,6 +42,7 @@ LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[-1]
 LATEST_VERSION = MODERN_VERSIONS[-1]
 # Streamable HTTP spec: a request without MCP-Protocol-Version is taken to be 2025-03-26.
 DEFAULT_VERSION = "2025-03-26"
+ARGUMENT_ERRORS_AS_RESULTS_FROM = "2025-11-25"
 BATCH_VERSIONS: tuple[str, ...] = ("2025-03-26",)  # JSON-RPC batches were dropped in 2025-06-18
 
 CACHEABLE_METHODS = frozenset(
@@ -219,16 +220,29 @@ def handle_tools_call(call: Call) -> dict[str, Any]:
     tool = find_tool(call, name)
     if call.modern and call.context.request is not None:
         mcp_headers.check_param_headers(tool.input_schema, arguments, call.context.request.headers)
-    errors = schema.validate(tool.input_schema, arguments)
-    if errors:
-        raise InvalidParams(
-            f"Invalid arguments for tool '{name}': " + " ".join(errors), data={"errors": errors}
-        )
-    if tool.scope and not allows(call.context.principal, tool.scope):
-        result = ToolResult.error(f"Tool '{name}' needs an API key with the '{tool.scope}' scope.")
-    else:
-        result = run_tool(tool, call.context, schema.normalize(tool.input_schema, arguments))
-    return tool_result_to_wire(tool, result, call.version)
+    try:
+        errors = schema.validate(tool.input_schema, arguments)
+        if errors:
+            raise InvalidParams(
+                f"Invalid arguments for tool '{name}': " + " ".join(errors), data={"errors": errors}
+            )
+        if tool.scope and not allows(call.context.principal, tool.scope):
+            result = ToolResult.error(f"Tool '{name}' needs an API key with the '{tool.scope}' scope.")
+        else:
+            result = run_tool(tool, call.context, schema.normalize(tool.input_schema, arguments))
+    except InvalidParams as exc:
+        if not argument_errors_are_results(call.version):
+            raise
+        # SEP-1303: the model sees this text and can retry with corrected arguments.
+        result = ToolResult.error(exc.message)
+    return tool_result_to_wire(tool, budget.fit_result(result), call.version)
+
+
+def argument_errors_are_results(version: str) -> bool:
+    """From 2025-11-25 on (SEP-1303) a tool's argument errors are tool execution errors
+    (`isError: true`), which a client shows the model; before, they are JSON-RPC -32602,
+    which clients raise as exceptions the model never sees. An unknown tool stays -32602."""
+    return _at_least(version, ARGUMENT_ERRORS_AS_RESULTS_FROM)
 
 
 def run_tool(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> ToolResult:

@@ -26,15 +26,14 @@ from corpus.access import limited_to
 from mcp_endpoint import headers as mcp_headers
 from mcp_endpoint import jsonrpc, profiles, protocol, ratelimit, security
 from mcp_endpoint.apikeys import InvalidApiKey, Principal, authenticate
+from mcp_endpoint.calls import answer, client_info
 from mcp_endpoint.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     SERVER_ERROR,
-    InternalError,
     InvalidRequest,
     JsonRpcError,
     Notification,
-    Request,
     Response,
 )
 
@@ -265,30 +264,11 @@ def _legacy_message(endpoint: Endpoint, obj: Any, version: str, batch: bool) -> 
     call = protocol.Call(
         method=message.method,
         params=dict(message.params or {}),
-        context=endpoint.context(version, _client_info(message)),
+        context=endpoint.context(version, client_info(message)),
         profile=endpoint.profile,
         modern=False,
     )
-    return _run(call, message.id)
-
-
-def _client_info(message: Request) -> dict[str, Any] | None:
-    if message.method == "initialize" and isinstance(message.params, dict):
-        info = message.params.get("clientInfo")
-        return info if isinstance(info, dict) else None
-    return None
-
-
-def _run(call: protocol.Call, request_id: jsonrpc.RequestId) -> dict[str, Any]:
-    try:
-        return jsonrpc.success(request_id, protocol.dispatch(call))
-    except JsonRpcError as exc:
-        return jsonrpc.failure(request_id, exc)
-    except profiles.UnknownCorpus:
-        raise
-    except Exception:
-        logger.exception("MCP method %s failed", call.method)
-        return jsonrpc.failure(request_id, InternalError("Internal error"))
+    return answer(call, message.id)
 
 
 # --- 2026-07-28 ------------------------------------------------------------------------------
@@ -334,4 +314,4 @@ def _handle_modern(endpoint: Endpoint, body: Any, version_header: str | None) ->
         profile=endpoint.profile,
         modern=True,
     )
-    return _modern_reply(_run(call, message.id))
+    return _modern_reply(answer(call, message.id))

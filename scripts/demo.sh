@@ -7,4 +7,27 @@ cd "$(dirname "$0")/.."
 .venv/bin/python manage.py migrate --noinput
 .venv/bin/python manage.py build_index --corpus sample --source corpus/sample_docs \
     --embedding-provider "${DOCSMCP_EMBEDDING_PROVIDER:-local}"
-exec .venv/bin/python manage.py serve
+.venv/bin/python manage.py serve &
+server=$!
+trap 'kill "$server" 2>/dev/null' INT TERM
+base="http://127.0.0.1:${MCP_SERVER_PORT:-8001}"
+for _ in $(seq 1 240); do
+    if .venv/bin/python -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' \
+            "$base/health/" 2>/dev/null; then
+        cat <<NEXT
+
+docsmcp is up:
+  MCP endpoint       $base/mcp/  (one corpus: $base/mcp/c/sample/)
+  Admin              $base/admin/  (first user: .venv/bin/python manage.py createsuperuser)
+  Eval dashboards    $base/evals/
+  REST API docs      $base/api/v1/docs
+  Connect a client   docs/clients.md, or: .venv/bin/python manage.py mcp_config --client cursor
+                     (stdio needs no server: .venv/bin/python manage.py mcp_stdio)
+
+NEXT
+        break
+    fi
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.5
+done
+wait "$server"

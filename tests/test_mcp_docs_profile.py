@@ -90,7 +90,8 @@ GET_DOC_SCHEMA = {
     },
     "required": ["chunk_id"],
 }
-HIT_KEYS = {"chunk_id", "score", "heading", "breadcrumb", "snippet", "filepath", "metadata"}
+HIT_KEYS = {"chunk_id", "score", "title", "heading", "breadcrumb", "snippet", "filepath", "metadata"}
+DOCUMENT_HEADER = re.compile(r"^Document: (?P<title>.+) \((?P<path>\S+)\)\n\n")
 DELIMITER = re.compile(
     r"^--- Chunk: (?P<id>\S+) \(Chunk (?P<n>\d+) of (?P<m>\d+)\) \((?P<label>Target|Context: [+-]\d+)\) ---$",
     re.MULTILINE,
@@ -135,7 +136,7 @@ def payload(result) -> dict:
     assert len(result.content) == 1 and result.content[0].type == "text"
     parsed = json.loads(result.content[0].text)
     assert result.structured_content == parsed
-    assert set(parsed) == {"hits", "next_cursor", "hint"}
+    assert set(parsed) - {"notice"} == {"hits", "next_cursor", "hint"}
     for hit in parsed["hits"]:
         assert set(hit) == HIT_KEYS
     return parsed
@@ -168,7 +169,15 @@ def raw_tools(http: httpx.Client, url: str) -> dict:
     return {t["name"]: t for t in response.json()["result"]["tools"]}
 
 
+def without_header(text: str) -> str:
+    """get_doc's text after the line naming the document."""
+    header = DOCUMENT_HEADER.match(text)
+    assert header, text[:200]
+    return text[header.end():]
+
+
 def delimiters(text: str) -> list[dict]:
+    text = without_header(text)
     found = [m.groupdict() for m in DELIMITER.finditer(text)]
     assert text.startswith("--- Chunk: ")
     assert text.count("--- Chunk: ") == len(found)  # every delimiter follows the grammar
@@ -361,7 +370,8 @@ def test_get_doc_context_follows_the_delimiter_grammar(docs_server, pin_handshak
 
     text = alone.content[0].text
     assert delimiters(text) == [{"id": target, "n": "3", "m": "6", "label": "Target"}]
-    body = text.split("\n", 1)[1]
+    assert text.startswith("Document: Retries (guides/retries.md)\n\n")
+    body = without_header(text).split("\n", 1)[1]
     assert body.startswith("## Backoff strategy") and body in source
     assert default.content[0].text == text
 
@@ -377,7 +387,7 @@ def test_get_doc_context_follows_the_delimiter_grammar(docs_server, pin_handshak
     # blocks are the delimiter, then the chunk's exact markdown, separated by one blank line
     parts = DELIMITER.split(window.content[0].text)
     assert [p.strip() in source for p in parts[5::5]] == [True] * 5
-    assert text in window.content[0].text
+    assert without_header(text) in window.content[0].text
 
     assert [b["label"] for b in delimiters(first.content[0].text)] == ["Target", "Context: +1", "Context: +2"]
     assert [b["label"] for b in delimiters(last.content[0].text)] == [
@@ -467,15 +477,20 @@ async def _argument_errors(url: str, mode: str) -> dict:
         }
         out = {}
         for name, (tool, args) in calls.items():
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool(tool, args)
-            out[name] = caught.value.error
+            try:
+                result = await client.call_tool(tool, args)
+            except MCPError as exc:
+                out[name] = ("protocol", exc.error.code, exc.error.message)
+            else:
+                out[name] = ("tool", result.is_error, error_text(result))
         out["after"] = payload(await client.call_tool("search_docs", {"query": "refunds", "language": "go"}))
         return out
 
 
 @pytest.mark.parametrize(("mode", "version"), ERAS)
-def test_invalid_arguments_are_invalid_params(docs_server, pin_handshake, mode, version):
+def test_invalid_arguments_are_tool_errors_from_2025_11_25(docs_server, pin_handshake, mode, version):
+    """SEP-1303: from 2025-11-25 on, a model reads argument errors as isError results and retries;
+    before, they are -32602. An unknown tool is a protocol error in every era."""
     pin_handshake(mode, version)
     out = run(_argument_errors(f"{docs_server}/mcp/", mode))
     expected = {
@@ -489,12 +504,15 @@ def test_invalid_arguments_are_invalid_params(docs_server, pin_handshake, mode, 
         "context_6": "Argument 'context' must be an integer from 0 to 5; got 6.",
         "unknown_tool": "Unknown tool 'search_everything'. Available tools: search_docs, get_doc.",
     }
-    for name, error in out.items():
+    for name, (kind, code, message) in out.items():
         if name == "after":
             continue
-        assert error.code == -32602, (name, error)
+        if version == "2025-06-18" or name == "unknown_tool":
+            assert (kind, code) == ("protocol", -32602), (name, message)
+        else:
+            assert (kind, code) == ("tool", True), (name, message)
         if name in expected:
-            assert expected[name] in error.message, (name, error.message)
+            assert expected[name] in message, (name, message)
     assert out["after"]["hits"] and all(
         h["metadata"].get("language", "go") == "go" for h in out["after"]["hits"]
     )

@@ -547,12 +547,16 @@ def test_modern_param_headers(mcp_server, mcp_http):
     assert stray.status_code == 400
 
 
-def test_modern_invalid_params_are_400(mcp_server, mcp_http):
+def test_modern_argument_errors_are_tool_errors_and_unknown_tools_are_400(mcp_server, mcp_http):
     url = echo_url(mcp_server)
     response = modern_post(
         mcp_http, url, "tools/call", {"name": "echo", "arguments": {"text": "x", "limit": 51}}
     )
-    assert response.status_code == 400 and response.json()["error"]["code"] == -32602
+    assert response.status_code == 200
+    result = response.json()["result"]
+    assert result["isError"] is True and "structuredContent" not in result
+    assert result["content"] == [{"type": "text", "text": "Invalid arguments for tool 'echo': "
+                                  "Argument 'limit' must be an integer from 1 to 50; got 51."}]
     response = modern_post(mcp_http, url, "tools/call", {"name": "nope", "arguments": {}})
     assert response.status_code == 400 and response.json()["error"]["code"] == -32602
     failed = modern_post(mcp_http, url, "tools/call", {"name": "fail", "arguments": {"chunk_id": "x"}})
@@ -659,8 +663,7 @@ async def _client_session(url: str, mode: str) -> dict:
         resources = await client.list_resources()
         read = await client.read_resource("echo://readme")
         prompt = await client.get_prompt("greet", {"name": "Ada"})
-        with pytest.raises(MCPError) as invalid:
-            await client.call_tool("echo", {"text": "x", "limit": 0})
+        invalid = await client.call_tool("echo", {"text": "x", "limit": 0})
         with pytest.raises(MCPError) as unknown:
             await client.call_tool("nope", {})
         return {
@@ -674,7 +677,7 @@ async def _client_session(url: str, mode: str) -> dict:
             "resources": [str(r.uri) for r in resources.resources],
             "read": read.contents[0].text,
             "prompt": prompt.messages[0].content.text,
-            "invalid": invalid.value.error.code,
+            "invalid": invalid,
             "unknown": unknown.value.error.code,
         }
 
@@ -697,7 +700,9 @@ def test_official_client(mcp_server, mode, version):
     assert outcome["resources"] == ["echo://readme"]
     assert outcome["read"] == "# Readme"
     assert outcome["prompt"] == "Say hello to Ada."
-    assert outcome["invalid"] == -32602
+    # SEP-1303 (every version here is 2025-11-25 or later): the model reads argument errors and retries
+    assert outcome["invalid"].is_error is True
+    assert "Argument 'limit' must be an integer from 1 to 50; got 0." in outcome["invalid"].content[0].text
     assert outcome["unknown"] == -32602
 
 

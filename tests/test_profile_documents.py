@@ -203,18 +203,16 @@ def test_search_batch_runs_each_query_sharing_one_embedding(doc_corpora, live_ur
 
 
 def test_search_batch_limits(doc_corpora, live_url):
-    from mcp.shared.exceptions import MCPError
-
     async def work(client):
         outcomes = []
         for queries in ([], [{"query": f"q{n}"} for n in range(11)]):
-            with pytest.raises(MCPError) as error:
-                await client.call_tool("documents_search_batch", {"queries": queries})
-            outcomes.append((error.value.error.code, error.value.error.message))
+            result = await client.call_tool("documents_search_batch", {"queries": queries})
+            outcomes.append((result.is_error, text_of(result)))
         return outcomes
 
+    # the client speaks 2025-11-25 or later: argument errors are isError results (SEP-1303)
     (empty, eleven) = with_client(url_of(live_url), work)
-    assert empty[0] == eleven[0] == -32602
+    assert empty[0] is eleven[0] is True
     assert "at least 1 item" in empty[1]
     assert "at most 10 item" in eleven[1]
 

@@ -40,6 +40,7 @@ from corpus.chunkstore import (
     query_embedder,
 )
 from corpus.models import Corpus
+from mcp_endpoint import budget
 from mcp_endpoint.jsonrpc import InvalidParams
 from mcp_endpoint.profiles import Context, ToolAnnotations, ToolDef, ToolResult
 from mcp_endpoint.profiles.citeloom_schemas import (
@@ -249,7 +250,13 @@ def _retrieve(args: dict[str, Any], hybrid: bool) -> dict[str, Any]:
         else:
             hits = store.vector_search(vector, top_k, where)
     items = [_item(h, max_chars, args["include_full_text"]) for h in hits]
+    items, notice = budget.fit_items(
+        items, ("full_text", "render_text"),
+        lambda found: len(json.dumps({"items": found, "count": len(found)}, ensure_ascii=False, indent=2)),
+    )
     payload: dict[str, Any] = {"items": items, "count": len(items)}
+    if notice:
+        payload["notice"] = notice
     if hybrid:
         payload["hybrid_enabled"] = True
     return payload

@@ -6,14 +6,18 @@ rebuild that adds a taxonomy value (a new SDK language) shows in the next listin
 
 from __future__ import annotations
 
+import json
 import logging
+from dataclasses import replace
 from typing import Any
 
 from corpus.errors import CorpusError
 from corpus.selectors import active_index, cursor_secret, query_embedder
+from mcp_endpoint import budget
 from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus
 from retrieval.errors import RetrievalError
-from retrieval.search.documents import get_chunk, render_chunk_window
+from retrieval.ingest.metadata import BuildMetadata
+from retrieval.search.documents import ChunkWindow, get_chunk, render_chunk_window
 from retrieval.search.engine import MAX_LIMIT, SearchRequest, SearchResult, search
 from retrieval.search.index import Index
 
@@ -27,6 +31,12 @@ GET_DOC_DESCRIPTION = (
     "You can optionally request surrounding context within the same file."
 )
 BASE_PROPERTIES = ("query", "limit", "cursor")
+SNIPPET_STEPS = (200, 120, 60)  # characters per snippet, tried in turn when a page is over budget
+TRIMMED = "Snippets were shortened to {chars} characters to fit the response budget; get_doc returns any chunk in full."
+DROPPED = (
+    "Only {kept} hits fit the response budget (snippets shortened to {chars} characters); "
+    "next_cursor continues with the next hit, so nothing is skipped."
+)
 
 
 def _index(context: Context) -> Index:
@@ -51,7 +61,7 @@ def instructions(context: Context) -> str:
     except CorpusError as exc:
         return f"docsmcp documentation server. {exc}"
     text = (
-        f"This server searches the {metadata.corpus_description}. Call search_docs with a question or "
+        f"This server searches the {describe(metadata)}. Call search_docs with a question or "
         "identifier, then get_doc with a returned chunk_id to read the chunk and its neighbours."
     )
     if metadata.taxonomy:
@@ -63,6 +73,13 @@ def instructions(context: Context) -> str:
     if metadata.instructions:
         text += "\n\n" + metadata.instructions
     return text
+
+
+def describe(metadata: BuildMetadata) -> str:
+    """The corpus description, or "<name> documentation" for a build that had none (neither
+    `build_index --description` nor a root manifest `description`), never the bare name."""
+    text = metadata.corpus_description.strip()
+    return f"{metadata.corpus} documentation" if not text or text == metadata.corpus else text
 
 
 def search_schema(index: Index | None) -> dict[str, Any]:
@@ -133,9 +150,19 @@ SEARCH_OUTPUT_SCHEMA = {
                 "properties": {
                     "chunk_id": {"type": "string"},
                     "score": {"type": "number"},
+                    "title": {
+                        "type": "string",
+                        "description": "The document's title: front matter title, else its first H1, else its file name.",
+                    },
                     "heading": {"type": "string"},
-                    "breadcrumb": {"type": "string"},
-                    "snippet": {"type": "string"},
+                    "breadcrumb": {
+                        "type": "string",
+                        "description": "Where the chunk sits, starting with the document title: 'Title > Section > Heading'.",
+                    },
+                    "snippet": {
+                        "type": "string",
+                        "description": "The matched text, shortened (more so when the response budget is tight).",
+                    },
                     "filepath": {"type": "string"},
                     "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
                 },
@@ -143,6 +170,10 @@ SEARCH_OUTPUT_SCHEMA = {
             },
         },
         "next_cursor": {"type": ["string", "null"]},
+        "notice": {
+            "type": "string",
+            "description": "Present when the response budget shortened snippets or moved hits to the next page.",
+        },
         "hint": {
             "type": ["object", "null"],
             "properties": {
@@ -158,16 +189,18 @@ SEARCH_OUTPUT_SCHEMA = {
 }
 
 
-def search_result_json(result: SearchResult) -> dict[str, Any]:
-    """The seed 000 `SearchResult` shape, field for field."""
+def search_result_json(result: SearchResult, snippet_chars: int | None = None) -> dict[str, Any]:
+    """The seed 000 `SearchResult` shape, field for field, plus each hit's document `title`;
+    snippets cut to `snippet_chars` when given."""
     return {
         "hits": [
             {
                 "chunk_id": h.chunk_id,
                 "score": h.score,
+                "title": h.title,
                 "heading": h.heading,
                 "breadcrumb": h.breadcrumb,
-                "snippet": h.snippet,
+                "snippet": budget.shorten(h.snippet, snippet_chars),
                 "filepath": h.filepath,
                 "metadata": h.metadata,
             }
@@ -192,7 +225,34 @@ def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
         cursor=arguments.get("cursor"),
     )
     result = search(index, request, embedder=_embedder(index), cursor_secret=cursor_secret())
-    return ToolResult.json(search_result_json(result))
+    payload = search_result_json(result)
+    limit = budget.budget_chars()
+    if _size(payload) <= limit:
+        return ToolResult.json(payload)
+    # Over budget: shorter snippets first, since get_doc returns any chunk in full...
+    for chars in SNIPPET_STEPS:
+        payload = search_result_json(result, chars)
+        if _size(payload) <= limit:
+            payload["notice"] = TRIMMED.format(chars=chars)
+            return ToolResult.json(payload)
+    # ...then fewer hits: searching again with a smaller page size makes next_cursor start at
+    # the first hit left out, so paging on loses nothing.
+    hits = result.hits
+    keep = len(hits)
+    while True:
+        while keep > 1 and _size(search_result_json(replace(result, hits=hits[:keep]), SNIPPET_STEPS[-1])) > limit:
+            keep -= 1
+        shorter = search(index, replace(request, limit=keep), embedder=_embedder(index), cursor_secret=cursor_secret())
+        payload = search_result_json(shorter, SNIPPET_STEPS[-1])
+        payload["notice"] = DROPPED.format(kept=keep, chars=SNIPPET_STEPS[-1])
+        # A shorter page may gain the next_cursor the full one (the last page) did not need.
+        if keep == 1 or _size(payload) <= limit:
+            return ToolResult.json(payload)
+        keep -= 1
+
+
+def _size(payload: dict[str, Any]) -> int:
+    return len(json.dumps(payload, ensure_ascii=False, indent=2)) + budget.NOTICE_ROOM
 
 
 def _embedder(index: Index):
@@ -206,13 +266,39 @@ def _embedder(index: Index):
 
 def _get_doc(context: Context, arguments: dict[str, Any]) -> ToolResult:
     window = get_chunk(_index(context), arguments["chunk_id"], int(arguments.get("context", 0)))
-    return ToolResult.text(render_chunk_window(window))
+    return ToolResult.text(fit_window(window, budget.budget_chars()))
+
+
+def fit_window(window: ChunkWindow, limit: int) -> str:
+    """A header naming the document, then seed 000's delimited chunks, within `limit` characters.
+
+    Over budget, the target is kept first, then context chunks nearest to it; the chunk IDs
+    left out are named so the model can ask for each with get_doc.
+    """
+    target = window.target
+    header = f"Document: {target.title or target.filepath} ({target.filepath})\n\n"
+    nearest = sorted(window.before + window.after, key=lambda c: abs(c.chunk_index - target.chunk_index))
+    for count in range(len(nearest), -1, -1):
+        chosen = [target, *nearest[:count]]
+        kept = replace(window, before=[c for c in window.before if c in chosen],
+                       after=[c for c in window.after if c in chosen])
+        left_out = [c.chunk_id for c in window.chunks if c not in chosen]
+        text = header + render_chunk_window(kept)
+        if left_out:
+            text += budget.notice(
+                "Not shown: " + ", ".join(left_out) + ". Call get_doc with one of these chunk_ids to read it."
+            )
+        if len(text) <= limit:
+            return text
+    how = (f"The rest of chunk '{target.chunk_id}' (source lines {target.start_line}-{target.end_line} of "
+           f"{target.filepath}) was cut; its neighbours are separate chunks get_doc returns.")
+    return budget.cut_text(header + render_chunk_window(replace(window, before=[], after=[])), limit, how)
 
 
 def tools(context: Context) -> list[ToolDef]:
     try:
         index: Index | None = _index(context)
-        description = index.metadata.corpus_description
+        description = describe(index.metadata)
     except CorpusError:
         index, description = None, "documentation"
     return [

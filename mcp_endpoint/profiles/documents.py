@@ -17,6 +17,7 @@ from typing import Any
 from corpus.errors import CorpusNotFound
 from corpus.models import Corpus
 from corpus.selectors import corpus_get, cursor_secret
+from mcp_endpoint import budget
 from mcp_endpoint.profiles import Context, ToolDef, ToolError, ToolResult
 from mcp_endpoint.profiles.documents_schemas import (
     BATCH_SCHEMA,
@@ -118,7 +119,28 @@ def _open_document(args: dict[str, Any]) -> tuple[Collection, Index]:
 
 
 def _json(text_value: Any, structured: dict[str, Any]) -> ToolResult:
-    return ToolResult.text(json.dumps(text_value, ensure_ascii=False, indent=2), structured=structured)
+    return ToolResult.text(_dumps(text_value), structured=structured)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _size(value: Any) -> int:
+    return len(_dumps(value))
+
+
+def _fit_hits(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+    return budget.fit_items(items, ("content",), _size)
+
+
+def _with_notice(result: ToolResult, notice: str | None) -> ToolResult:
+    """A result whose list was fitted to the budget: the notice is in the structured payload and,
+    since the text holds a bare list, after it."""
+    if notice is None:
+        return result
+    text = result.content[0]["text"] + f"\n\n[{notice}]"
+    return ToolResult.text(text, structured={**result.structured, "notice": notice})
 
 
 def _hit_item(collection: Collection, hit: SearchHit) -> dict[str, Any]:
@@ -206,25 +228,45 @@ def _search_documents(context: Context, args: dict[str, Any]) -> ToolResult:
     )
     if not results:
         return ToolResult.text(NO_RESULTS, structured={"results": []})
-    return _json(results, {"results": results})
+    results, notice = _fit_hits(results)
+    return _with_notice(_json(results, {"results": results}), notice)
 
 
 def _search_batch(context: Context, args: dict[str, Any]) -> ToolResult:
     queries = [(q["query"], _targets(q.get("collections"))) for q in args["queries"]]
     found = _search(queries, args["limit"], args.get("maxDistance"), args["hybridSearch"])
-    payload = {"results": [{"query": q, "results": r} for (q, _), r in zip(queries, found, strict=True)]}
+    share = max(1, budget.budget_chars() // max(1, len(found)))
+    fitted, notices = [], []
+    for hits in found:
+        kept, notice = budget.fit_items(
+            hits, ("content",), lambda items: _size({"results": [{"query": "", "results": items}]}), share=share
+        )
+        fitted.append(kept)
+        notices.append(notice)
+    payload: dict[str, Any] = {
+        "results": [{"query": q, "results": r} for (q, _), r in zip(queries, fitted, strict=True)]
+    }
+    notice = next((n for n in notices if n), None)
+    if notice:
+        payload["notice"] = f"Each query gets an equal share of the response budget. {notice}"
     return _json(payload, payload)
 
 
 def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
     collection, index = _open_document(args)
     document = get_document(index, args["document"])
-    payload = {
+    payload: dict[str, Any] = {
         **collection.label(),
         "document": document.filepath,
         "title": document.title,
         "content": document.content,
     }
+    payload, next_line = budget.fit_text_field(payload, "content", 1, _size)
+    if next_line is not None:
+        entries = get_outline(index, document.filepath, 6).entries
+        payload["notice"] = budget.rest_of_document(
+            entries, next_line, None, "Read them with documents_get_section, one section at a time."
+        )
     return _json(payload, payload)
 
 
@@ -259,7 +301,7 @@ def _get_section(context: Context, args: dict[str, Any]) -> ToolResult:
         section = get_section(index, document, args["section"], args["includeSubsections"])
     except NotFound:
         return ToolResult.error(f'Section "{args["section"]}" not found in document "{document}".')
-    payload = {
+    payload: dict[str, Any] = {
         **collection.label(),
         "document": section.filepath,
         "section": section.heading,
@@ -268,6 +310,13 @@ def _get_section(context: Context, args: dict[str, Any]) -> ToolResult:
         "startLine": section.start_line,
         "endLine": section.end_line,
     }
+    payload, next_line = budget.fit_text_field(payload, "content", section.start_line, _size)
+    if next_line is not None:
+        entries = get_outline(index, section.filepath, 6).entries
+        payload["notice"] = budget.rest_of_document(
+            entries, next_line, section.end_line,
+            "Read them with documents_get_section, or this section with includeSubsections: false.",
+        )
     return _json(payload, payload)
 
 
@@ -283,11 +332,14 @@ def _find_related(context: Context, args: dict[str, Any]) -> ToolResult:
         embedder=embedder_for(index),
     )
     related = [{**collection.label(), "document": h.filepath, **_hit_item(collection, h)} for h in result.hits]
-    payload = {
+    related, notice = budget.fit_items(related, ("content",), lambda items: _size({"source": {}, "related": items}))
+    payload: dict[str, Any] = {
         "source": {**collection.label(), "document": document},
         "related": related,
         "method": result.method,
     }
+    if notice:
+        payload["notice"] = notice
     return _json(payload, payload)
 
 

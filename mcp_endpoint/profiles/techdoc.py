@@ -24,6 +24,7 @@ from typing import Any
 from corpus.errors import CorpusNotFound
 from corpus.models import Corpus
 from corpus.selectors import corpus_get, cursor_secret
+from mcp_endpoint import budget
 from mcp_endpoint.jsonrpc import InvalidParams
 from mcp_endpoint.profiles import (
     Context,
@@ -36,7 +37,7 @@ from mcp_endpoint.profiles import (
 )
 from mcp_endpoint.profiles.shared import CorpusHit, embedder_for, index_of, merge_hits, served_corpora
 from retrieval.errors import RetrievalError
-from retrieval.search.documents import get_document, list_documents
+from retrieval.search.documents import get_document, get_outline, list_documents
 from retrieval.search.engine import SearchRequest, search
 
 SEARCH_DESCRIPTION = (
@@ -131,7 +132,14 @@ def _search_documentation(context: Context, args: dict[str, Any]) -> ToolResult:
             cursor_secret=cursor_secret(),
         )
         per_corpus.append([CorpusHit(corpus, hit, (position, rank)) for rank, hit in enumerate(result.hits)])
-    return ToolResult(content=[_item(h) for h in merge_hits(per_corpus, limit)])
+    items, notice = budget.fit_items([_item(h) for h in merge_hits(per_corpus, limit)], ("text",), _size)
+    if notice:
+        items.append({"type": "text", "text": f"[{notice}]"})
+    return ToolResult(content=items)
+
+
+def _size(items: list[dict[str, Any]]) -> int:
+    return len(json.dumps(items, ensure_ascii=False))
 
 
 # --- get_document ---------------------------------------------------------------------------------
@@ -194,10 +202,16 @@ def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
         corpus, path = resolve_document(document_id.strip())
     except _NotFound as exc:
         return _tool_error(str(exc), NOT_FOUND)
-    document = get_document(index_of(corpus), path)
+    index = index_of(corpus)
+    document = get_document(index, path)
+    text, next_line = _fit_document(document.content)
+    if next_line is not None:
+        entries = get_outline(index, path, 6).entries
+        how = "search_documentation with a section's topic returns its chunks."
+        text += f"\n\n[{budget.rest_of_document(entries, next_line, None, how)}]"
     item = {
         "type": "text",
-        "text": document.content,
+        "text": text,
         "metadata": {
             "source": f"{corpus.name}/{document.filepath}",
             "title": document.title,
@@ -207,6 +221,11 @@ def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
         },
     }
     return ToolResult(content=[item])
+
+
+def _fit_document(content: str) -> tuple[str, int | None]:
+    fitted, next_line = budget.fit_text_field({"text": content}, "text", 1, lambda p: len(p["text"]) + 300)
+    return fitted["text"], next_line
 
 
 # --- schemas and tools ----------------------------------------------------------------------------

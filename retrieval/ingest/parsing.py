@@ -49,11 +49,14 @@ class ParsedDocument:
 
     @property
     def title(self) -> str:
+        """Front matter `title` (the author's name for the page), else the first H1."""
+        fm_title = self.frontmatter.get("title") if isinstance(self.frontmatter, dict) else None
+        if fm_title:
+            return str(fm_title)
         for block in self.blocks:
             if block.kind == "heading" and block.level == 1:
                 return block.text
-        fm_title = self.frontmatter.get("title") if isinstance(self.frontmatter, dict) else None
-        return str(fm_title) if fm_title else ""
+        return ""
 
     def source(self, start: int, end: int) -> str:
         return "\n".join(self.lines[start:end]).strip("\n")

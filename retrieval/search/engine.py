@@ -233,7 +233,7 @@ def make_hits(index: Index, query: str, page: list[tuple[int, float]],
             chunk_id=row["chunk_id"],
             score=round(score, 6),
             heading=row["heading"] or "",
-            breadcrumb=row["breadcrumb"] or "",
+            breadcrumb=titled_breadcrumb(row["title"] or "", row["breadcrumb"] or ""),
             snippet=make_snippet(content, query),
             filepath=row["filepath"],
             metadata={key: row[col] for key, col in taxonomy if row[col] is not None},
@@ -247,6 +247,14 @@ def make_hits(index: Index, query: str, page: list[tuple[int, float]],
             legs=found_by.get(position, ()),
         ))
     return hits
+
+
+def titled_breadcrumb(title: str, breadcrumb: str) -> str:
+    """The breadcrumb led by the document's title, so a hit under a generic heading ("What's
+    next") still names its page; chunks whose trail already starts at the title keep it as is."""
+    if not title or breadcrumb == title or breadcrumb.startswith(f"{title} > "):
+        return breadcrumb
+    return f"{title} > {breadcrumb}" if breadcrumb else title
 
 
 def _found_by(page: list[tuple[int, float]], legs: list[LegResult]) -> dict[int, tuple[str, ...]]:

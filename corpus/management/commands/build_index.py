@@ -5,7 +5,7 @@ from corpus.execution import build_execute
 from corpus.models import BuildRun
 from corpus.progress import StageBars
 from corpus.selectors import default_corpus
-from corpus.services import build_request, corpus_ensure
+from corpus.services import build_request, corpus_ensure, corpus_update
 from retrieval.errors import RetrievalError
 
 from ._findings import format_finding
@@ -22,6 +22,9 @@ class Command(BaseCommand):
                             help="none, hash, openai or local; becomes the corpus's setting for later builds")
         parser.add_argument("--change-embeddings", action="store_true",
                             help="confirm a build that drops or replaces the active build's vectors")
+        parser.add_argument("--description", help="what the corpus holds, read by agents in the server's "
+                            "instructions and search_docs's description, e.g. 'Kubernetes documentation' "
+                            "(default: the root manifest's description)")
         parser.add_argument("--full", action="store_true", help="rebuild from scratch (no reuse, no cache)")
         parser.add_argument("--no-progress", action="store_true")
 
@@ -31,6 +34,8 @@ class Command(BaseCommand):
                 corpus = corpus_ensure(name=options["corpus"], source_dir=options["source"])
             else:
                 corpus = default_corpus()
+            if options["description"]:
+                corpus = corpus_update(corpus=corpus, description=options["description"])
             build = build_request(corpus=corpus, kind=BuildRun.KIND_FULL if options["full"] else BuildRun.KIND_INCREMENTAL,
                                   embedding_provider=options["embedding_provider"],
                                   change_embeddings=options["change_embeddings"], requested_by="manage.py")

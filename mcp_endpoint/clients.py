@@ -1,0 +1,92 @@
+"""Configuration snippets that connect MCP clients to this checkout, by stdio or by HTTP.
+
+`manage.py mcp_config` prints them filled in; docs/clients.md shows the same shapes with
+placeholders. Each client names its servers under its own key (`mcpServers`, or `servers`
+in VS Code) and spells the transport its own way, which is all that differs here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode")
+SERVER_NAME = "docsmcp"
+KEY_PLACEHOLDER = "Bearer <API key from `manage.py mcp_apikey create NAME`>"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to reach the server: the stdio command line, or the HTTP URL (and whether it needs a key)."""
+
+    python: str
+    manage: str
+    corpus: str | None = None
+    profile: str | None = None
+    env: dict[str, str] | None = None
+    http_url: str | None = None
+    needs_key: bool = False
+
+    @property
+    def args(self) -> list[str]:
+        args = [self.manage, "mcp_stdio"]
+        if self.profile:
+            args += ["--profile", self.profile]
+        if self.corpus:
+            args += ["--corpus", self.corpus]
+        return args
+
+
+def endpoint_url(base: str, corpus: str | None = None, profile: str | None = None) -> str:
+    """`base` as the MCP endpoint: a bare origin gets /mcp/c/<corpus>/, /mcp/<profile>/ or /mcp/;
+    a URL that already names a path is kept."""
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"--http needs an http(s) URL such as http://127.0.0.1:8001, got {base!r}")
+    path = parts.path
+    if path in ("", "/"):
+        path = f"/mcp/c/{corpus}/" if corpus else f"/mcp/{profile}/" if profile else "/mcp/"
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def default_python(base_dir: Path, running: str) -> str:
+    """The checkout's venv python (what a client should spawn), else the interpreter running now."""
+    venv = base_dir / ".venv" / "bin" / "python"
+    return str(venv) if venv.exists() else running
+
+
+def client_config(client: str, launch: Launch) -> dict[str, Any]:
+    """The JSON a client reads to reach docsmcp (claude-code: its project `.mcp.json`)."""
+    if client not in CLIENTS:
+        raise ValueError(f"unknown client {client!r}; choose from {', '.join(CLIENTS)}")
+    server = _http(client, launch) if launch.http_url else _stdio(client, launch)
+    key = "servers" if client == "vscode" else "mcpServers"
+    return {key: {SERVER_NAME: server}}
+
+
+def _stdio(client: str, launch: Launch) -> dict[str, Any]:
+    server: dict[str, Any] = {"command": launch.python, "args": launch.args}
+    if client in ("vscode", "claude-code"):
+        server = {"type": "stdio", **server}
+    if launch.env:
+        server["env"] = dict(launch.env)
+    return server
+
+
+def _http(client: str, launch: Launch) -> dict[str, Any]:
+    url = launch.http_url or ""
+    headers = {"Authorization": KEY_PLACEHOLDER} if launch.needs_key else {}
+    if client == "claude-desktop":
+        # Claude Desktop's config file starts local processes only; mcp-remote bridges to HTTP.
+        args = ["-y", "mcp-remote", url]
+        for name, value in headers.items():
+            args += ["--header", f"{name}: {value}"]
+        return {"command": "npx", "args": args}
+    server: dict[str, Any] = {"url": url}
+    if client in ("vscode", "claude-code"):
+        server = {"type": "http", **server}
+    if headers:
+        server["headers"] = headers
+    return server

@@ -1,0 +1,43 @@
+import json
+import os
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from mcp_endpoint import profiles
+from mcp_endpoint.clients import CLIENTS, Launch, client_config, default_python, endpoint_url
+
+# Settings that decide which database and indexes a stdio server opens: passed on when set here.
+FORWARDED_ENV = ("DATABASE_URL", "DOCSMCP_INDEX_ROOT", "DOCSMCP_DEFAULT_CORPUS", "DOCSMCP_EMBEDDING_PROVIDER")
+
+
+class Command(BaseCommand):
+    help = (
+        "Print the MCP client configuration for this checkout (absolute paths filled in): stdio through "
+        "`manage.py mcp_stdio`, or HTTP with --http. See docs/clients.md."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--client", default="claude-desktop", choices=CLIENTS)
+        parser.add_argument("--corpus", help="serve this corpus (stdio --corpus, or /mcp/c/<corpus>/ over HTTP)")
+        parser.add_argument("--profile", choices=profiles.profile_names(), help="tool profile (default: docs); over HTTP, /mcp/<profile>/")
+        parser.add_argument("--http", metavar="URL", help="the server's URL, e.g. http://127.0.0.1:8001")
+
+    def handle(self, *args, **options):
+        http_url = None
+        if options["http"]:
+            try:
+                http_url = endpoint_url(options["http"], options["corpus"], options["profile"])
+            except ValueError as exc:
+                raise CommandError(str(exc)) from exc
+        launch = Launch(
+            python=default_python(settings.BASE_DIR, sys.executable),
+            manage=str(settings.BASE_DIR / "manage.py"),
+            corpus=options["corpus"],
+            profile=options["profile"],
+            env={name: os.environ[name] for name in FORWARDED_ENV if os.environ.get(name)} or None,
+            http_url=http_url,
+            needs_key=bool(settings.MCP_AUTH_REQUIRED),
+        )
+        self.stdout.write(json.dumps(client_config(options["client"], launch), indent=2))

@@ -1,0 +1,34 @@
+import contextlib
+import os
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from mcp_endpoint import profiles
+from mcp_endpoint.stdio import StdioSession, serve
+
+
+class Command(BaseCommand):
+    help = (
+        "Speak MCP over stdin/stdout (newline-delimited JSON-RPC) for a local client that spawns "
+        "the server; logs go to stderr. Runs as the local operator (every scope)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--profile", default=profiles.DEFAULT_PROFILE, choices=profiles.profile_names())
+        parser.add_argument("--corpus", default=None, help="Serve this corpus (default: the default corpus).")
+
+    def handle(self, *args, **options):
+        # The protocol owns stdout: keep a private handle on it, then point fd 1 (print, C
+        # libraries, Django's own output) at stderr so nothing else can corrupt the stream.
+        protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", newline="\n")
+        sys.stdout.flush()
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+        sys.stdout = sys.stderr
+        session = StdioSession(options["profile"], options["corpus"])
+        try:
+            session.check_corpus()
+        except profiles.UnknownCorpus as exc:
+            raise CommandError(str(exc)) from exc
+        with contextlib.suppress(KeyboardInterrupt):
+            serve(session, sys.stdin.buffer, protocol_out)
