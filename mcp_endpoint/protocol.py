@@ -163,7 +163,7 @@ def handle_ping(call: Call) -> dict[str, Any]:
 
 def handle_set_level(call: Call) -> dict[str, Any]:
     level = call.params.get("level")
-    if level not in LOG_LEVELS:
+    if not isinstance(level, str) or level not in LOG_LEVELS:
         raise InvalidParams(f"Invalid params: level must be one of {', '.join(sorted(LOG_LEVELS))}")
     return {}
 

@@ -68,6 +68,7 @@ class Endpoint:
     profile: Any
     corpus: str | None
     principal: Principal | None
+    rate_identity: str = ""
 
     def context(self, version: str | None, client_info: dict[str, Any] | None = None) -> profiles.Context:
         return profiles.Context(
@@ -81,8 +82,16 @@ class Endpoint:
 
 
 def _json(payload: Any, status: int = 200) -> HttpResponse:
+    return HttpResponse(_encode(payload), status=status, content_type="application/json")
+
+
+def _encode(payload: Any) -> bytes:
+    """UTF-8 JSON; text that UTF-8 cannot carry (a surrogate echoed from somewhere) goes out escaped."""
     body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    return HttpResponse(body, status=status, content_type="application/json")
+    try:
+        return body.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(payload, separators=(",", ":")).encode("ascii")
 
 
 def _accepted() -> HttpResponse:
@@ -113,6 +122,9 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
         )
         response["Allow"] = "POST"
         return response
+    if corpus is not None and jsonrpc.find_bad_text(corpus, "corpus") is not None:
+        return _json(jsonrpc.error_body(INVALID_REQUEST, "Unknown corpus: the name in the URL holds a NUL "
+                                        "or invalid character"), 404)
     try:
         profile = profiles.get_profile(profile_name)
     except profiles.UnknownProfile:
@@ -130,15 +142,9 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
         return response
 
     identity = principal.rate_limit_identity if principal else f"ip:{security.client_ip(request)}"
-    decision = ratelimit.hit(identity)
-    if not decision.allowed:
-        message = (
-            f"Rate limit exceeded: {decision.limit} requests per minute. "
-            f"Retry after {decision.retry_after} seconds."
-        )
-        response = _json(jsonrpc.error_body(SERVER_ERROR, message, {"retryAfter": decision.retry_after}), 429)
-        response["Retry-After"] = str(decision.retry_after)
-        return response
+    refusal = _rate_limited(identity, 1)
+    if refusal is not None:
+        return refusal
 
     if not security.is_json_content_type(request):
         return _json(
@@ -162,7 +168,7 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
             jsonrpc.error_body(INVALID_REQUEST, f"Payload Too Large: the body exceeds {limit} bytes"), 413
         )
 
-    endpoint = Endpoint(request, profile_name, profile, corpus, principal)
+    endpoint = Endpoint(request, profile_name, profile, corpus, principal, identity)
     try:
         check = getattr(profile, "check_context", None)
         if callable(check):
@@ -170,6 +176,20 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
         return _handle_payload(endpoint, raw)
     except profiles.UnknownCorpus as exc:
         return _json(jsonrpc.error_body(INVALID_REQUEST, str(exc) or f"Unknown corpus '{corpus}'"), 404)
+
+
+def _rate_limited(identity: str, calls: int) -> HttpResponse | None:
+    """Count `calls` requests for `identity`; a 429 response when that goes past the limit."""
+    decision = ratelimit.hit(identity, cost=calls)
+    if decision.allowed:
+        return None
+    message = (
+        f"Rate limit exceeded: {decision.limit} requests per minute (each call in a batch counts). "
+        f"Retry after {decision.retry_after} seconds."
+    )
+    response = _json(jsonrpc.error_body(SERVER_ERROR, message, {"retryAfter": decision.retry_after}), 429)
+    response["Retry-After"] = str(decision.retry_after)
+    return response
 
 
 def _body_limit(profile: Any) -> int:
@@ -229,17 +249,60 @@ def _handle_legacy(endpoint: Endpoint, body: Any, version_header: str | None) ->
             return _json(jsonrpc.failure(None, error), 400)
         if not body:
             return _json(jsonrpc.failure(None, InvalidRequest("Invalid Request: empty batch")), 400)
-        replies = [
-            reply
-            for reply in (_legacy_message(endpoint, item, version, batch=True) for item in body)
-            if reply
-        ]
-        return _json(replies) if replies else _accepted()
+        return _handle_batch(endpoint, body, version)
     reply = _legacy_message(endpoint, body, version, batch=False)
     if reply is None:
         return _accepted()
     status = LEGACY_ERROR_STATUS.get(reply["error"]["code"], 200) if "error" in reply else 200
     return _json(reply, status)
+
+
+def _handle_batch(endpoint: Endpoint, body: list[Any], version: str) -> HttpResponse:
+    """A 2025-03-26 batch: at most MCP_MAX_BATCH messages, each counted by the rate limit, and
+    replies bounded by MCP_MAX_BATCH_RESPONSE_BYTES (calls past it get an error, never silence)."""
+    limit = int(settings.MCP_MAX_BATCH)
+    if len(body) > limit:
+        error = InvalidRequest(
+            f"Invalid Request: the batch holds {len(body)} messages; at most {limit} are accepted "
+            "(MCP_MAX_BATCH). Send fewer messages per batch.",
+            data={"maxBatch": limit, "received": len(body)},
+        )
+        return _json(jsonrpc.failure(None, error), 400)
+    if len(body) > 1:
+        refusal = _rate_limited(endpoint.rate_identity, len(body) - 1)  # the request itself counted one
+        if refusal is not None:
+            return refusal
+    budget = int(settings.MCP_MAX_BATCH_RESPONSE_BYTES)
+    used = 0
+    replies: list[bytes] = []
+    for item in body:
+        if used >= budget:
+            reply = _budget_exhausted(item, budget)
+        else:
+            reply = _legacy_message(endpoint, item, version, batch=True)
+        if reply is None:
+            continue
+        encoded = _encode(reply)
+        if replies and used + len(encoded) > budget:
+            encoded = _encode(_budget_exhausted(item, budget))
+        used += len(encoded)
+        replies.append(encoded)
+    if not replies:
+        return _accepted()
+    return HttpResponse(b"[" + b",".join(replies) + b"]", content_type="application/json")
+
+
+def _budget_exhausted(item: Any, budget: int) -> dict[str, Any] | None:
+    """The reply for a batch call that the response budget left no room for (None for a notification)."""
+    if isinstance(item, dict) and "id" not in item:
+        return None
+    error = jsonrpc.ServerError(
+        f"Response budget exhausted: this batch's replies reached {budget} bytes "
+        "(MCP_MAX_BATCH_RESPONSE_BYTES) before this call's reply fit; it was not answered. "
+        "Send fewer calls per batch, or send this one again on its own.",
+        data={"budgetBytes": budget},
+    )
+    return jsonrpc.failure(_request_id(item), error)
 
 
 def _legacy_message(endpoint: Endpoint, obj: Any, version: str, batch: bool) -> dict[str, Any] | None:
