@@ -19,6 +19,12 @@ class NoActiveBuild(CorpusError):
     status = 503
 
 
+class DatabaseUnavailable(CorpusError):
+    """The database cannot be reached and nothing cached can stand in for what was asked."""
+
+    status = 503
+
+
 class BuildInProgress(CorpusError):
     status = 409
 

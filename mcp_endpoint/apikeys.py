@@ -10,11 +10,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
 from mcp_endpoint.models import SCOPES, ApiKey
@@ -24,6 +27,17 @@ if TYPE_CHECKING:
 
 # last_used_at is a hint for the admin, not an audit log: one write per key per minute at most.
 _LAST_USED_RESOLUTION = timedelta(seconds=60)
+# A database key that checked out is trusted for KEY_CACHE_SECONDS without asking the database again
+# (so revoking a key takes up to that long to bite), and for up to KEY_GRACE_SECONDS while the
+# database cannot be reached, so agents holding keys keep reading during a short outage.
+KEY_CACHE_SECONDS = 30.0
+KEY_GRACE_SECONDS = 600.0
+_key_cache: dict[str, tuple[float, Principal]] = {}
+_key_cache_lock = threading.Lock()
+
+
+class AuthUnavailable(Exception):
+    """A database key could not be checked: the database is unreachable and the key is not cached."""
 
 
 @dataclass(frozen=True)
@@ -69,8 +83,30 @@ def authenticate(request: HttpRequest) -> Principal | None:
     env_key = getattr(settings, "MCP_API_KEY", "")
     if env_key and hmac.compare_digest(token.encode("utf-8"), env_key.encode("utf-8")):
         return Principal(name="env", scopes=frozenset(SCOPES))
+    digest = hash_key(token)
+    cached = _key_cache.get(digest)
+    age = time.monotonic() - cached[0] if cached else None
+    if cached and age < KEY_CACHE_SECONDS:
+        return cached[1]
+    try:
+        principal = _principal_from_database(digest)
+    except DatabaseError as exc:
+        if cached and age < KEY_GRACE_SECONDS:
+            return cached[1]
+        raise AuthUnavailable("the database is unavailable, so this API key cannot be checked") from exc
+    with _key_cache_lock:
+        if principal is None:
+            _key_cache.pop(digest, None)
+        else:
+            if len(_key_cache) > 10_000:
+                _key_cache.clear()
+            _key_cache[digest] = (time.monotonic(), principal)
+    return principal
+
+
+def _principal_from_database(digest: str) -> Principal | None:
     row = (
-        ApiKey.objects.filter(key_hash=hash_key(token), revoked_at__isnull=True)
+        ApiKey.objects.filter(key_hash=digest, revoked_at__isnull=True)
         .only("id", "name", "scopes", "last_used_at")
         .first()
     )
@@ -81,6 +117,12 @@ def authenticate(request: HttpRequest) -> Principal | None:
         ApiKey.objects.filter(pk=row.pk).update(last_used_at=now)
     scopes = frozenset(s for s in (row.scopes or []) if isinstance(s, str))
     return Principal(name=row.name, scopes=scopes, key_id=row.pk)
+
+
+def forget_cached_keys() -> None:
+    """Drop every cached key check (after revoking keys, and in tests)."""
+    with _key_cache_lock:
+        _key_cache.clear()
 
 
 def create_api_key(name: str, scopes: list[str] | None = None) -> tuple[ApiKey, str]:
@@ -95,5 +137,10 @@ def create_api_key(name: str, scopes: list[str] | None = None) -> tuple[ApiKey, 
 
 
 def revoke_api_keys(queryset) -> int:
-    """Revoke every still-active key in `queryset`; returns how many were revoked."""
-    return queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+    """Revoke every still-active key in `queryset`; returns how many were revoked.
+
+    This process forgets its cached checks at once; other workers within KEY_CACHE_SECONDS.
+    """
+    revoked = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+    forget_cached_keys()
+    return revoked

@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from mcp_endpoint import headers as mcp_headers
 from mcp_endpoint import jsonrpc, profiles, protocol, ratelimit, security
-from mcp_endpoint.apikeys import Principal, authenticate
+from mcp_endpoint.apikeys import AuthUnavailable, Principal, authenticate
 from mcp_endpoint.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -53,6 +54,9 @@ MODERN_ERROR_STATUS = {
 }
 # Handshake era: JSON-RPC errors ride on 200, except a body that is not a usable message at all.
 LEGACY_ERROR_STATUS = {jsonrpc.PARSE_ERROR: 400, jsonrpc.INVALID_REQUEST: 400}
+
+
+DATABASE_DOWN = "Service Unavailable: the database cannot be reached right now; retry shortly"
 
 
 class BodyTooLarge(Exception):
@@ -105,6 +109,10 @@ def mcp_view(request: HttpRequest, profile: str | None = None, corpus: str | Non
         profile = profiles.DEFAULT_PROFILE if corpus else settings.DOCSMCP_DEFAULT_PROFILE
     try:
         response = _serve(request, profile, corpus)
+    except (DatabaseError, AuthUnavailable):
+        logger.warning("MCP request refused: database unavailable", exc_info=True)
+        response = _json(jsonrpc.error_body(SERVER_ERROR, DATABASE_DOWN), status=503)
+        response["Retry-After"] = "5"
     except Exception:
         logger.exception("MCP request failed")
         response = _json(jsonrpc.error_body(INTERNAL_ERROR, "Internal error"), status=500)
@@ -340,6 +348,9 @@ def _run(call: protocol.Call, request_id: jsonrpc.RequestId) -> dict[str, Any]:
         return jsonrpc.failure(request_id, exc)
     except profiles.UnknownCorpus:
         raise
+    except DatabaseError:
+        logger.warning("MCP method %s: database unavailable", call.method, exc_info=True)
+        return jsonrpc.failure(request_id, jsonrpc.ServerError(DATABASE_DOWN))
     except Exception:
         logger.exception("MCP method %s failed", call.method)
         return jsonrpc.failure(request_id, InternalError("Internal error"))
