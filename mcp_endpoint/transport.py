@@ -37,6 +37,7 @@ from mcp_endpoint.jsonrpc import (
     Request,
     Response,
 )
+from retrieval.errors import RetrievalError
 
 logger = logging.getLogger("docsmcp.mcp")
 
@@ -351,6 +352,8 @@ def _run(call: protocol.Call, request_id: jsonrpc.RequestId) -> dict[str, Any]:
     except DatabaseError:
         logger.warning("MCP method %s: database unavailable", call.method, exc_info=True)
         return jsonrpc.failure(request_id, jsonrpc.ServerError(DATABASE_DOWN))
+    except RetrievalError as exc:  # outside a tool (a profile hook): the engine's own words, not "internal"
+        return jsonrpc.failure(request_id, jsonrpc.ServerError(str(exc) or exc.__class__.__name__))
     except Exception:
         logger.exception("MCP method %s failed", call.method)
         return jsonrpc.failure(request_id, InternalError("Internal error"))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from corpus.errors import CorpusError
 from corpus.selectors import active_index, cursor_secret, query_embedder
 from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus
 from retrieval.errors import RetrievalError
@@ -48,7 +47,7 @@ def check_context(context: Context) -> None:
 def instructions(context: Context) -> str:
     try:
         metadata = _index(context).metadata
-    except CorpusError as exc:
+    except RetrievalError as exc:
         return f"docsmcp documentation server. {exc}"
     text = (
         f"This server searches the {metadata.corpus_description}. Call search_docs with a question or "
@@ -213,7 +212,7 @@ def tools(context: Context) -> list[ToolDef]:
     try:
         index: Index | None = _index(context)
         description = index.metadata.corpus_description
-    except CorpusError:
+    except RetrievalError:  # no usable index: base schema; search_docs itself reports why
         index, description = None, "documentation"
     return [
         ToolDef(
