@@ -2,7 +2,8 @@
 
 `authenticate(request)` is the one entry point, shared by the MCP endpoint and (later) the REST
 API. A key is valid if it equals `MCP_API_KEY` (compared in constant time) or hashes to an
-unrevoked `ApiKey` row. Keys are looked up by SHA-256, never stored in clear.
+unrevoked `ApiKey` row. Keys are looked up by SHA-256, never stored in clear. Database keys are
+cached briefly (KEY_CACHE_SECONDS) so reads keep working through a short database outage.
 """
 
 from __future__ import annotations

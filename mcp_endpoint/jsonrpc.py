@@ -63,7 +63,8 @@ class InternalError(JsonRpcError):
 
 
 class ServerError(JsonRpcError):
-    """A refusal of the server's own making (a limit reached), not a fault in the request or the server."""
+    """A refusal the client can act on by waiting or asking for less (a limit reached, a dependency down),
+    not a fault in the request nor a bug in the server."""
 
     code = SERVER_ERROR
 

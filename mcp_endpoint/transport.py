@@ -282,34 +282,39 @@ def _handle_batch(endpoint: Endpoint, body: list[Any], version: str) -> HttpResp
         if refusal is not None:
             return refusal
     budget = int(settings.MCP_MAX_BATCH_RESPONSE_BYTES)
-    used = 0
+    used, exhausted = 0, False
     replies: list[bytes] = []
     for item in body:
-        if used >= budget:
-            reply = _budget_exhausted(item, budget)
+        if exhausted:
+            reply = _budget_exhausted(item, budget, ran=False)
         else:
             reply = _legacy_message(endpoint, item, version, batch=True)
         if reply is None:
             continue
         encoded = _encode(reply)
-        if replies and used + len(encoded) > budget:
-            encoded = _encode(_budget_exhausted(item, budget))
+        if not exhausted and replies and used + len(encoded) > budget:
+            encoded, exhausted = _encode(_budget_exhausted(item, budget, ran=True)), True
         used += len(encoded)
+        exhausted = exhausted or used >= budget
         replies.append(encoded)
     if not replies:
         return _accepted()
     return HttpResponse(b"[" + b",".join(replies) + b"]", content_type="application/json")
 
 
-def _budget_exhausted(item: Any, budget: int) -> dict[str, Any] | None:
-    """The reply for a batch call that the response budget left no room for (None for a notification)."""
+def _budget_exhausted(item: Any, budget: int, ran: bool) -> dict[str, Any] | None:
+    """The reply for a batch call that the response budget left no room for (None for a notification).
+
+    Says whether the call ran (its reply was dropped) or was skipped, so a client does not repeat a write.
+    """
     if isinstance(item, dict) and "id" not in item:
         return None
+    outcome = "it ran, but its reply was dropped" if ran else "it was not run"
     error = jsonrpc.ServerError(
         f"Response budget exhausted: this batch's replies reached {budget} bytes "
-        "(MCP_MAX_BATCH_RESPONSE_BYTES) before this call's reply fit; it was not answered. "
+        f"(MCP_MAX_BATCH_RESPONSE_BYTES) before this call's reply fit; {outcome}. "
         "Send fewer calls per batch, or send this one again on its own.",
-        data={"budgetBytes": budget},
+        data={"budgetBytes": budget, "ran": ran},
     )
     return jsonrpc.failure(_request_id(item), error)
 

@@ -521,10 +521,12 @@ def test_run_eval_command_errors(sample_corpus):
                      "--filter", "language", "--no-progress")
 
 
-def test_failed_run_exits_1(fake_suite):
+def test_failed_run_exits_1(fake_suite, settings):
+    url = f"http://127.0.0.1:{_closed_port()}/mcp/"
+    settings.DOCSMCP_EVAL_ALLOWED_URLS = [url]
     with pytest.raises(SystemExit) as exc:
-        call_command("run_eval", "--corpus", "fake", "--suite", "fake-suite", "--over-http",
-                     f"http://127.0.0.1:{_closed_port()}/mcp/", "--no-progress", stderr=StringIO())
+        call_command("run_eval", "--corpus", "fake", "--suite", "fake-suite", "--over-http", url, "--no-progress",
+                     stderr=StringIO())
     assert exc.value.code == 1
 
 

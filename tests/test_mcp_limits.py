@@ -86,5 +86,8 @@ def test_calls_past_the_response_budget_get_an_error_each_never_silence(docs_ser
     for reply in replies[2:]:
         assert reply["error"]["code"] == -32000
         assert "Response budget exhausted" in reply["error"]["message"] and "fewer calls" in reply["error"]["message"]
+    assert replies[2]["error"]["data"]["ran"] is True  # it ran; only its reply did not fit
+    assert "it ran, but its reply was dropped" in replies[2]["error"]["message"]
+    assert all(r["error"]["data"]["ran"] is False and "it was not run" in r["error"]["message"] for r in replies[3:])
     assert len(response.content) <= settings.MCP_MAX_BATCH_RESPONSE_BYTES + 3 * 400
     assert json.loads(one.content)[0]["result"] == replies[0]["result"]
