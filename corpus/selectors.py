@@ -31,6 +31,7 @@ POINTER_TTL = 1.0
 # corpus name -> (when, active index path); the key None holds the default corpus's name.
 _pointers: dict[str | None, tuple[float, str]] = {}
 _pointer_lock = threading.Lock()
+_generation = 0  # bumped by forget_active, so a lookup that raced an activation is not cached
 _last_stale_warning = 0.0
 
 
@@ -67,6 +68,7 @@ def _pointer(key: str | None, load: Callable[[], str]) -> str:
     cached = _pointers.get(key)
     if cached and now - cached[0] < POINTER_TTL:
         return cached[1]
+    generation = _generation
     try:
         value = load()
     except DatabaseError as exc:
@@ -78,7 +80,8 @@ def _pointer(key: str | None, load: Callable[[], str]) -> str:
             logger.warning("database unavailable (%s); serving the last known active builds", exc)
         return cached[1]
     with _pointer_lock:
-        _pointers[key] = (now, value)
+        if generation == _generation:
+            _pointers[key] = (now, value)
     return value
 
 
@@ -92,7 +95,9 @@ def _load_active_path(name: str) -> str:
 
 
 def forget_active(name: str | None = None) -> None:
+    global _generation
     with _pointer_lock:
+        _generation += 1
         if name is None:
             _pointers.clear()
         else:
