@@ -25,6 +25,12 @@ class NoActiveBuild(CorpusError):
     status = 409  # the corpus's state, not the server's: build it first
 
 
+class DatabaseUnavailable(CorpusError):
+    """The database cannot be reached and nothing cached can stand in for what was asked."""
+
+    status = 503
+
+
 class BuildInProgress(CorpusError):
     status = 409
 

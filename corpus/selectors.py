@@ -4,26 +4,36 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import threading
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from retrieval.embeddings import check_compatible
 from retrieval.embeddings.base import EmbeddingProvider, EmbeddingSpec
+from retrieval.errors import IndexUnavailable
 from retrieval.search.index import INDEXES, Index
 
 from .access import visible, visible_only
-from .errors import CorpusNotFound, NoActiveBuild
+from .errors import CorpusNotFound, DatabaseUnavailable, NoActiveBuild
 from .models import BuildRun, Corpus
 from .providers import cached_provider
 
-POINTER_TTL = 1.0  # seconds a worker trusts its cached active-build pointer
-_pointers: dict[str, tuple[float, str]] = {}
-_default_name: tuple[float, str] | None = None  # (when, name) of the default corpus, for POINTER_TTL
+logger = logging.getLogger("docsmcp.corpus")
+
+# Seconds a worker trusts its cached active-build pointer. While the database cannot be reached the
+# last known pointer is kept, however old, so search and get_doc keep answering from the index on disk.
+POINTER_TTL = 1.0
+# corpus name -> (when, active index path); the key None holds the default corpus's name.
+_pointers: dict[str | None, tuple[float, str]] = {}
 _pointer_lock = threading.Lock()
+_generation = 0  # bumped by forget_active, so a lookup that raced an activation is not cached
+_last_stale_warning = 0.0
 
 
 def corpus_list() -> list[Corpus]:
@@ -57,51 +67,70 @@ def default_corpus() -> Corpus:
     return corpus
 
 
-def _active_path(name: str) -> str:
+def _pointer(key: str | None, load: Callable[[], str]) -> str:
+    """`load()`, cached for POINTER_TTL; the last known value while the database is unreachable."""
+    global _last_stale_warning
     now = time.monotonic()
-    cached = _pointers.get(name)
+    cached = _pointers.get(key)
     if cached and now - cached[0] < POINTER_TTL:
         return cached[1]
+    generation = _generation
+    try:
+        value = load()
+    except DatabaseError as exc:
+        if cached is None:
+            raise DatabaseUnavailable("the database is unavailable and this server has not served this corpus "
+                                      "since it started; retry shortly") from exc
+        if now - _last_stale_warning > 60:
+            _last_stale_warning = now
+            logger.warning("database unavailable (%s); serving the last known active builds", exc)
+        return cached[1]
+    with _pointer_lock:
+        if generation == _generation:
+            _pointers[key] = (now, value)
+    return value
+
+
+def _load_active_path(name: str) -> str:
     corpus = corpus_get(name)
     build = corpus.active_build
     if build is None or not build.index_path:
         raise NoActiveBuild(f"corpus {corpus.name!r} has no active build yet; run "
                             f"`manage.py build_index --corpus {corpus.name}` first")
-    with _pointer_lock:
-        _pointers[name] = (now, build.index_path)
     return build.index_path
 
 
 def forget_active(name: str | None = None) -> None:
-    global _default_name
+    global _generation
     with _pointer_lock:
-        _default_name = None
+        _generation += 1
         if name is None:
             _pointers.clear()
         else:
             _pointers.pop(name, None)
+            _pointers.pop(None, None)
 
 
-def _default_corpus_name() -> str:
-    """`default_corpus().name`, cached like the pointers: a server asks for it on every request,
-    and the query (a join on the active build) would cost more than the search it precedes."""
-    global _default_name
-    now = time.monotonic()
-    cached = _default_name
-    if cached and now - cached[0] < POINTER_TTL:
-        return cached[1]
-    name = default_corpus().name
-    with _pointer_lock:
-        _default_name = (now, name)
-    return name
+def known_active_paths() -> dict[str, str]:
+    """The active index path this process last saw per corpus (what it serves while the database is down)."""
+    return {name: path for name, (_, path) in _pointers.items() if name is not None}
 
 
 def active_index(name: str | None = None) -> Index:
-    """The active index of a corpus (default corpus when name is None), opened once per process."""
-    corpus_name = name or _default_corpus_name()
+    """The active index of a corpus (default corpus when name is None), opened once per process.
+
+    The default corpus's name is cached like the pointers: a server asks for it on every request, and
+    the query (a join on the active build) would cost more than the search it precedes.
+    """
+    corpus_name = name or _pointer(None, lambda: default_corpus().name)
     if not visible(corpus_name):
         corpus_get(corpus_name)  # raises CorpusNotFound, unless `name` is an alias of a visible corpus
-    return INDEXES.get(Path(_active_path(corpus_name)), slot=corpus_name)
+    path = _pointer(corpus_name, lambda: _load_active_path(corpus_name))
+    if "://" not in path and not Path(path).is_dir():
+        raise IndexUnavailable(f"the active index of corpus {corpus_name!r} is missing its files; an operator "
+                               f"must rebuild it (manage.py build_index --corpus {corpus_name}) or activate "
+                               "another build")
+    return INDEXES.get(Path(path), slot=corpus_name)
 
 
 def query_embedder(index: Index) -> EmbeddingProvider | None:
@@ -129,6 +158,7 @@ def health_summary() -> list[dict]:
             "active_build": build.build_id if build else None,
             "chunks": (build.stats or {}).get("total_chunks") if build else None,
             "activated_at": build.activated_at.isoformat() if build and build.activated_at else None,
+            "index_path": build.index_path if build else None,
         })
     return out
 

@@ -140,6 +140,12 @@ MCP_RESPONSE_TOKEN_BUDGET = int(os.environ.get("MCP_RESPONSE_TOKEN_BUDGET", "800
 MCP_CACHE_TTL_MS = int(os.environ.get("MCP_CACHE_TTL_MS", "0"))
 # Rate-limit anonymous callers by the last X-Forwarded-For hop (only behind a proxy you run).
 MCP_TRUST_X_FORWARDED_FOR = env_bool("MCP_TRUST_X_FORWARDED_FOR", False)
+# Bounded work per request (docs/security.md): messages per JSON-RPC batch, and the bytes of replies
+# one batch may return before further calls are answered with a "response budget exhausted" error.
+MCP_MAX_BATCH = int(os.environ.get("MCP_MAX_BATCH", "20"))
+MCP_MAX_BATCH_RESPONSE_BYTES = int(os.environ.get("MCP_MAX_BATCH_RESPONSE_BYTES", str(1024 * 1024)))
+# Eval runs over HTTP may target this server's own /mcp/ URLs and these URL prefixes only.
+DOCSMCP_EVAL_ALLOWED_URLS = env_list("DOCSMCP_EVAL_ALLOWED_URLS", "")
 # The tool profile served at /mcp and /mcp/ (docs, documents, techdoc, citeloom); /mcp/<profile>/ always works.
 DOCSMCP_DEFAULT_PROFILE = os.environ.get("DOCSMCP_DEFAULT_PROFILE", "docs")
 

@@ -18,6 +18,8 @@ from mcp_endpoint.profiles import UnknownCorpus
 from retrieval.errors import RetrievalError
 
 from . import compare, runner
+from .allowed_urls import check_eval_url
+from .errors import EvalError
 from .models import EvalCase, EvalResult, EvalRun
 from .selectors import case_scores
 from .targets import HttpTarget, InProcessTarget, Target, TargetError
@@ -46,6 +48,7 @@ class _ProgressWriter:
 
 def make_target(run: EvalRun, headers: dict[str, str] | None = None) -> Target:
     if run.mode == EvalRun.MODE_HTTP:
+        check_eval_url(run.target_url)  # again at run time: the settings may have changed since the request
         return HttpTarget(run.target_url, headers=headers)
     return InProcessTarget(run.corpus.name)
 
@@ -106,7 +109,7 @@ def eval_execute(*, run: EvalRun, progress: Progress | None = None, headers: dic
                 run.delta = _baseline_delta(run, outcomes)
             run.status, run.finished_at, run.progress_done = EvalRun.COMPLETE, timezone.now(), len(cases)
             run.save()
-    except (TargetError, RetrievalError, UnknownCorpus) as exc:  # the target cannot serve this run
+    except (TargetError, RetrievalError, UnknownCorpus, EvalError) as exc:  # the target cannot serve this run
         _fail(run, f"{target.label if target else run.target_url or run.corpus.name}: {exc}")
     except BaseException as exc:  # Ctrl-C, SIGTERM as SystemExit, crashes: failed, never half-complete
         _fail(run, f"{type(exc).__name__}: {exc}" if str(exc) else f"interrupted ({type(exc).__name__})")

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from corpus.models import Corpus
 
+from .allowed_urls import check_eval_url
 from .cases import CaseFormatError, CaseSpec, parse_cases, read_cases
 from .errors import EvalError, RunStateConflict
 from .execution import Progress, eval_execute
@@ -110,6 +111,8 @@ def eval_request(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_I
         raise EvalError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
     if mode == EvalRun.MODE_HTTP and not (url or "").startswith(("http://", "https://")):
         raise EvalError("an HTTP run needs the MCP server's URL, e.g. http://127.0.0.1:8001/mcp/")
+    if mode == EvalRun.MODE_HTTP:
+        check_eval_url(url or "")
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or not 1 <= max_rounds <= MAX_ROUNDS_LIMIT:
         raise EvalError(f"max_rounds must be a whole number from 1 to {MAX_ROUNDS_LIMIT}, not {max_rounds!r}")
     match = match or suite.match_mode

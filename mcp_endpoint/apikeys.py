@@ -4,7 +4,8 @@
 key is valid if it equals `MCP_API_KEY` (compared in constant time) or hashes to an unrevoked
 `ApiKey` row. Keys are looked up by SHA-256, never stored in clear. A request that sends an
 Authorization header but no valid key raises `InvalidApiKey` (every surface answers 401), so a
-garbled key can never fall back to the anonymous caller.
+garbled key can never fall back to the anonymous caller. Database keys are
+cached briefly (KEY_CACHE_SECONDS) so reads keep working through a short database outage.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
 from mcp_endpoint.models import SCOPES, ApiKey
@@ -26,6 +30,17 @@ if TYPE_CHECKING:
 
 # last_used_at is a hint for the admin, not an audit log: one write per key per minute at most.
 _LAST_USED_RESOLUTION = timedelta(seconds=60)
+# A database key that checked out is trusted for KEY_CACHE_SECONDS without asking the database again
+# (so revoking a key takes up to that long to bite), and for up to KEY_GRACE_SECONDS while the
+# database cannot be reached, so agents holding keys keep reading during a short outage.
+KEY_CACHE_SECONDS = 30.0
+KEY_GRACE_SECONDS = 600.0
+_key_cache: dict[str, tuple[float, Principal]] = {}
+_key_cache_lock = threading.Lock()
+
+
+class AuthUnavailable(Exception):
+    """A database key could not be checked: the database is unreachable and the key is not cached."""
 
 
 # What a caller without a key may do, and only while MCP_AUTH_REQUIRED is false.
@@ -83,7 +98,8 @@ def allows(principal: Principal | None, scope: str) -> bool:
 def authenticate(request: HttpRequest) -> Principal | None:
     """The principal behind the request's bearer key; None when it sends no Authorization header.
 
-    Raises InvalidApiKey when the header is there but holds no valid key.
+    Raises InvalidApiKey when the header is there but holds no valid key, and AuthUnavailable when
+    the database cannot check a key this process has not seen recently.
     """
     if not request.headers.get("Authorization", "").strip():
         return None
@@ -93,20 +109,50 @@ def authenticate(request: HttpRequest) -> Principal | None:
     env_key = getattr(settings, "MCP_API_KEY", "")
     if env_key and hmac.compare_digest(token.encode("utf-8"), env_key.encode("utf-8")):
         return Principal(name="env", scopes=frozenset(SCOPES))
+    digest = hash_key(token)
+    cached = _key_cache.get(digest)
+    age = time.monotonic() - cached[0] if cached else None
+    if cached and age < KEY_CACHE_SECONDS:
+        return cached[1]
+    try:
+        principal = _principal_from_database(digest)
+    except DatabaseError as exc:
+        if cached and age < KEY_GRACE_SECONDS:
+            return cached[1]
+        raise AuthUnavailable("the database is unavailable, so this API key cannot be checked") from exc
+    with _key_cache_lock:
+        if principal is None:
+            _key_cache.pop(digest, None)
+        else:
+            if len(_key_cache) > 10_000:
+                _key_cache.clear()
+            _key_cache[digest] = (time.monotonic(), principal)
+    if principal is None:
+        raise InvalidApiKey("the API key is not valid (unknown or revoked); create one in the admin under "
+                            "API keys or with `manage.py mcp_apikey create`")
+    return principal
+
+
+def _principal_from_database(digest: str) -> Principal | None:
     row = (
-        ApiKey.objects.filter(key_hash=hash_key(token), revoked_at__isnull=True)
+        ApiKey.objects.filter(key_hash=digest, revoked_at__isnull=True)
         .only("id", "name", "scopes", "corpora", "last_used_at")
         .first()
     )
     if row is None:
-        raise InvalidApiKey("the API key is not valid (unknown or revoked); create one in the admin under "
-                            "API keys or with `manage.py mcp_apikey create`")
+        return None
     now = timezone.now()
     if row.last_used_at is None or now - row.last_used_at > _LAST_USED_RESOLUTION:
         ApiKey.objects.filter(pk=row.pk).update(last_used_at=now)
     scopes = frozenset(s for s in (row.scopes or []) if isinstance(s, str))
     corpora = frozenset(c for c in (row.corpora or []) if isinstance(c, str))
     return Principal(name=row.name, scopes=scopes, key_id=row.pk, corpora=corpora)
+
+
+def forget_cached_keys() -> None:
+    """Drop every cached key check (after revoking keys, and in tests)."""
+    with _key_cache_lock:
+        _key_cache.clear()
 
 
 def create_api_key(name: str, scopes: list[str] | None = None,
@@ -126,5 +172,10 @@ def create_api_key(name: str, scopes: list[str] | None = None,
 
 
 def revoke_api_keys(queryset) -> int:
-    """Revoke every still-active key in `queryset`; returns how many were revoked."""
-    return queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+    """Revoke every still-active key in `queryset`; returns how many were revoked.
+
+    This process forgets its cached checks at once; other workers within KEY_CACHE_SECONDS.
+    """
+    revoked = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+    forget_cached_keys()
+    return revoked

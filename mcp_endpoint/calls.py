@@ -10,10 +10,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.db import DatabaseError
+
 from mcp_endpoint import jsonrpc, profiles, protocol
-from mcp_endpoint.jsonrpc import InternalError, JsonRpcError, Request
+from mcp_endpoint.jsonrpc import InternalError, JsonRpcError, Request, ServerError
+from retrieval.errors import RetrievalError
 
 logger = logging.getLogger("docsmcp.mcp")
+DATABASE_DOWN = "Service Unavailable: the database cannot be reached right now; retry shortly"
 
 
 def client_info(message: Request) -> dict[str, Any] | None:
@@ -32,6 +36,11 @@ def answer(call: protocol.Call, request_id: jsonrpc.RequestId) -> dict[str, Any]
         return jsonrpc.failure(request_id, exc)
     except profiles.UnknownCorpus:
         raise
+    except DatabaseError:
+        logger.warning("MCP method %s: database unavailable", call.method, exc_info=True)
+        return jsonrpc.failure(request_id, ServerError(DATABASE_DOWN))
+    except RetrievalError as exc:  # outside a tool (a profile hook): the engine's own words, not "internal"
+        return jsonrpc.failure(request_id, ServerError(str(exc) or exc.__class__.__name__))
     except Exception:
         logger.exception("MCP method %s failed", call.method)
         return jsonrpc.failure(request_id, InternalError("Internal error"))

@@ -1,8 +1,23 @@
-"""Health checks: `GET /health/` for load balancers and seed 003's `GET /`."""
+"""Health checks: `GET /health/` for load balancers and seed 003's `GET /`.
+
+Three things can fail independently: the database (registrations, keys, builds), the broker (queued
+builds and evals) and each corpus's active index (what search and get_doc read). Serving needs only
+the indexes, and keeps its last known active builds while the database is down, so `health` is:
+
+- `ok` (200): everything checked answers;
+- `degraded` (200): serving works, but something else is down: a load balancer keeps sending
+  traffic, a monitor should page;
+- `unhealthy` (503): no corpus can be served (every registered index unreadable, or the database
+  down with no active build known to this process).
+
+`status` stays seed 003's two words: "healthy" for ok and degraded, "unhealthy" otherwise.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -11,52 +26,111 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
+from corpus.selectors import health_summary, known_active_paths
 from mcp_endpoint.protocol import LATEST_VERSION, SUPPORTED_VERSIONS
+from retrieval.errors import IndexUnavailable
+from retrieval.search.index import check_index
 
 logger = logging.getLogger("docsmcp.mcp")
 
-
-def _corpora() -> tuple[list[dict[str, Any]], bool]:
-    """Each corpus and its active build, from the corpus app when it is there; (list, ok)."""
-    try:
-        from corpus.selectors import health_summary
-    except ImportError:
-        return [], True
-    try:
-        return list(health_summary()), True
-    except Exception:
-        logger.exception("health: corpus summary failed")
-        return [], False
+OK, DEGRADED, UNHEALTHY = "ok", "degraded", "unhealthy"
+PROBE_TIMEOUT = 0.5  # seconds; a health check must answer before the load balancer gives up on it
 
 
 def _database_ok() -> bool:
     try:
-        connection.ensure_connection()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
         return True
-    except Exception:
-        logger.exception("health: database unreachable")
+    except Exception as exc:
+        logger.warning("health: database unreachable: %s", exc)
+        connection.close_if_unusable_or_obsolete()
         return False
 
 
-def health_payload() -> tuple[dict[str, Any], bool]:
+def _broker() -> str:
+    """'ok', 'error' or 'not configured' (tasks run inline)."""
+    url = str(getattr(settings, "CELERY_BROKER_URL", "") or "")
+    if not url:
+        return "not configured"
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        try:
+            import redis
+
+            redis.Redis.from_url(url, socket_timeout=PROBE_TIMEOUT, socket_connect_timeout=PROBE_TIMEOUT).ping()
+            return "ok"
+        except Exception as exc:
+            logger.warning("health: broker unreachable: %s", exc)
+            return "error"
+    if url.startswith("filesystem://"):
+        options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", None) or {}
+        folders = [options.get(k) for k in ("data_folder_in", "data_folder_out") if options.get(k)]
+        writable = all(Path(f).is_dir() and os.access(f, os.W_OK) for f in folders)
+        return "ok" if folders and writable else "error"
+    return "ok"  # a transport this check does not know how to probe
+
+
+def _index_state(path: str) -> str:
+    if "://" in path:
+        return "ok"  # object stores are not probed per health check
+    try:
+        check_index(Path(path))
+        return "ok"
+    except IndexUnavailable as exc:
+        logger.warning("health: %s", exc)
+        return "unreadable"
+
+
+def _corpora(database: bool) -> tuple[list[dict[str, Any]], bool]:
+    """Each corpus with its active build and index state; (list, whether the list could be read).
+
+    With the database down, the builds this process serves from memory are listed instead.
+    """
+    if database:
+        try:
+            corpora = list(health_summary())
+        except Exception:
+            logger.exception("health: corpus summary failed")
+            return [], False
+    else:
+        corpora = [{"corpus": name, "index_path": path, "source": "last known"}
+                   for name, path in sorted(known_active_paths().items())]
+    for entry in corpora:
+        path = entry.pop("index_path", None)
+        entry["index"] = _index_state(path) if path else "no active build"
+    return corpora, database
+
+
+def health_payload() -> tuple[dict[str, Any], str]:
     database = _database_ok()
-    corpora, corpora_ok = _corpora() if database else ([], False)
-    healthy = database and corpora_ok
+    broker = _broker()
+    corpora, listed = _corpora(database)
+    served = [c for c in corpora if c["index"] == "ok"]
+    built = [c for c in corpora if c["index"] != "no active build"]
+    if (built and not served) or (not database and not served):
+        status = UNHEALTHY
+    elif not database or broker == "error" or not listed or len(served) < len(built):
+        status = DEGRADED
+    else:
+        status = OK
+    indexes = "ok" if len(served) == len(built) else ("error" if not served else "partial")
     payload = {
-        "status": "healthy" if healthy else "unhealthy",
+        # seed 003's field, word for word: "healthy" while the documentation can be served
+        "status": "unhealthy" if status == UNHEALTHY else "healthy",
+        "health": status,
         "service": "docsmcp",
         "version": settings.VERSION,
         "protocol": f"MCP {LATEST_VERSION}",
         "protocol_versions": list(SUPPORTED_VERSIONS),
-        "checks": {"database": "ok" if database else "error", "corpora": "ok" if corpora_ok else "error"},
+        "checks": {"database": "ok" if database else "error", "broker": broker, "indexes": indexes},
         "corpora": corpora,
     }
-    return payload, healthy
+    return payload, status
 
 
 @csrf_exempt  # read-only; lets a stray POST get 405 rather than a CSRF page
 @require_safe
 def health(request: HttpRequest) -> JsonResponse:
-    """GET /health/ and GET /: 200 when the database answers, 503 otherwise."""
-    payload, healthy = health_payload()
-    return JsonResponse(payload, status=200 if healthy else 503)
+    """GET /health/ and GET /: 200 while the documentation can be served (ok or degraded), 503 otherwise."""
+    payload, status = health_payload()
+    return JsonResponse(payload, status=503 if status == UNHEALTHY else 200)

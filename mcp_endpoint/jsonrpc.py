@@ -62,6 +62,13 @@ class InternalError(JsonRpcError):
     code = INTERNAL_ERROR
 
 
+class ServerError(JsonRpcError):
+    """A refusal the client can act on by waiting or asking for less (a limit reached, a dependency down),
+    not a fault in the request nor a bug in the server."""
+
+    code = SERVER_ERROR
+
+
 class HeaderMismatch(JsonRpcError):
     code = HEADER_MISMATCH
 
@@ -98,11 +105,64 @@ def _reject_constant(name: str) -> Any:
 
 
 def parse_body(raw: bytes) -> Any:
-    """Decode a request body; NaN/Infinity, bad UTF-8 and absurd nesting are parse errors too."""
+    """Decode a request body; NaN/Infinity, bad UTF-8, lone surrogates and absurd nesting are parse errors too.
+
+    JSON lets `"\\ud800"` through although no UTF-8 text can carry it; refusing it here keeps it
+    out of every handler, database and response.
+    """
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        body = json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
         raise ParseError(f"Parse error: {_short(exc)}") from None
+    bad = find_bad_text(body, "")
+    if bad is not None and bad[1] == SURROGATE:
+        raise ParseError(
+            f"Parse error: the string at {bad[0] or 'the top level'} holds a lone UTF-16 surrogate "
+            "(such as \\ud800), which is not valid Unicode; send well-formed UTF-8 text"
+        )
+    return body
+
+
+SURROGATE, NUL = "surrogate", "nul"
+
+
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return NUL
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return SURROGATE
+    return None
+
+
+def find_bad_text(value: Any, path: str) -> tuple[str, str] | None:
+    """The first string (key or value) under `value` that no database or UTF-8 response can hold:
+    (its path, SURROGATE or NUL), surrogates reported before NULs; None when all text is clean."""
+    found: tuple[str, str] | None = None
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            problem = _text_problem(item)
+        elif isinstance(item, dict):
+            problem = None
+            for key, child in item.items():
+                key_problem = _text_problem(key)
+                if key_problem is not None:
+                    problem = key_problem
+                    break
+                stack.append((child, f"{where}.{key}" if where else key))
+        elif isinstance(item, list):
+            problem = None
+            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(item))
+        else:
+            continue
+        if problem == SURROGATE:
+            return where, SURROGATE
+        if problem == NUL and found is None:
+            found = (where, NUL)
+    return found
 
 
 def _short(exc: Exception) -> str:
@@ -142,6 +202,13 @@ def classify(obj: Any) -> Message:
             # A notification gets no reply, so there is no one to tell; drop it as malformed.
             raise InvalidRequest('Invalid Request: "params" must be an object')
         raise InvalidParams('Invalid params: "params" must be an object', request_id=request_id)
+    bad = find_bad_text(params, "params")
+    if bad is not None:
+        message = (f"Invalid params: the string at {bad[0]} contains a NUL character (\\u0000), "
+                   "which no field accepts; remove it")
+        if "id" not in obj:
+            raise InvalidRequest(message)
+        raise InvalidParams(message, request_id=request_id)
     if "id" not in obj:
         return Notification(method=method, params=params)
     return Request(id=request_id, method=method, params=params)

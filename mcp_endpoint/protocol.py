@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from mcp_endpoint import budget, schema
 from mcp_endpoint import headers as mcp_headers
@@ -165,7 +166,7 @@ def handle_ping(call: Call) -> dict[str, Any]:
 
 def handle_set_level(call: Call) -> dict[str, Any]:
     level = call.params.get("level")
-    if level not in LOG_LEVELS:
+    if not isinstance(level, str) or level not in LOG_LEVELS:
         raise InvalidParams(f"Invalid params: level must be one of {', '.join(sorted(LOG_LEVELS))}")
     return {}
 
@@ -253,6 +254,14 @@ def run_tool(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> Tool
         raise
     except (ToolError, RetrievalError) as exc:
         return ToolResult.error(str(exc) or exc.__class__.__name__)
+    except DatabaseError:
+        logger.warning("tool %s: database unavailable", tool.name, exc_info=True)
+        return ToolResult.error(f"Tool '{tool.name}' needs the database, which cannot be reached right now; "
+                                "retry shortly.")
+    except OSError:
+        logger.exception("tool %s could not read index files", tool.name)
+        return ToolResult.error(f"Tool '{tool.name}' could not read the index files; the server's /health/ "
+                                "shows which index is unreadable. Retry after an operator rebuilds it.")
     except Exception:
         logger.exception("tool %s failed", tool.name)
         return ToolResult.error(

@@ -45,12 +45,12 @@ def reset() -> None:
         _memory_counts.clear()
 
 
-def _memory_hit(identity: str, window: int) -> int:
+def _memory_hit(identity: str, window: int, cost: int) -> int:
     with _memory_lock:
         if len(_memory_counts) > 10_000:
             for key in [k for k in _memory_counts if k[1] < window]:
                 del _memory_counts[key]
-        count = _memory_counts.get((identity, window), 0) + 1
+        count = _memory_counts.get((identity, window), 0) + cost
         _memory_counts[(identity, window)] = count
         return count
 
@@ -65,12 +65,12 @@ def _redis_client(url: str):
     return client
 
 
-def _redis_hit(url: str, identity: str, window: int) -> int | None:
+def _redis_hit(url: str, identity: str, window: int, cost: int) -> int | None:
     global _last_redis_warning
     key = f"docsmcp:ratelimit:{identity}:{window}"
     try:
         pipe = _redis_client(url).pipeline()
-        pipe.incr(key)
+        pipe.incrby(key, cost)
         pipe.expire(key, WINDOW_SECONDS + 1, nx=True)
         count, _ = pipe.execute()
         return int(count)
@@ -82,8 +82,8 @@ def _redis_hit(url: str, identity: str, window: int) -> int | None:
         return None
 
 
-def hit(identity: str, limit: int | None = None) -> Decision:
-    """Count one request for `identity` and say whether it is within the per-minute limit."""
+def hit(identity: str, limit: int | None = None, cost: int = 1) -> Decision:
+    """Count `cost` requests (a batch's calls) for `identity`; say whether it is within the per-minute limit."""
     if limit is None:
         limit = int(getattr(settings, "MCP_RATE_LIMIT_PER_MINUTE", 0) or 0)
     if limit <= 0:
@@ -91,7 +91,7 @@ def hit(identity: str, limit: int | None = None) -> Decision:
     now = _now()
     window = int(now // WINDOW_SECONDS)
     url = getattr(settings, "MCP_RATE_LIMIT_REDIS_URL", "")
-    count = _redis_hit(url, identity, window) if url else _memory_hit(identity, window)
+    count = _redis_hit(url, identity, window, cost) if url else _memory_hit(identity, window, cost)
     if count is None:
         return Decision(True, limit, limit, 0)
     if count <= limit:

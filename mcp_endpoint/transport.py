@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from corpus.access import limited_to
 from mcp_endpoint import headers as mcp_headers
 from mcp_endpoint import jsonrpc, profiles, protocol, ratelimit, security
-from mcp_endpoint.apikeys import InvalidApiKey, Principal, authenticate
-from mcp_endpoint.calls import answer, client_info
+from mcp_endpoint.apikeys import AuthUnavailable, InvalidApiKey, Principal, authenticate
+from mcp_endpoint.calls import DATABASE_DOWN, answer, client_info
 from mcp_endpoint.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -55,6 +56,8 @@ MODERN_ERROR_STATUS = {
 LEGACY_ERROR_STATUS = {jsonrpc.PARSE_ERROR: 400, jsonrpc.INVALID_REQUEST: 400}
 
 
+
+
 class BodyTooLarge(Exception):
     pass
 
@@ -68,6 +71,7 @@ class Endpoint:
     profile: Any
     corpus: str | None
     principal: Principal | None
+    rate_identity: str = ""
 
     def context(self, version: str | None, client_info: dict[str, Any] | None = None) -> profiles.Context:
         return profiles.Context(
@@ -81,8 +85,16 @@ class Endpoint:
 
 
 def _json(payload: Any, status: int = 200) -> HttpResponse:
+    return HttpResponse(_encode(payload), status=status, content_type="application/json")
+
+
+def _encode(payload: Any) -> bytes:
+    """UTF-8 JSON; text that UTF-8 cannot carry (a surrogate echoed from somewhere) goes out escaped."""
     body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    return HttpResponse(body, status=status, content_type="application/json")
+    try:
+        return body.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(payload, separators=(",", ":")).encode("ascii")
 
 
 def _accepted() -> HttpResponse:
@@ -96,6 +108,10 @@ def mcp_view(request: HttpRequest, profile: str | None = None, corpus: str | Non
         profile = profiles.DEFAULT_PROFILE if corpus else settings.DOCSMCP_DEFAULT_PROFILE
     try:
         response = _serve(request, profile, corpus)
+    except (DatabaseError, AuthUnavailable):
+        logger.warning("MCP request refused: database unavailable", exc_info=True)
+        response = _json(jsonrpc.error_body(SERVER_ERROR, DATABASE_DOWN), status=503)
+        response["Retry-After"] = "5"
     except Exception:
         logger.exception("MCP request failed")
         response = _json(jsonrpc.error_body(INTERNAL_ERROR, "Internal error"), status=500)
@@ -113,6 +129,9 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
         )
         response["Allow"] = "POST"
         return response
+    if corpus is not None and jsonrpc.find_bad_text(corpus, "corpus") is not None:
+        return _json(jsonrpc.error_body(INVALID_REQUEST, "Unknown corpus: the name in the URL holds a NUL "
+                                        "or invalid character"), 404)
     try:
         profile = profiles.get_profile(profile_name)
     except profiles.UnknownProfile:
@@ -131,15 +150,9 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
         return _unauthorized()
 
     identity = principal.rate_limit_identity if principal else f"ip:{security.client_ip(request)}"
-    decision = ratelimit.hit(identity)
-    if not decision.allowed:
-        message = (
-            f"Rate limit exceeded: {decision.limit} requests per minute. "
-            f"Retry after {decision.retry_after} seconds."
-        )
-        response = _json(jsonrpc.error_body(SERVER_ERROR, message, {"retryAfter": decision.retry_after}), 429)
-        response["Retry-After"] = str(decision.retry_after)
-        return response
+    refusal = _rate_limited(identity, 1)
+    if refusal is not None:
+        return refusal
 
     if not security.is_json_content_type(request):
         return _json(
@@ -163,7 +176,7 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
             jsonrpc.error_body(INVALID_REQUEST, f"Payload Too Large: the body exceeds {limit} bytes"), 413
         )
 
-    endpoint = Endpoint(request, profile_name, profile, corpus, principal)
+    endpoint = Endpoint(request, profile_name, profile, corpus, principal, identity)
     try:
         with limited_to(principal.corpora if principal else None):
             check = getattr(profile, "check_context", None)
@@ -177,6 +190,20 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
 def _unauthorized() -> HttpResponse:
     response = JsonResponse({"detail": "Invalid API key"}, status=401)
     response["WWW-Authenticate"] = 'Bearer realm="docsmcp"'
+    return response
+
+
+def _rate_limited(identity: str, calls: int) -> HttpResponse | None:
+    """Count `calls` requests for `identity`; a 429 response when that goes past the limit."""
+    decision = ratelimit.hit(identity, cost=calls)
+    if decision.allowed:
+        return None
+    message = (
+        f"Rate limit exceeded: {decision.limit} requests per minute (each call in a batch counts). "
+        f"Retry after {decision.retry_after} seconds."
+    )
+    response = _json(jsonrpc.error_body(SERVER_ERROR, message, {"retryAfter": decision.retry_after}), 429)
+    response["Retry-After"] = str(decision.retry_after)
     return response
 
 
@@ -237,17 +264,65 @@ def _handle_legacy(endpoint: Endpoint, body: Any, version_header: str | None) ->
             return _json(jsonrpc.failure(None, error), 400)
         if not body:
             return _json(jsonrpc.failure(None, InvalidRequest("Invalid Request: empty batch")), 400)
-        replies = [
-            reply
-            for reply in (_legacy_message(endpoint, item, version, batch=True) for item in body)
-            if reply
-        ]
-        return _json(replies) if replies else _accepted()
+        return _handle_batch(endpoint, body, version)
     reply = _legacy_message(endpoint, body, version, batch=False)
     if reply is None:
         return _accepted()
     status = LEGACY_ERROR_STATUS.get(reply["error"]["code"], 200) if "error" in reply else 200
     return _json(reply, status)
+
+
+def _handle_batch(endpoint: Endpoint, body: list[Any], version: str) -> HttpResponse:
+    """A 2025-03-26 batch: at most MCP_MAX_BATCH messages, each counted by the rate limit, and
+    replies bounded by MCP_MAX_BATCH_RESPONSE_BYTES (calls past it get an error, never silence)."""
+    limit = int(settings.MCP_MAX_BATCH)
+    if len(body) > limit:
+        error = InvalidRequest(
+            f"Invalid Request: the batch holds {len(body)} messages; at most {limit} are accepted "
+            "(MCP_MAX_BATCH). Send fewer messages per batch.",
+            data={"maxBatch": limit, "received": len(body)},
+        )
+        return _json(jsonrpc.failure(None, error), 400)
+    if len(body) > 1:
+        refusal = _rate_limited(endpoint.rate_identity, len(body) - 1)  # the request itself counted one
+        if refusal is not None:
+            return refusal
+    budget = int(settings.MCP_MAX_BATCH_RESPONSE_BYTES)
+    used, exhausted = 0, False
+    replies: list[bytes] = []
+    for item in body:
+        if exhausted:
+            reply = _budget_exhausted(item, budget, ran=False)
+        else:
+            reply = _legacy_message(endpoint, item, version, batch=True)
+        if reply is None:
+            continue
+        encoded = _encode(reply)
+        if not exhausted and replies and used + len(encoded) > budget:
+            encoded, exhausted = _encode(_budget_exhausted(item, budget, ran=True)), True
+        used += len(encoded)
+        exhausted = exhausted or used >= budget
+        replies.append(encoded)
+    if not replies:
+        return _accepted()
+    return HttpResponse(b"[" + b",".join(replies) + b"]", content_type="application/json")
+
+
+def _budget_exhausted(item: Any, budget: int, ran: bool) -> dict[str, Any] | None:
+    """The reply for a batch call that the response budget left no room for (None for a notification).
+
+    Says whether the call ran (its reply was dropped) or was skipped, so a client does not repeat a write.
+    """
+    if isinstance(item, dict) and "id" not in item:
+        return None
+    outcome = "it ran, but its reply was dropped" if ran else "it was not run"
+    error = jsonrpc.ServerError(
+        f"Response budget exhausted: this batch's replies reached {budget} bytes "
+        f"(MCP_MAX_BATCH_RESPONSE_BYTES) before this call's reply fit; {outcome}. "
+        "Send fewer calls per batch, or send this one again on its own.",
+        data={"budgetBytes": budget, "ran": ran},
+    )
+    return jsonrpc.failure(_request_id(item), error)
 
 
 def _legacy_message(endpoint: Endpoint, obj: Any, version: str, batch: bool) -> dict[str, Any] | None:

@@ -372,8 +372,74 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_unreachable_server_fails_the_run_with_the_reason(fake_suite):
+@pytest.fixture
+def listener():
+    """A listening socket on 127.0.0.1; `accepted()` says whether anything connected to it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        sock.setblocking(False)
+
+        def accepted() -> bool:
+            try:
+                sock.accept()[0].close()
+            except BlockingIOError:
+                return False
+            return True
+
+        yield sock.getsockname()[1], accepted
+
+
+@pytest.mark.parametrize("template", [
+    "http://127.0.0.1:{port}/mcp/",            # loopback, but not this server's port
+    "http://127.0.0.1:{port}/anything",
+    "http://localhost:{port}/mcp/",
+    "http://allowed.example@127.0.0.1:{port}/mcp/",  # userinfo trick
+])
+def test_http_run_to_a_url_that_is_not_allowed_is_refused_before_any_connection(fake_suite, settings, listener,
+                                                                                  template):
+    port, accepted = listener
+    settings.MCP_SERVER_PORT = port + 1 if port < 65535 else port - 1
+    settings.DOCSMCP_EVAL_ALLOWED_URLS = ["http://allowed.example/mcp/", f"http://127.0.0.1:{port}/other/"]
+    url = template.format(port=port)
+    with pytest.raises(EvalError, match="not allowed|not an http") as refused:
+        eval_request(corpus=fake_suite.corpus, suite=fake_suite, mode="http", url=url)
+    assert "DOCSMCP_EVAL_ALLOWED_URLS" in str(refused.value) or "user:password" in str(refused.value)
+    assert "Connect" not in str(refused.value)
+    assert not accepted() and not EvalRun.objects.exists()
+
+
+def test_http_run_whose_url_was_disallowed_after_the_request_fails_without_connecting(fake_suite, settings,
+                                                                                      listener):
+    port, accepted = listener
+    url = f"http://127.0.0.1:{port}/mcp/"
+    settings.DOCSMCP_EVAL_ALLOWED_URLS = [url]
+    run = eval_request(corpus=fake_suite.corpus, suite=fake_suite, mode="http", url=url)
+    settings.DOCSMCP_EVAL_ALLOWED_URLS = []
+    eval_execute(run=run)
+    run.refresh_from_db()
+    assert run.status == EvalRun.FAILED and "not allowed" in run.error and "Connect" not in run.error
+    assert not accepted()
+
+
+def test_eval_url_rules(settings):
+    from evals.allowed_urls import check_eval_url
+
+    settings.MCP_SERVER_HOST, settings.MCP_SERVER_PORT = "0.0.0.0", 8001
+    settings.DOCSMCP_EVAL_ALLOWED_URLS = ["https://docs.example.com/mcp"]
+    for ok in ("http://127.0.0.1:8001/mcp/", "http://localhost:8001/mcp/techdoc/", "https://docs.example.com/mcp/",
+               "https://docs.example.com:443/mcp/documents/"):
+        check_eval_url(ok)
+    for bad in ("http://127.0.0.1:8002/mcp/", "http://127.0.0.1:8001/admin/", "http://10.0.0.5:8001/mcp/",
+                "https://docs.example.com.evil.net/mcp/", "https://docs.example.com/mcpx", "file:///etc/passwd",
+                "http://docs.example.com/mcp/", "https://docs.example.com:8443/mcp/"):
+        with pytest.raises(EvalError):
+            check_eval_url(bad)
+
+
+def test_unreachable_server_fails_the_run_with_the_reason(fake_suite, settings):
     url = f"http://127.0.0.1:{_closed_port()}/mcp/"
+    settings.DOCSMCP_EVAL_ALLOWED_URLS = [url]  # an operator-allowed target may report its connection errors
     run = eval_run(corpus=fake_suite.corpus, suite=fake_suite, mode="http", url=url)
     assert run.status == EvalRun.FAILED and url in run.error and "ConnectError" in run.error
 
@@ -414,6 +480,7 @@ def test_http_run_matches_the_in_process_run(sample_corpus, live_server, setting
     if not _docs_profile_serves_search():
         pytest.skip("the docs profile does not serve search_docs yet (mcp_endpoint/profiles/docs.py)")
     settings.MCP_RATE_LIMIT_PER_MINUTE = 100_000
+    settings.MCP_SERVER_PORT = int(live_server.url.rsplit(":", 1)[1])  # the server's own /mcp/ is always allowed
     suite = suite_import(name="sample", path=SAMPLE_SUITE, corpus=sample_corpus)
     local = eval_run(corpus=sample_corpus, suite=suite)
     remote = eval_run(corpus=sample_corpus, suite=suite, mode="http", url=f"{live_server.url}/mcp/", baseline=local)
@@ -454,10 +521,12 @@ def test_run_eval_command_errors(sample_corpus):
                      "--filter", "language", "--no-progress")
 
 
-def test_failed_run_exits_1(fake_suite):
+def test_failed_run_exits_1(fake_suite, settings):
+    url = f"http://127.0.0.1:{_closed_port()}/mcp/"
+    settings.DOCSMCP_EVAL_ALLOWED_URLS = [url]
     with pytest.raises(SystemExit) as exc:
-        call_command("run_eval", "--corpus", "fake", "--suite", "fake-suite", "--over-http",
-                     f"http://127.0.0.1:{_closed_port()}/mcp/", "--no-progress", stderr=StringIO())
+        call_command("run_eval", "--corpus", "fake", "--suite", "fake-suite", "--over-http", url, "--no-progress",
+                     stderr=StringIO())
     assert exc.value.code == 1
 
 

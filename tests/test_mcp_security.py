@@ -16,6 +16,7 @@ from mcp_endpoint.apikeys import (
     bearer_token,
     create_api_key,
     hash_key,
+    revoke_api_keys,
 )
 from mcp_endpoint.models import ApiKey
 from mcp_endpoint.security import client_ip, origin_allowed
@@ -192,7 +193,7 @@ def test_database_key_lifecycle(mcp_db_server, mcp_http, settings):
     # authenticated 2026 results must not be shared across keys
     discovered = modern_post(mcp_http, url, "server/discover", headers=auth).json()["result"]
     assert discovered["cacheScope"] == "private"
-    ApiKey.objects.filter(pk=row.pk).update(revoked_at=row.last_used_at)
+    revoke_api_keys(ApiKey.objects.filter(pk=row.pk))  # also drops this process's cached check of the key
     revoked = post(mcp_http, url, PING, headers=auth)
     assert revoked.status_code == 401
     assert revoked.json() == {"detail": "Invalid API key"}

@@ -11,7 +11,6 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from corpus.errors import CorpusError
 from corpus.selectors import active_index, cursor_secret, query_embedder
 from mcp_endpoint import budget
 from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus
@@ -58,7 +57,7 @@ def check_context(context: Context) -> None:
 def instructions(context: Context) -> str:
     try:
         metadata = _index(context).metadata
-    except CorpusError as exc:
+    except RetrievalError as exc:
         return f"docsmcp documentation server. {exc}"
     text = (
         f"This server searches the {describe(metadata)}. Call search_docs with a question or "
@@ -299,7 +298,7 @@ def tools(context: Context) -> list[ToolDef]:
     try:
         index: Index | None = _index(context)
         description = describe(index.metadata)
-    except CorpusError:
+    except RetrievalError:  # no usable index: base schema; search_docs itself reports why
         index, description = None, "documentation"
     return [
         ToolDef(

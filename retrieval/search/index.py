@@ -224,6 +224,19 @@ class Index:
         return texts.take(pa.array(positions, pa.int64())).to_pylist()
 
 
+def check_index(path: Path) -> None:
+    """Raise IndexUnavailable unless the index at `path` has its metadata and both tables, without
+    loading them (health checks call this often)."""
+    try:
+        read_metadata(Path(path))
+        tables = set(lancedb.connect(Path(path) / "lancedb").table_names())
+    except Exception as exc:
+        raise IndexUnavailable(f"index at {path} cannot be read: {exc}") from exc
+    missing = sorted({CHUNKS_TABLE, DOCUMENTS_TABLE} - tables)
+    if missing:
+        raise IndexUnavailable(f"index at {path} is missing table(s) {', '.join(missing)}")
+
+
 class IndexCache:
     """Process-wide cache of opened indexes, one per slot (a corpus name; the build directory
     when none is given).
