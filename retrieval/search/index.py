@@ -229,7 +229,7 @@ def check_index(path: Path) -> None:
     loading them (health checks call this often)."""
     try:
         read_metadata(Path(path))
-        tables = set(lancedb.connect(Path(path) / "lancedb").table_names())
+        tables = set(lancedb.connect(Path(path) / "lancedb").list_tables().tables)
     except Exception as exc:
         raise IndexUnavailable(f"index at {path} cannot be read: {exc}") from exc
     missing = sorted({CHUNKS_TABLE, DOCUMENTS_TABLE} - tables)
