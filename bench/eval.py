@@ -171,7 +171,7 @@ def main(argv=None) -> int:
         from evals.services import eval_run, suite_import
 
         call_command("migrate", verbosity=0)
-        corpus = corpus_create(name="bench", source_dir=str(corpus_dir),
+        corpus = corpus_create(name="bench", source_dir=str(corpus_dir), any_root=True,
                                corpus_settings={"embedding_provider": args.provider})
         print(f"building {corpus_dir} ({args.provider}) in {work} ...", file=sys.stderr)
         bars = StageBars()

@@ -188,6 +188,7 @@ def prepare_index(corpus: Path, name: str, provider: str, index_root: Path) -> P
     record = corpus_create(
         name=name,
         source_dir=str(corpus),
+        any_root=True,
         description=metadata.corpus_description,
         corpus_settings={"embedding_provider": provider},
     )

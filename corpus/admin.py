@@ -9,7 +9,7 @@ from .errors import CorpusError
 from .execution import build_activate, builds_prune
 from .models import BuildRun, Corpus, FixProposal, TaxonomyKey
 from .providers import corpus_embedding
-from .services import build_cancel, build_start, check_corpus_settings, expire_builds
+from .services import build_cancel, build_start, check_corpus_settings, check_source_dir, expire_builds
 
 
 def _dispatch(request, corpora, kind: str, change_embeddings: bool = False) -> None:
@@ -55,6 +55,16 @@ class CorpusForm(forms.ModelForm):
     class Meta:
         model = Corpus
         fields = "__all__"
+
+    def clean_source_dir(self):
+        source_dir = self.cleaned_data["source_dir"]
+        if self.cleaned_data.get("kind", Corpus.KIND_MARKDOWN) != Corpus.KIND_MARKDOWN or (
+                self.instance.pk and source_dir == self.instance.source_dir):
+            return source_dir
+        try:
+            return str(check_source_dir(source_dir))
+        except CorpusError as exc:
+            raise forms.ValidationError(str(exc)) from exc
 
     def clean_settings(self):
         try:

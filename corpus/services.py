@@ -38,8 +38,13 @@ SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
 STALE_AFTER = timedelta(minutes=15)
 
 
-def check_source_dir(source_dir: str) -> Path:
-    """A source directory must exist and, when DOCSMCP_SOURCE_ROOTS is set, sit inside one of them."""
+def check_source_dir(source_dir: str, *, any_root: bool = False) -> Path:
+    """A source directory must exist and sit inside one of DOCSMCP_SOURCE_ROOTS.
+
+    `any_root` is for the operator's own command line (`build_index --source`): whoever runs it can
+    read the files anyway. The REST API and the admin never pass it, so a caller cannot make the
+    server read (and report file names and lines from) a directory the operator did not allow.
+    """
     if not (source_dir or "").strip():
         raise CorpusError("source_dir is required: give the directory that holds the corpus's markdown")
     try:
@@ -48,9 +53,11 @@ def check_source_dir(source_dir: str) -> Path:
         raise CorpusError(f"source_dir {source_dir[:200]!r} is not a usable path ({exc.__class__.__name__}); "
                           "give an absolute directory path") from None
     roots = [Path(r).expanduser().resolve() for r in settings.DOCSMCP_SOURCE_ROOTS]
-    if roots and not any(path.is_relative_to(root) for root in roots):
+    if not any_root and not any(path.is_relative_to(root) for root in roots):
         raise SourceDirNotAllowed(f"source_dir {path} is outside the allowed roots "
-                                  f"({', '.join(map(str, roots))}); set DOCSMCP_SOURCE_ROOTS or move the docs")
+                                  f"({', '.join(map(str, roots)) or 'none'}); move the docs under one of them, "
+                                  "add a root to DOCSMCP_SOURCE_ROOTS, or register the corpus with "
+                                  "`manage.py build_index --source DIR`")
     try:
         is_dir = path.is_dir()
     except OSError:
@@ -65,7 +72,7 @@ def check_source_dir(source_dir: str) -> Path:
 
 def corpus_create(*, name: str, source_dir: str = "", description: str = "", version: str = "",
                   kind: str = Corpus.KIND_MARKDOWN, aliases: list[str] | None = None,
-                  corpus_settings: dict | None = None) -> Corpus:
+                  corpus_settings: dict | None = None, any_root: bool = False) -> Corpus:
     if not SLUG_RE.match(name or ""):
         raise CorpusError(f"corpus name {name!r} is not a slug: use lowercase letters, digits, '-' and '_' "
                           "(e.g. 'payments-docs')")
@@ -77,7 +84,7 @@ def corpus_create(*, name: str, source_dir: str = "", description: str = "", ver
     if Corpus.objects.filter(name=name).exists() or _alias_owner(name) is not None:
         raise CorpusExists(f"corpus {name!r} already exists (as a name or an alias); choose another name")
     if kind == Corpus.KIND_MARKDOWN:
-        source_dir = str(check_source_dir(source_dir))
+        source_dir = str(check_source_dir(source_dir, any_root=any_root))
     aliases = check_aliases(aliases or [], name=name)
     corpus_settings = check_corpus_settings(corpus_settings or {})
     return Corpus.objects.create(name=name, source_dir=source_dir, description=description, version=version,
@@ -151,14 +158,16 @@ def corpus_update(*, corpus: Corpus, description: str | None = None, version: st
 
 
 def corpus_ensure(*, name: str, source_dir: str | None) -> Corpus:
-    """`build_index --corpus NAME --source DIR` registers the corpus on first use."""
+    """`build_index --corpus NAME --source DIR` registers the corpus on first use, from any directory:
+    the operator's command line is not bound by DOCSMCP_SOURCE_ROOTS."""
     corpus = Corpus.objects.filter(name=name).first()
     if corpus is None:
         if not source_dir:
             raise CorpusNotFound(f"corpus {name!r} does not exist; pass --source DIR to register it")
-        return corpus_create(name=name, source_dir=source_dir)
-    if source_dir and str(check_source_dir(source_dir)) != corpus.source_dir:
-        corpus.source_dir = str(check_source_dir(source_dir))
+        return corpus_create(name=name, source_dir=source_dir, any_root=True)
+    path = str(check_source_dir(source_dir, any_root=True)) if source_dir else None
+    if path and path != corpus.source_dir:
+        corpus.source_dir = path
         corpus.save(update_fields=["source_dir", "updated_at"])
     return corpus
 

@@ -109,8 +109,11 @@ DOCSMCP_KEEP_BUILDS = int(os.environ.get("DOCSMCP_KEEP_BUILDS", "3"))
 # marked failed (its worker stopped) the next time anyone asks, so a dead worker blocks a corpus this long.
 DOCSMCP_BUILD_LEASE_SECONDS = int(os.environ.get("DOCSMCP_BUILD_LEASE_SECONDS", "40"))
 DOCSMCP_DEFAULT_CORPUS = os.environ.get("DOCSMCP_DEFAULT_CORPUS", "")
-# Source directories a corpus may be registered from (comma-separated); empty means any.
-DOCSMCP_SOURCE_ROOTS = env_list("DOCSMCP_SOURCE_ROOTS", "")
+# Directories a corpus registered through the REST API or the admin may read its markdown from
+# (comma-separated). Narrow by default: var/sources/ and the bundled sample. `manage.py build_index`,
+# run by the operator, may register any directory.
+DOCSMCP_SOURCE_ROOTS = env_list("DOCSMCP_SOURCE_ROOTS",
+                                f"{BASE_DIR / 'var' / 'sources'},{BASE_DIR / 'corpus' / 'sample_docs'}")
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
 # The LLM fixer (manage.py fix_docs --llm): chat model, and how many files one run may send it.

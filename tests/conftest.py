@@ -14,6 +14,13 @@ SAMPLE_DOCS = ROOT / "corpus" / "sample_docs"
 ARTIFACTS = ROOT / "test-artifacts"
 
 
+@pytest.fixture(autouse=True)
+def sources_under_tmp(settings, tmp_path_factory):
+    """Corpora that tests register through the REST API and the admin live under pytest's temporary
+    directory: allow it beside the default roots. Tests of the roots themselves set their own."""
+    settings.DOCSMCP_SOURCE_ROOTS = [*settings.DOCSMCP_SOURCE_ROOTS, str(tmp_path_factory.getbasetemp())]
+
+
 @pytest.fixture(scope="session")
 def sample_build_dir(tmp_path_factory) -> Path:
     """The bundled sample corpus built once (hash embeddings, so the vector leg is exercised)."""

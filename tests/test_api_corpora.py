@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from corpus.models import BuildRun, Corpus
+from docsmcp_site import settings as defaults
 from tests.api_helpers import assert_error, call
 
 
@@ -103,14 +106,36 @@ def test_create_refuses_a_source_dir_outside_the_allowed_roots(client, db, docs_
     assert "DOCSMCP_SOURCE_ROOTS" in error["message"]
 
 
+def test_default_roots_refuse_a_system_directory_and_allow_var_sources(client, db, settings):
+    """The defaults (var/sources/ and the bundled sample), as a fresh install has them."""
+    settings.DOCSMCP_SOURCE_ROOTS = list(defaults.DOCSMCP_SOURCE_ROOTS)
+    assert_error(create(client, "x", "/etc"), 400, "source_dir_not_allowed", "outside the allowed roots")
+    assert not Corpus.objects.exists()
+    sources = Path(defaults.BASE_DIR) / "var" / "sources" / "test-default-roots"
+    sources.mkdir(parents=True, exist_ok=True)
+    try:
+        assert create(client, "x", sources).status_code == 201
+    finally:
+        sources.rmdir()
+
+
 def test_create_refuses_a_traversal_out_of_the_allowed_roots(client, db, docs_root):
     assert_error(create(client, "docs", docs_root / "alpha" / ".." / ".."), 400, "source_dir_not_allowed")
 
 
-@pytest.mark.parametrize("source_dir", ["", "relative/missing", "/no/such/dir", "x" * 999])
-def test_create_refuses_a_source_dir_that_is_not_a_directory(client, db, source_dir):
-    response = call(client, "post", "/corpora", {"name": "docs", "source_dir": source_dir})
-    assert_error(response, 400, "bad_request", "source_dir")
+def test_create_requires_a_source_dir(client, db):
+    assert_error(call(client, "post", "/corpora", {"name": "docs", "source_dir": ""}), 400, "bad_request",
+                 "source_dir is required")
+
+
+@pytest.mark.parametrize("inside", ["missing", "a/b/missing", "x" * 200])
+def test_create_refuses_a_source_dir_that_is_not_a_directory(client, db, docs_root, inside):
+    assert_error(create(client, "docs", docs_root / inside), 400, "bad_request", "source_dir")
+
+
+def test_a_missing_directory_outside_the_roots_is_refused_as_outside(client, db, docs_root):
+    """Outside the roots nothing is looked at, so the answer never tells whether a path exists."""
+    assert_error(create(client, "docs", "/no/such/dir"), 400, "source_dir_not_allowed")
 
 
 def test_create_refuses_a_file_as_source_dir(client, db, docs_root):
@@ -235,3 +260,13 @@ def test_delete_is_refused_while_a_build_is_in_flight(client, sample_corpus):
     BuildRun.objects.create(corpus=sample_corpus, build_id="inflight", status=BuildRun.RUNNING)
     assert_error(call(client, "delete", "/corpora/sample"), 409, "build_in_progress", "cancel it")
     assert Corpus.objects.filter(name="sample").exists()
+
+
+def test_the_admin_refuses_a_source_dir_outside_the_allowed_roots(admin_client, docs_root):
+    form = {"name": "x", "kind": "markdown", "description": "", "version": "", "aliases": "[]", "settings": "{}",
+            "taxonomy-TOTAL_FORMS": "0", "taxonomy-INITIAL_FORMS": "0"}
+    page = admin_client.post("/admin/corpus/corpus/add/", {**form, "source_dir": "/etc"})
+    assert page.status_code == 200 and "outside the allowed roots" in page.content.decode()
+    assert not Corpus.objects.exists()
+    admin_client.post("/admin/corpus/corpus/add/", {**form, "source_dir": str(docs_root / "alpha")})
+    assert Corpus.objects.get(name="x").source_dir == str((docs_root / "alpha").resolve())

@@ -365,11 +365,13 @@ def test_chunks_command_refuses_an_unknown_file_and_a_corpus_without_a_build(ind
         call_command("chunks", "--corpus", "empty")
 
 
-def test_build_index_refuses_a_source_outside_the_allowed_roots(index_root, copy_sample_docs, settings, tmp_path):
+def test_build_index_run_by_the_operator_registers_a_source_outside_the_allowed_roots(
+        index_root, copy_sample_docs, settings, tmp_path):
     settings.DOCSMCP_SOURCE_ROOTS = [str(tmp_path / "allowed")]
-    with pytest.raises(CommandError, match="outside the allowed roots"):
-        call_command("build_index", "--corpus", "skyline", "--source", str(copy_sample_docs), "--no-progress")
-    assert not Corpus.objects.filter(name="skyline").exists()
+    call_command("build_index", "--corpus", "skyline", "--source", str(copy_sample_docs),
+                 "--embedding-provider", "hash", "--no-progress", stdout=io.StringIO())
+    corpus = Corpus.objects.get(name="skyline")
+    assert corpus.source_dir == str(copy_sample_docs.resolve()) and corpus.active_build is not None
 
 
 def test_build_index_refuses_an_unknown_embedding_provider(index_root, copy_sample_docs):

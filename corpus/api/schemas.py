@@ -25,8 +25,8 @@ REDACTED = "***"
 FINDINGS_IN_STATUS = 50
 
 NAME_HELP = "A slug: lowercase letters, digits, '-' and '_', starting with a letter or digit (e.g. payments-docs)."
-SOURCE_HELP = ("Directory holding the corpus's markdown; must exist on the server and, when "
-               "DOCSMCP_SOURCE_ROOTS is set, sit inside one of those roots.")
+SOURCE_HELP = ("Directory holding the corpus's markdown; must exist on the server and sit inside one of "
+               "DOCSMCP_SOURCE_ROOTS (by default var/sources/ and the bundled sample).")
 SETTINGS_HELP = 'Per-corpus build settings, e.g. {"embedding_provider": "hash", "keep_builds": 3}.'
 ALIASES_HELP = "Other names clients may use for the corpus (slugs)."
 
