@@ -23,6 +23,7 @@ from retrieval.embeddings import EmbeddingSpec, check_compatible, get_provider
 from retrieval.errors import EmbeddingMismatch
 from retrieval.ingest.metadata import read_metadata
 from retrieval.ingest.sources import process_corpus, scan_corpus
+from tests.cli_helpers import build_cmd
 
 pytestmark = pytest.mark.django_db
 
@@ -40,15 +41,6 @@ def _fresh_pointers():
     forget_active()
     yield
     forget_active()
-
-
-def build_cmd(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command("build_index", *args, "--no-progress", stdout=out, stderr=err)
-    except SystemExit as exc:
-        return int(exc.code), out.getvalue(), err.getvalue()
-    return 0, out.getvalue(), err.getvalue()
 
 
 def build_corpus(name: str, source: Path, *args: str) -> BuildRun:

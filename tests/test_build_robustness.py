@@ -3,7 +3,6 @@ daemonic worker, a corpus's remembered embeddings, and the operator's API endpoi
 
 from __future__ import annotations
 
-import io
 import multiprocessing
 import shutil
 import socket
@@ -13,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from django.utils import timezone
 
 from corpus.errors import CorpusError, EmbeddingChangeRefused
@@ -23,6 +22,7 @@ from corpus.providers import cached_provider
 from corpus.selectors import active_index, forget_active, query_embedder
 from corpus.services import build_cancel, build_request, corpus_create, corpus_update, expire_builds
 from retrieval.ingest.sources import validate_corpus
+from tests.cli_helpers import build_cmd
 from tests.openai_stub import openai_stub
 
 pytestmark = pytest.mark.django_db
@@ -37,15 +37,6 @@ def _fresh_caches():
     yield
     forget_active()
     cached_provider.cache_clear()
-
-
-def build_cmd(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command("build_index", *args, "--no-progress", stdout=out, stderr=err)
-    except SystemExit as exc:
-        return int(exc.code), out.getvalue(), err.getvalue()
-    return 0, out.getvalue(), err.getvalue()
 
 
 def hash_corpus(name: str, source: Path) -> Corpus:
