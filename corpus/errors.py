@@ -51,3 +51,9 @@ class UnsafeFixTarget(FixError):
 
 class FixNotFound(CorpusError):
     status = 404
+
+
+class TaskQueueUnavailable(CorpusError):
+    """The Celery broker cannot take the task: nothing was started."""
+
+    status = 503

@@ -95,7 +95,7 @@ def start_build(request: HttpRequest, response: HttpResponse, name: str, payload
     """Queue a build; poll the returned `url` for progress. One build per corpus at a time (409)."""
     build = services.build_start(corpus=selectors.corpus_get(name), kind=payload.kind,
                                  embedding_provider=payload.embedding_provider, requested_by=caller(request))
-    build.refresh_from_db()  # with no broker the build ran inline on commit: report where it got to
+    build.refresh_from_db()  # a worker may already have picked it up
     response["Location"] = build_url(build)
     return Status(202, build_out(build))
 
