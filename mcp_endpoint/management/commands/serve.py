@@ -60,11 +60,11 @@ class Command(BaseCommand):
         self.stdout.write(f"serving on http://{host}:{port}/mcp/ ({options['workers']} workers"
                           f"{', and a Celery worker' if with_worker else ''})")
         sys.stdout.flush()
-        if not with_worker:
-            os.execv(sys.executable, web)
-        worker = [sys.executable, "-m", "celery", "-A", "docsmcp_site", "worker", "--loglevel", "INFO",
-                  "--without-gossip", "--without-mingle", "--without-heartbeat"]
-        raise SystemExit(run_together(web, worker))
+        if with_worker:
+            worker = [sys.executable, "-m", "celery", "-A", "docsmcp_site", "worker", "--loglevel", "INFO",
+                      "--without-gossip", "--without-mingle", "--without-heartbeat"]
+            raise SystemExit(run_together(web, worker))
+        os.execv(sys.executable, web)
 
 
 def run_together(*commands: list[str]) -> int:
