@@ -96,7 +96,8 @@ def test_without_a_broker_url_a_build_goes_through_the_filesystem_queue_to_a_sep
     queue_dir = Path(topology_env["DOCSMCP_CELERY_DIR"]) / "queue"
     saved = {key: app.conf[key] for key in ("task_always_eager", "broker_url", "broker_transport_options")}
     app.conf.update(task_always_eager=False, broker_url="filesystem://", broker_transport_options={
-        "data_folder_in": str(queue_dir), "data_folder_out": str(queue_dir), "store_processed": False})
+        "data_folder_in": str(queue_dir), "data_folder_out": str(queue_dir),
+        "control_folder": str(queue_dir.with_name("control")), "store_processed": False})
     app._pool = None
     app.amqp._producer_pool = None
     try:
