@@ -9,17 +9,27 @@ from .errors import CorpusError
 from .execution import build_activate, builds_prune
 from .models import BuildRun, Corpus, FixProposal, TaxonomyKey
 from .providers import corpus_embedding
+from .queue import enqueue
 from .services import build_cancel, build_start, check_corpus_settings, check_source_dir, expire_builds
 
 
 def _dispatch(request, corpora, kind: str, change_embeddings: bool = False) -> None:
+    """Start builds and say where each one is, linking to its live progress page."""
     for corpus in corpora:
         try:
             build = build_start(corpus=corpus, kind=kind, change_embeddings=change_embeddings,
                                 requested_by=request.user.get_username())
-            messages.info(request, f"{corpus.name}: {kind} build {build.build_id} queued")
         except CorpusError as exc:
             messages.error(request, f"{corpus.name}: {exc}")
+            continue
+        build.refresh_from_db()
+        link = format_html('<a href="{}">{} build {}</a>', reverse("admin:corpus_buildrun_change", args=[build.pk]),
+                           kind, build.build_id)
+        if build.status == BuildRun.FAILED:
+            messages.error(request, format_html("{}: {} failed: {}", corpus.name, link, build.error))
+        else:
+            messages.info(request, format_html("{}: {} {}; follow its progress there", corpus.name, link,
+                                               build.status))
 
 
 def _propose(request, corpora, use_llm: bool) -> None:
@@ -28,14 +38,16 @@ def _propose(request, corpora, use_llm: bool) -> None:
     from .tasks import run_fix
 
     for corpus in corpora:
+        url = reverse("admin:corpus_fixproposal_changelist") + f"?corpus__id__exact={corpus.pk}&status__exact=pending"
         try:
-            result = run_fix.delay(corpus.pk, use_llm)
+            if settings.CELERY_TASK_ALWAYS_EAGER:
+                summary = run_fix.delay(corpus.pk, use_llm).get()
+            else:
+                enqueue(run_fix, corpus.pk, use_llm)
         except CorpusError as exc:
             messages.error(request, f"{corpus.name}: {exc}")
             continue
-        url = reverse("admin:corpus_fixproposal_changelist") + f"?corpus__id__exact={corpus.pk}&status__exact=pending"
         if settings.CELERY_TASK_ALWAYS_EAGER:
-            summary = result.get()
             messages.success(request, format_html(
                 'corpus {}: {} proposal(s), {} new, {} went stale, {} LLM failure(s). <a href="{}">Review them</a>.',
                 corpus.name, len(summary["proposals"]), summary["created"], summary["stale"],

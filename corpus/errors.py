@@ -69,3 +69,9 @@ class EmbeddingChangeRefused(CorpusError):
     """The build would drop or replace the active build's vectors and the caller did not confirm it."""
 
     status = 409
+
+
+class TaskQueueUnavailable(CorpusError):
+    """The Celery broker cannot take the task: nothing was started."""
+
+    status = 503

@@ -27,10 +27,12 @@ from .errors import (
     CorpusNotFound,
     EmbeddingChangeRefused,
     SourceDirNotAllowed,
+    TaskQueueUnavailable,
 )
 from .execution import corpus_dir
 from .models import BuildRun, Corpus
 from .providers import check_embedding_options, check_provider_name, corpus_embedding
+from .queue import enqueue
 from .tasks import run_build
 
 log = logging.getLogger("docsmcp.build")
@@ -288,11 +290,11 @@ def build_cancel(*, build: BuildRun) -> BuildRun:
 
 def build_start(*, corpus: Corpus, kind: str = BuildRun.KIND_INCREMENTAL, embedding_provider: str | None = None,
                 change_embeddings: bool = False, requested_by: str = "") -> BuildRun:
-    """Reserve and dispatch to Celery (inline when no broker is configured).
+    """Reserve and hand to a Celery worker; the caller (an admin or REST request) returns at once.
 
     A build that fails reports it on its BuildRun (status, error, findings), never by raising
-    into the caller: with no broker the build runs inside this call, and the admin or REST
-    request that asked for it still answers normally.
+    into the caller. A broker that cannot take the task fails the reserved build (so the corpus
+    is not blocked) and raises TaskQueueUnavailable.
     """
     build = build_request(corpus=corpus, kind=kind, embedding_provider=embedding_provider,
                           change_embeddings=change_embeddings, requested_by=requested_by)
@@ -302,10 +304,10 @@ def build_start(*, corpus: Corpus, kind: str = BuildRun.KIND_INCREMENTAL, embedd
 
 def _dispatch(build_pk: int) -> None:
     try:
-        run_build.delay(build_pk)
-    except Exception as exc:
-        log.exception("build %s failed or could not be queued", build_pk)
-        # Still queued means it never started (broker unreachable): fail it so the corpus is not blocked.
+        enqueue(run_build, build_pk)
+    except TaskQueueUnavailable as exc:
         BuildRun.objects.filter(pk=build_pk, status=BuildRun.QUEUED).update(
-            status=BuildRun.FAILED, error=f"could not start the build: {type(exc).__name__}: {exc}",
-            finished_at=timezone.now())
+            status=BuildRun.FAILED, error=f"could not start the build: {exc}", finished_at=timezone.now())
+        raise
+    except Exception:
+        log.exception("build %s failed", build_pk)  # run inline (CELERY_TASK_ALWAYS_EAGER): reported on its row

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from docsmcp_site.secret import installation_secret_key
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -21,8 +23,11 @@ def env_list(name: str, default: str) -> list[str]:
 
 os.environ.setdefault("LANCE_LOG", "error")
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "docsmcp-dev-secret-change-me-in-production-0123456789")
 DEBUG = env_bool("DJANGO_DEBUG", False)
+# Without DJANGO_SECRET_KEY: a development key under DEBUG, otherwise one generated for this installation.
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (
+    "docsmcp-dev-secret-only-for-debug-0123456789" if DEBUG else installation_secret_key(
+        Path(os.environ.get("DOCSMCP_SECRET_KEY_FILE", BASE_DIR / "var" / "secret_key"))))
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 VERSION = "0.1.0"
 
@@ -48,6 +53,8 @@ MIDDLEWARE = [
     # No API key's corpus limit carries over from one request to the next on the same thread.
     "corpus.access.request_scope",
     "django.middleware.security.SecurityMiddleware",
+    # Serves collected static files (the admin's CSS and JS) when DEBUG is off; `serve` collects them.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -93,13 +100,33 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
 
-# Celery: a Redis broker when configured, otherwise tasks run inline in the caller.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL or None)
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+# Celery is the only task system. Without CELERY_BROKER_URL the broker is a directory under var/
+# (kombu's filesystem transport) and `manage.py serve` starts a worker beside the web server.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "") or "filesystem://"
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or (
+    None if CELERY_BROKER_URL == "filesystem://" else CELERY_BROKER_URL)
+if CELERY_BROKER_URL == "filesystem://":
+    CELERY_QUEUE_DIR = Path(os.environ.get("DOCSMCP_CELERY_DIR", BASE_DIR / "var" / "celery"))
+    for _folder in ("queue", "control"):
+        (CELERY_QUEUE_DIR / _folder).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_QUEUE_DIR / "queue"), "data_folder_out": str(CELERY_QUEUE_DIR / "queue"),
+        "control_folder": str(CELERY_QUEUE_DIR / "control"), "store_processed": False,
+    }
+else:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
+# Run tasks inside the caller (tests, one-off scripts); never for a server: a build takes minutes.
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Threads, not forked processes: LanceDB does not support fork, and builds release the GIL in Arrow/Lance.
+CELERY_WORKER_POOL = "threads"
+CELERY_WORKER_CONCURRENCY = int(os.environ.get("CELERY_WORKER_CONCURRENCY", "2"))
+# A web request that queues a task gives up quickly when the broker is down, instead of hanging.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
 
 # The engine
 DOCSMCP_INDEX_ROOT = Path(os.environ.get("DOCSMCP_INDEX_ROOT", BASE_DIR / "var" / "indexes"))
@@ -121,7 +148,7 @@ DOCSMCP_FIX_MODEL = os.environ.get("DOCSMCP_FIX_MODEL", "gpt-4o-mini")
 DOCSMCP_FIX_LLM_MAX_FILES = int(os.environ.get("DOCSMCP_FIX_LLM_MAX_FILES", "20"))
 
 # MCP endpoint (names and defaults from the TechDoc contract)
-MCP_SERVER_HOST = os.environ.get("MCP_SERVER_HOST", "0.0.0.0")
+MCP_SERVER_HOST = os.environ.get("MCP_SERVER_HOST", "127.0.0.1")
 MCP_SERVER_PORT = int(os.environ.get("MCP_SERVER_PORT", "8001"))
 MCP_AUTH_REQUIRED = env_bool("MCP_AUTH_REQUIRED", False)
 MCP_API_KEY = os.environ.get("MCP_API_KEY", "")
@@ -133,7 +160,7 @@ MCP_ALLOWED_ORIGINS = env_list(
 )
 MCP_MAX_BODY_BYTES = int(os.environ.get("MCP_MAX_BODY_BYTES", str(1024 * 1024)))
 MCP_RATE_LIMIT_PER_MINUTE = int(os.environ.get("MCP_RATE_LIMIT_PER_MINUTE", "600"))
-MCP_RATE_LIMIT_REDIS_URL = os.environ.get("MCP_RATE_LIMIT_REDIS_URL", CELERY_BROKER_URL)
+MCP_RATE_LIMIT_REDIS_URL = os.environ.get("MCP_RATE_LIMIT_REDIS_URL", os.environ.get("CELERY_BROKER_URL", ""))
 DATA_UPLOAD_MAX_MEMORY_SIZE = MCP_MAX_BODY_BYTES
 # Page size of tools/list, resources/list, prompts/list (cursor-paginated).
 MCP_LIST_PAGE_SIZE = int(os.environ.get("MCP_LIST_PAGE_SIZE", "100"))

@@ -4,6 +4,7 @@ from django.http import HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from corpus.errors import CorpusError
 from docsmcp_site.admin_base import ReadOnlyAdmin
 
 from .errors import EvalError
@@ -47,11 +48,13 @@ class EvalSuiteAdmin(admin.ModelAdmin):
                 continue
             try:
                 run = eval_start(corpus=suite.corpus, suite=suite, requested_by=request.user.get_username())
-            except EvalError as exc:
+            except (EvalError, CorpusError) as exc:
                 messages.error(request, f"{suite.name}: {exc}")
                 continue
-            messages.info(request, format_html('{}: run <a href="{}">#{}</a> queued against build {}', suite.name,
-                                               reverse("evals:run", args=[run.pk]), run.pk, run.build_label))
+            run.refresh_from_db()
+            messages.info(request, format_html('{}: run <a href="{}">#{}</a> {} against build {}', suite.name,
+                                               reverse("evals:run", args=[run.pk]), run.pk, run.status,
+                                               run.build_label))
 
     @admin.action(description="Export cases (JSONL)")
     def export_jsonl(self, request, queryset):

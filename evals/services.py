@@ -16,7 +16,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from corpus.errors import TaskQueueUnavailable
 from corpus.models import Corpus
+from corpus.queue import enqueue
 
 from .allowed_urls import check_eval_url
 from .cases import CaseFormatError, CaseSpec, parse_cases, read_cases
@@ -150,11 +152,23 @@ def eval_run(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_IN_PR
 
 def eval_start(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_IN_PROCESS, url: str | None = None,
                baseline: EvalRun | None = None, max_rounds: int = 3, requested_by: str = "") -> EvalRun:
-    """Queue a run for a Celery worker (inline when no broker is configured)."""
+    """Queue a run for a Celery worker; the caller returns at once.
+
+    A broker that cannot take the task fails the run and raises TaskQueueUnavailable (HTTP 503).
+    """
     run = eval_request(corpus=corpus, suite=suite, mode=mode, url=url, baseline=baseline, max_rounds=max_rounds,
                        requested_by=requested_by)
-    transaction.on_commit(lambda: run_eval.delay(run.pk))
+    transaction.on_commit(lambda: _dispatch(run.pk))
     return run
+
+
+def _dispatch(run_pk: int) -> None:
+    try:
+        enqueue(run_eval, run_pk)
+    except TaskQueueUnavailable as exc:
+        EvalRun.objects.filter(pk=run_pk, status=EvalRun.QUEUED).update(
+            status=EvalRun.FAILED, error=f"could not start the run: {exc}", finished_at=timezone.now())
+        raise
 
 
 def runs_fail_stale(*, quiet_minutes: int = 15, queued_hours: int = 24) -> int:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fresh machine -> the sample corpus built and served at http://127.0.0.1:8001/mcp/
-# Embedded defaults: SQLite in var/, Celery tasks inline, LanceDB under var/indexes/.
+# Runtime requirements only. Embedded defaults: SQLite in var/, a Celery queue in var/celery/ with
+# a worker that `serve` starts, LanceDB under var/indexes/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh

@@ -85,7 +85,7 @@ def test_every_operation_is_in_a_fuzzed_tag(client, db):
     assert sorted(tag for run in RUNS for tag in run) == sorted(TAGS)
 
 
-@pytest.mark.skipif(not SCHEMATHESIS.exists(), reason="schemathesis is not installed (requirements.txt)")
+@pytest.mark.skipif(not SCHEMATHESIS.exists(), reason="schemathesis is not installed (requirements-dev.txt)")
 @pytest.mark.parametrize("keyed", [True, False], ids=["admin-key", "anonymous"])
 @pytest.mark.parametrize("tags", RUNS, ids="+".join)
 def test_no_generated_request_gets_a_server_error(live_server, fuzz_env, tmp_path, tags, keyed):

@@ -96,7 +96,7 @@ def start_build(request: HttpRequest, response: HttpResponse, name: str, payload
     build = services.build_start(corpus=selectors.corpus_get(name), kind=payload.kind,
                                  embedding_provider=payload.embedding_provider,
                                  change_embeddings=payload.change_embeddings, requested_by=caller(request))
-    build.refresh_from_db()  # with no broker the build ran inline on commit: report where it got to
+    build.refresh_from_db()  # a worker may already have picked it up
     response["Location"] = build_url(build)
     return Status(202, build_out(build))
 

@@ -174,7 +174,7 @@ def start_run(request: HttpRequest, response: HttpResponse, payload: RunIn):
     baseline = selectors.run_get(payload.baseline) if payload.baseline is not None else None
     run = services.eval_start(corpus=corpus, suite=suite, mode=payload.mode, url=payload.url, baseline=baseline,
                               requested_by=caller(request))
-    run.refresh_from_db()  # with no broker the run executed inline on commit: report where it got to
+    run.refresh_from_db()  # a worker may already have picked it up
     response["Location"] = run_url(run)
     return Status(202, run_out(run))
 

@@ -1,43 +1,98 @@
+import ipaddress
 import os
+import signal
+import subprocess
 import sys
+from pathlib import Path
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
+
+
+def default_workers() -> int:
+    """Web workers are asynchronous (a slow client costs a socket, not a worker), so one per core
+    plus one is enough; each holds its own copy of the active indexes, which is what bounds it."""
+    return int(os.environ.get("WEB_CONCURRENCY", (os.cpu_count() or 1) + 1))
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_warning(host: str) -> str:
+    return (f"WARNING: serving on {host}, which other machines can reach, with MCP_AUTH_REQUIRED off: "
+            "anyone who can reach this port can search and read every corpus over /mcp/ and /api/v1/ "
+            "without a key. Set MCP_AUTH_REQUIRED=true (and create keys with `manage.py mcp_apikey`), "
+            "or bind 127.0.0.1 behind a reverse proxy; see docs/deploy.md.")
 
 
 class Command(BaseCommand):
     help = (
-        "Serve the site (MCP at /mcp/) with gunicorn on MCP_SERVER_HOST:MCP_SERVER_PORT "
-        "(default 0.0.0.0:8001), several stateless workers."
+        "Serve the site (MCP at /mcp/) with gunicorn and uvicorn workers on MCP_SERVER_HOST:MCP_SERVER_PORT "
+        "(default 127.0.0.1:8001); without CELERY_BROKER_URL also runs one Celery worker beside it."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=settings.MCP_SERVER_HOST)
         parser.add_argument("--port", type=int, default=settings.MCP_SERVER_PORT)
-        parser.add_argument(
-            "--workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", 2 * (os.cpu_count() or 1)))
-        )
-        parser.add_argument("--threads", type=int, default=4)
+        parser.add_argument("--workers", type=int, default=default_workers())
+        parser.add_argument("--no-worker", action="store_true",
+                            help="do not start a Celery worker (you run `celery -A docsmcp_site worker` yourself)")
 
     def handle(self, *args, **options):
-        argv = [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "docsmcp_site.wsgi:application",
-            "--bind",
-            f"{options['host']}:{options['port']}",
-            "--workers",
-            str(options["workers"]),
-            "--threads",
-            str(options["threads"]),
-            "--access-logfile",
-            "-",
-            "--timeout",
-            "60",
-        ]
-        self.stdout.write(
-            f"serving on http://{options['host']}:{options['port']}/mcp/ ({options['workers']} workers)"
-        )
+        host, port = options["host"], options["port"]
+        if not is_loopback(host) and not settings.MCP_AUTH_REQUIRED:
+            self.stderr.write(exposure_warning(host))
+        if not (Path(settings.STATIC_ROOT) / "admin" / "css" / "base.css").exists():
+            call_command("collectstatic", interactive=False, verbosity=0)
+        web = [sys.executable, "-m", "gunicorn", "docsmcp_site.asgi:application",
+               "--worker-class", "uvicorn.workers.UvicornWorker", "--bind", f"{host}:{port}",
+               "--workers", str(options["workers"]), "--access-logfile", "-", "--timeout", "60",
+               "--graceful-timeout", "30", "--no-control-socket"]
+        with_worker = (settings.CELERY_BROKER_URL == "filesystem://" and not settings.CELERY_TASK_ALWAYS_EAGER
+                       and not options["no_worker"])
+        self.stdout.write(f"serving on http://{host}:{port}/mcp/ ({options['workers']} workers"
+                          f"{', and a Celery worker' if with_worker else ''})")
         sys.stdout.flush()
-        os.execv(sys.executable, argv)
+        if with_worker:
+            worker = [sys.executable, "-m", "celery", "-A", "docsmcp_site", "worker", "--loglevel", "INFO",
+                      "--without-gossip", "--without-mingle", "--without-heartbeat"]
+            raise SystemExit(run_together(web, worker))
+        os.execv(sys.executable, web)
+
+
+def run_together(*commands: list[str]) -> int:
+    """Run the commands as children; when one exits or serve is told to stop, stop the others.
+
+    Returns the exit status of the first child that ended (0 after a SIGTERM or Ctrl-C).
+    """
+    children = [subprocess.Popen(command) for command in commands]
+    stopping = False
+
+    def stop(signum, frame):
+        nonlocal stopping
+        stopping = True
+        for child in children:
+            if child.poll() is None:
+                child.terminate()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        first = os.waitstatus_to_exitcode(os.waitpid(-1, 0)[1])
+        stop(None, None)
+        for child in children:
+            try:
+                child.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        return 0 if stopping else first
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

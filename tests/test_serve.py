@@ -1,0 +1,119 @@
+"""Running as a service: the secret key, the bind address warning, and a broker that is down."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from corpus.models import BuildRun
+from docsmcp_site.secret import installation_secret_key
+from mcp_endpoint.apikeys import create_api_key
+from mcp_endpoint.management.commands.serve import exposure_warning
+from tests.api_helpers import assert_error, call
+
+ROOT = Path(__file__).resolve().parent.parent
+REPOSITORY_KEY = "docsmcp-dev-secret-only-for-debug-0123456789"
+
+
+def settings_secret_key(tmp_path: Path, **env: str) -> str:
+    """SECRET_KEY as a fresh process sees it, without DJANGO_SECRET_KEY and with the key file under tmp_path."""
+    environment = {k: v for k, v in os.environ.items() if k not in {"DJANGO_SECRET_KEY", "DJANGO_DEBUG"}}
+    environment.update(DJANGO_SETTINGS_MODULE="docsmcp_site.settings",
+                       DOCSMCP_SECRET_KEY_FILE=str(tmp_path / "var" / "secret_key"), **env)
+    return subprocess.run([sys.executable, "-c", "from django.conf import settings; print(settings.SECRET_KEY)"],
+                          cwd=ROOT, env=environment, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_without_a_secret_key_each_installation_generates_its_own_once(tmp_path):
+    first = settings_secret_key(tmp_path)
+    key_file = tmp_path / "var" / "secret_key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert len(first) >= 50 and first != REPOSITORY_KEY
+    assert settings_secret_key(tmp_path) == first  # kept, so sessions and cursors survive restarts
+    assert settings_secret_key(tmp_path / "elsewhere") != first
+    assert [p.name for p in key_file.parent.iterdir()] == ["secret_key"]  # no temporary file left behind
+
+
+def test_debug_may_use_the_development_key_and_writes_nothing(tmp_path):
+    assert settings_secret_key(tmp_path, DJANGO_DEBUG="true") == REPOSITORY_KEY
+    assert not (tmp_path / "var").exists()
+
+
+def test_an_explicit_secret_key_wins(tmp_path):
+    assert settings_secret_key(tmp_path, DJANGO_SECRET_KEY="from-the-environment") == "from-the-environment"
+
+
+def test_an_empty_key_file_is_a_clear_error_not_an_empty_key(tmp_path):
+    (tmp_path / "secret_key").write_text("")
+    with pytest.raises(RuntimeError, match="delete it to generate a new secret key"):
+        installation_secret_key(tmp_path / "secret_key")
+
+
+@pytest.fixture
+def launched(monkeypatch):
+    """serve's command line, without starting anything."""
+    seen: list[list[str]] = []
+    monkeypatch.setattr(os, "execv", lambda path, argv: seen.append(argv))
+    return seen
+
+
+def test_serve_binds_loopback_by_default_without_a_warning(settings, launched, capsys, tmp_path):
+    settings.STATIC_ROOT = tmp_path / "static"
+    call_command("serve", "--port", "8123")
+    assert "127.0.0.1:8123" in launched[0]
+    assert "uvicorn.workers.UvicornWorker" in launched[0]
+    assert "WARNING" not in capsys.readouterr().err
+    assert (tmp_path / "static" / "admin" / "css" / "base.css").exists()  # collected because it was missing
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "::"])
+def test_serve_on_a_reachable_address_without_auth_says_what_is_exposed(settings, launched, capsys, host):
+    settings.MCP_AUTH_REQUIRED = False
+    call_command("serve", "--host", host, "--port", "8123")
+    err = capsys.readouterr().err
+    assert exposure_warning(host) in err
+    assert "read every corpus" in err and "without a key" in err and "MCP_AUTH_REQUIRED=true" in err
+
+
+def test_serve_on_a_reachable_address_with_auth_required_does_not_warn(settings, launched, capsys):
+    settings.MCP_AUTH_REQUIRED = True
+    call_command("serve", "--host", "0.0.0.0", "--port", "8123")
+    assert "WARNING" not in capsys.readouterr().err
+
+
+@pytest.fixture
+def broker_down():
+    """This process publishes to a Redis port nothing listens on."""
+    from docsmcp_site.celery import app
+
+    keys = ("task_always_eager", "broker_url")
+    saved = {key: app.conf[key] for key in keys}
+
+    def reset() -> None:
+        if app._pool is not None:
+            app._pool.force_close_all()
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    reset()
+    app.conf.update(task_always_eager=False, broker_url="redis://127.0.0.1:1/0")
+    yield
+    reset()
+    app.conf.update(saved)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_build_the_broker_cannot_take_is_503_with_the_reason_and_does_not_block_the_corpus(
+        client, sample_corpus, index_root, broker_down):
+    _, key = create_api_key("builder", ["build"])
+    response = call(client, "POST", "/corpora/sample/builds", {"kind": "validate"}, key=key)
+    assert_error(response, 503, "task_queue_unavailable", "task queue is unreachable")
+    assert "CELERY_BROKER_URL" in response.json()["error"]["message"]
+    build = BuildRun.objects.filter(corpus=sample_corpus).exclude(pk=sample_corpus.active_build_id).get()
+    assert build.status == BuildRun.FAILED and "could not start the build" in build.error
