@@ -27,6 +27,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
 from corpus.selectors import health_summary, known_active_paths
+from corpus.services import expire_builds
 from mcp_endpoint.protocol import LATEST_VERSION, SUPPORTED_VERSIONS
 from retrieval.errors import IndexUnavailable
 from retrieval.search.index import check_index
@@ -88,6 +89,9 @@ def _corpora(database: bool) -> tuple[list[dict[str, Any]], bool]:
     """
     if database:
         try:
+            # load balancers ask every few seconds: a build whose worker died is failed within one
+            # lease even when nobody is looking at builds
+            expire_builds()
             corpora = list(health_summary())
         except Exception:
             logger.exception("health: corpus summary failed")

@@ -91,6 +91,15 @@ def test_listing_builds_over_rest_reports_an_orphaned_build_as_failed(index_root
     assert "its worker stopped" in listed[orphan.build_id]["error"]
 
 
+def test_a_health_check_fails_an_orphaned_build_without_anyone_asking_about_builds(index_root, copy_sample_docs,
+                                                                                 settings, client):
+    settings.DOCSMCP_BUILD_LEASE_SECONDS = 30
+    orphan = _orphan(hash_corpus("lease", copy_sample_docs), 120)
+    assert client.get("/health/").status_code == 200
+    orphan.refresh_from_db()
+    assert orphan.status == "failed" and "its worker stopped" in orphan.error
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_lease_is_renewed_while_a_step_reports_no_progress(index_root, copy_sample_docs, settings):
     """A long silent step (one slow API call, one big index) must not look like a dead worker."""

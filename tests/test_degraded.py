@@ -129,6 +129,9 @@ def test_search_and_get_doc_keep_answering_while_the_database_is_down(own_databa
 
         unknown_key = rpc(http, url, "tools/call", {"name": "search_docs", "arguments": {"query": "x"}}, "nope")
         assert unknown_key.status_code == 503 and "database cannot be reached" in unknown_key.json()["error"]["message"]
+        rest = http.get(f"{base}/api/v1/corpora/sample/search", params={"query": "install"},
+                        headers={"Authorization": "Bearer nope"})
+        assert rest.status_code == 503 and rest.json()["error"]["code"] == "database_unavailable", rest.text
 
         health = http.get(f"{base}/health/")
         assert health.status_code == 200

@@ -23,7 +23,8 @@ from ninja.security import HttpBearer
 from ninja.utils import check_csrf
 
 from corpus.access import limit_to
-from mcp_endpoint.apikeys import ANONYMOUS_SCOPES, InvalidApiKey, Principal, authenticate
+from corpus.errors import DatabaseUnavailable
+from mcp_endpoint.apikeys import ANONYMOUS_SCOPES, AuthUnavailable, InvalidApiKey, Principal, authenticate
 
 API_SCOPES = ("read", "build", "admin")
 ANONYMOUS = Principal(name="anonymous", scopes=ANONYMOUS_SCOPES)
@@ -59,6 +60,8 @@ def _principal(request: HttpRequest) -> Principal:
         principal = authenticate(request)
     except InvalidApiKey as exc:
         raise AuthenticationError(message=str(exc)) from None
+    except AuthUnavailable as exc:
+        raise DatabaseUnavailable(f"{exc}; retry shortly") from None
     if principal is not None:
         return principal
     user = getattr(request, "user", None)
