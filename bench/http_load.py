@@ -215,7 +215,7 @@ def free_port() -> int:
 
 def start_server(env: dict[str, str], port: int, workers: int, threads: int, log: Path) -> subprocess.Popen:
     argv = [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port), "--no-worker"]
-    argv += ["--workers", str(workers)]
+    argv += ["--workers", str(workers), "--threads", str(threads)]
     with open(log, "wb") as out:
         server = subprocess.Popen(
             argv, cwd=ROOT, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT

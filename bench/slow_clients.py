@@ -77,6 +77,7 @@ def main() -> int:
     parser.add_argument("--search-timeout", type=float, default=10.0,
                         help="seconds an ordinary search may take before it counts as failed (default 10)")
     parser.add_argument("--workers", type=int, default=default_workers())
+    parser.add_argument("--threads", type=int, default=4, help="request threads per worker (serve's default)")
     parser.add_argument("--index-root", type=Path, default=Path(tempfile.gettempdir()) / "docsmcp-bench-indexes")
     args = parser.parse_args()
 
@@ -85,7 +86,7 @@ def main() -> int:
     env = configure_django(workdir, args.index_root, name)
     prepare_index(DEFAULT_CORPUS, name, "none", args.index_root)
     port = free_port()
-    server = start_server(env, port, args.workers, 0, workdir / "server.log")
+    server = start_server(env, port, args.workers, args.threads, workdir / "server.log")
     stop = threading.Event()
     try:
         with ThreadPoolExecutor(args.slow) as slow_pool, ThreadPoolExecutor(4) as search_pool:

@@ -1,6 +1,6 @@
 """The production topology of docs/deploy.md on this machine, end to end.
 
-`manage.py serve` (gunicorn + uvicorn workers, DEBUG off) and a separate `celery worker`, on the
+`manage.py serve` (gunicorn threaded workers, DEBUG off) and a separate `celery worker`, on the
 test PostgreSQL database; Redis as the broker, or the filesystem broker that is the default.
 A staff user signs in to a styled admin, starts a build that a worker completes, and an agent
 searches over /mcp/ with a key while anonymous writes are refused.
