@@ -113,6 +113,7 @@ def test_search_and_get_doc_keep_answering_while_the_database_is_down(own_databa
         before = tool(http, url, "search_docs", {"query": "install"}, key)
         assert not before["isError"]
         chunk_id = before["structuredContent"]["hits"][0]["chunk_id"]
+        assert http.get(f"{base}/api/v1/corpora/sample/search", params={"query": "install"}).status_code == 200
         assert http.get(f"{base}/health/").json()["health"] == "ok"
 
         _admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
@@ -132,6 +133,12 @@ def test_search_and_get_doc_keep_answering_while_the_database_is_down(own_databa
         rest = http.get(f"{base}/api/v1/corpora/sample/search", params={"query": "install"},
                         headers={"Authorization": "Bearer nope"})
         assert rest.status_code == 503 and rest.json()["error"]["code"] == "database_unavailable", rest.text
+        rest_search = http.get(f"{base}/api/v1/corpora/sample/search", params={"query": "install"})
+        assert rest_search.status_code == 200, rest_search.text
+        assert [h["chunk_id"] for h in rest_search.json()["hits"]] == [
+            h["chunk_id"] for h in before["structuredContent"]["hits"]]
+        listing = http.get(f"{base}/api/v1/corpora")  # needs the database: refused, never a 500
+        assert listing.status_code == 503 and listing.json()["error"]["code"] == "database_unavailable"
 
         health = http.get(f"{base}/health/")
         assert health.status_code == 200

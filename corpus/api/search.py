@@ -119,12 +119,11 @@ def _parse_filters(raw: str | None) -> dict[str, str]:
 
 
 def _search(name: str, query: str, limit: int | None, cursor: str | None, filters: dict[str, str]) -> dict:
-    corpus = selectors.corpus_get(name)
-    index = selectors.active_index(corpus.name)
+    index = selectors.active_index(name)  # resolves aliases and key limits; no database query once warm
     try:
         embedder = selectors.query_embedder(index)
     except RetrievalError as exc:  # the engine answers from its full-text legs without one
-        log.warning("query embedder unavailable for %s: %s", corpus.name, exc)
+        log.warning("query embedder unavailable for %s: %s", index.metadata.corpus, exc)
         embedder = None
     result = search(index, SearchRequest(query=query, filters=filters, limit=limit, cursor=cursor),
                     embedder=embedder, cursor_secret=selectors.cursor_secret())
@@ -135,7 +134,7 @@ def _search(name: str, query: str, limit: int | None, cursor: str | None, filter
         "next_cursor": result.next_cursor,
         "hint": None if result.hint is None else {"message": result.hint.message,
                                                   "suggested_filters": result.hint.suggested_filters},
-        "corpus": corpus.name,
+        "corpus": index.metadata.corpus,
         "build_id": index.build_id,
         "filters": result.filters,
         "auto_included": [dict(part) for part in result.auto_included],
@@ -155,12 +154,11 @@ def search_post(request: HttpRequest, name: str, payload: SearchIn):
 
 
 def _chunk(name: str, chunk_id: str, context: int) -> dict:
-    corpus = selectors.corpus_get(name)
-    index = selectors.active_index(corpus.name)
+    index = selectors.active_index(name)
     window = get_chunk(index, chunk_id, context=context)
     target = window.target.chunk_index
     return {
-        "corpus": corpus.name, "build_id": index.build_id, "chunk_id": window.target.chunk_id,
+        "corpus": index.metadata.corpus, "build_id": index.build_id, "chunk_id": window.target.chunk_id,
         "text": render_chunk_window(window),
         "chunks": [{**vars(c), "offset": c.chunk_index - target} for c in window.chunks],
     }

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Throttled, ValidationError
 
@@ -197,6 +198,15 @@ def install(api: NinjaAPI) -> None:
     @api.exception_handler(SuspiciousOperation)
     def suspicious(request: HttpRequest, exc: SuspiciousOperation):
         return respond(request, 400, "bad_request", "the request was refused as malformed")
+
+    @api.exception_handler(DatabaseError)
+    def database_down(request: HttpRequest, exc: DatabaseError):
+        log.warning("database unavailable on %s %s: %s", request.method, request.path, exc)
+        response = respond(request, 503, "database_unavailable",
+                           "the database cannot be reached right now; retry shortly (searches and chunk "
+                           "reads of a corpus this server has served keep working)")
+        response["Retry-After"] = "5"
+        return response
 
     @api.exception_handler(Exception)
     def crashed(request: HttpRequest, exc: Exception):
