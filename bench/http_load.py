@@ -18,6 +18,13 @@ What it does, in order:
    wall time of one call. Prints one line for the engine and one per concurrency level, then
    the memory of the largest worker (RSS, peak RSS, and PSS, which splits shared pages).
 
+`--first-pass` measures what a new server's first clients get: it starts the server, waits only
+until /health/ answers 200 (what a load balancer waits for), and at once runs one pass of
+`--requests` calls from `--concurrency` clients (default 8), with no warm-up; then a warmed pass;
+then a pass during which `manage.py build_index` activates a new build of the corpus. It prints
+p50, p99 and the slowest call of each pass, and the first and activation passes' p99 over the
+warmed pass's.
+
 `--serve-only` stops after step 3 and serves until Ctrl-C / SIGTERM, for other clients such as
 ../shared/bench/harness/mcp_eval.py.
 
@@ -213,7 +220,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(env: dict[str, str], port: int, workers: int, threads: int, log: Path) -> subprocess.Popen:
+def start_server(env: dict[str, str], port: int, workers: int, threads: int, log: Path,
+                 settle: bool = True) -> subprocess.Popen:
+    """Starts serve and waits for /health/ to answer 200; with `settle`, also until every worker is idle."""
     argv = [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port), "--no-worker"]
     argv += ["--workers", str(workers), "--threads", str(threads)]
     with open(log, "wb") as out:
@@ -235,7 +244,8 @@ def start_server(env: dict[str, str], port: int, workers: int, threads: int, log
         else:
             stop_server(server)
             raise SystemExit(f"server did not answer /health/ within 600s; see {log}")
-        wait_workers_idle(server.pid, workers, deadline, bar)
+        if settle:
+            wait_workers_idle(server.pid, workers, deadline, bar)
     return server
 
 
@@ -490,6 +500,39 @@ def measure(args, url: str, index_path: Path, queries: list[dict]) -> tuple[Row,
     return best(engines), rows, samples
 
 
+def first_pass_line(row: Row) -> str:
+    worst = max(row.latencies) * 1000 if row.latencies else float("nan")
+    return (f"{row.label:<22} n={len(row.latencies):<5} p50={row.ms(50):7.2f}ms p99={row.ms(99):8.2f}ms "
+            f"max={worst:8.2f}ms {row.rate:7.1f} req/s errors={row.errors}")
+
+
+def first_pass(args, env: dict[str, str], url: str, queries: list[dict], name: str) -> list[Row]:
+    """--first-pass: the pass a fresh server gets as soon as /health/ says 200, then a warmed pass,
+    then a pass during which a new build of the corpus is activated (`manage.py build_index`,
+    which for an unchanged corpus links the previous build's files and activates the copy)."""
+    concurrency = 8 if "," in args.concurrency else int(args.concurrency)
+    samples: list[str] = []
+    rows = [http_row(url, queries, concurrency, args.requests, args.limit, samples)]
+    rows[0].label = f"first pass c={concurrency}"
+    warm_up(url, queries, max(concurrency, args.workers * args.threads), args.limit)
+    rows.append(http_row(url, queries, concurrency, args.requests, args.limit, samples))
+    rows[1].label = f"warmed pass c={concurrency}"
+
+    def activate() -> None:
+        time.sleep(0.5)
+        subprocess.run([sys.executable, "manage.py", "build_index", "--corpus", name, "--no-progress"], cwd=ROOT,
+                       env={**os.environ, **env}, check=True, stdout=subprocess.DEVNULL)
+
+    activation = threading.Thread(target=activate)
+    activation.start()
+    rows.append(http_row(url, queries, concurrency, args.requests, args.limit, samples))
+    rows[2].label = f"activation pass c={concurrency}"
+    activation.join()
+    for sample in samples[:5]:
+        print(f"  e.g. {sample}")
+    return rows
+
+
 def hold(server: subprocess.Popen, url: str) -> None:
     """--serve-only: keep serving until Ctrl-C or SIGTERM, then stop the server."""
 
@@ -522,6 +565,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=1, help="measure each row N times, keep the best p50")
     ap.add_argument("--limit", type=int, default=10, help="hits per search (default 10)")
     ap.add_argument("--json", type=Path, help="also write the rows to this file")
+    ap.add_argument("--first-pass", action="store_true",
+                    help="fresh-server mode: time the first pass as soon as /health/ answers (no warm-up), then "
+                         "a warmed pass, then a pass during which a new build is activated; --concurrency is "
+                         "one client count (default 8), --requests the calls per pass")
     ap.add_argument(
         "--serve-only",
         action="store_true",
@@ -547,8 +594,19 @@ def main(argv: list[str] | None = None) -> int:
         f"load average {os.getloadavg()[0]:.1f}",
         flush=True,
     )
-    server = start_server(env, port, args.workers, args.threads, workdir / "server.log")
+    server = start_server(env, port, args.workers, args.threads, workdir / "server.log",
+                          settle=not args.first_pass)
     try:
+        if args.first_pass:
+            rows = first_pass(args, env, url, queries, name)
+            for row in rows:
+                print(first_pass_line(row), flush=True)
+            first, warmed = rows[0], rows[1]
+            print(f"first pass p99 / warmed pass p99 = {first.ms(99) / warmed.ms(99):.2f}; "
+                  f"activation pass p99 / warmed pass p99 = {rows[2].ms(99) / warmed.ms(99):.2f}; "
+                  f"load average {os.getloadavg()[0]:.1f}", flush=True)
+            shutil.rmtree(workdir, ignore_errors=True)
+            return 1 if any(r.errors for r in rows) else 0
         if args.serve_only:
             hold(server, url)
             shutil.rmtree(workdir, ignore_errors=True)

@@ -36,14 +36,22 @@ def limited_to(names: Iterable[str] | None) -> Iterator[None]:
 
 
 def visible(name: str) -> bool:
+    """A key limited to a corpus sees every version of it (`<corpus>@<version>`)."""
     limit = _limit.get()
-    return limit is None or name in limit
+    return limit is None or name in limit or name.partition("@")[0] in limit
 
 
 def visible_only(queryset: QuerySet, field: str = "name") -> QuerySet:
     """`queryset` narrowed to the corpora the caller may see (`field` names the corpus name)."""
+    from django.db.models import Q
+
     limit = _limit.get()
-    return queryset if limit is None else queryset.filter(**{f"{field}__in": sorted(limit)})
+    if limit is None:
+        return queryset
+    versions = Q()
+    for name in sorted(limit):
+        versions |= Q(**{f"{field}__startswith": f"{name}@"})
+    return queryset.filter(Q(**{f"{field}__in": sorted(limit)}) | versions)
 
 
 def request_scope(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:

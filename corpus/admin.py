@@ -4,12 +4,15 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.timesince import timesince
 
 from .errors import CorpusError
 from .execution import build_activate, builds_prune
+from .gitsource import check_git_url
 from .models import BuildRun, Corpus, FixProposal, TaxonomyKey
 from .providers import corpus_embedding
 from .queue import enqueue
+from .reach import source_warnings
 from .services import build_cancel, build_start, check_corpus_settings, check_source_dir, expire_builds
 
 
@@ -71,10 +74,20 @@ class CorpusForm(forms.ModelForm):
     def clean_source_dir(self):
         source_dir = self.cleaned_data["source_dir"]
         if self.cleaned_data.get("kind", Corpus.KIND_MARKDOWN) != Corpus.KIND_MARKDOWN or (
-                self.instance.pk and source_dir == self.instance.source_dir):
+                self.instance.pk and source_dir == self.instance.source_dir) or (
+                not source_dir and (self.data.get("git_url") or "").strip()):
             return source_dir
         try:
             return str(check_source_dir(source_dir))
+        except CorpusError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+    def clean_git_url(self):
+        url = (self.cleaned_data.get("git_url") or "").strip()
+        if not url or (self.instance.pk and url == self.instance.git_url):
+            return url
+        try:
+            return check_git_url(url)
         except CorpusError as exc:
             raise forms.ValidationError(str(exc)) from exc
 
@@ -88,17 +101,39 @@ class CorpusForm(forms.ModelForm):
 @admin.register(Corpus)
 class CorpusAdmin(admin.ModelAdmin):
     form = CorpusForm
-    list_display = ("name", "kind", "source_dir", "version", "embeddings", "taxonomy_found", "active_build_link",
-                    "last_build_status", "findings_link", "open_fixes", "updated_at")
+    list_display = ("name", "kind", "source_dir", "version", "freshness", "embeddings", "taxonomy_found",
+                    "active_build_link", "last_build_status", "findings_link", "open_fixes", "updated_at")
     search_fields = ("name", "description")
-    fields = ("name", "kind", "source_dir", "description", "version", "aliases", "settings", "embeddings",
+    fields = ("name", "kind", "source_dir", "git_url", "git_ref", "git_subdir", "description", "version",
+              "version_of", "default_version", "aliases", "settings", "freshness", "embeddings",
               "active_build_link", "last_build_status", "taxonomy_found", "findings_link", "open_fixes", "created_at",
               "updated_at")
-    readonly_fields = ("embeddings", "active_build_link", "last_build_status", "taxonomy_found", "findings_link", "open_fixes",
-                       "created_at", "updated_at")
+    readonly_fields = ("freshness", "embeddings", "active_build_link", "last_build_status", "taxonomy_found",
+                       "findings_link", "open_fixes", "created_at", "updated_at")
+
+    @admin.display(description="freshness")
+    def freshness(self, obj):
+        """Built commit, latest known commit, how long ago it was built, and STALE when the ref moved on."""
+        build = obj.active_build
+        if build is None:
+            return "not built"
+        built = obj.built_revision[:12] or "?"
+        when = build.activated_at or build.finished_at
+        age = f"{timesince(when)} ago" if when else ""
+        if not obj.git_url:
+            return format_html("{} · {}", built, age)
+        latest = obj.latest_commit[:12] or "unknown"
+        if obj.is_stale:
+            return format_html('{} · latest {} · {} · <strong style="color:#ba2121">STALE</strong>', built, latest, age)
+        return format_html("{} · latest {} · {} · up to date", built, latest, age)
     inlines = [TaxonomyInline]
     actions = ["validate", "build", "rebuild", "build_change_embeddings", "prune", "propose_fixes",
                "propose_fixes_llm"]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        for warning in source_warnings(obj):
+            messages.warning(request, f"{obj.name}: {warning}")
 
     @admin.display(description="embeddings")
     def embeddings(self, obj):

@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
+from retrieval import storage
 from retrieval.chunkstore.store import ChunkStore, StoredChunk, as_vector
 from retrieval.embeddings import get_provider
 from retrieval.embeddings.base import EmbeddingProvider
@@ -73,7 +73,7 @@ def project_get(project: str) -> Corpus:
 
 
 def project_store(corpus: Corpus) -> ChunkStore:
-    return ChunkStore(Path(settings.DOCSMCP_INDEX_ROOT) / corpus.name / "store")
+    return ChunkStore(storage.join(storage.as_location(settings.DOCSMCP_INDEX_ROOT), corpus.name, "store"))
 
 
 def hybrid_enabled(corpus: Corpus) -> bool:

@@ -11,6 +11,10 @@ class CorpusNotFound(CorpusError):
     status = 404
 
 
+class UnknownVersion(CorpusNotFound):
+    """The corpus exists but not in the version asked for; the message lists the versions it has."""
+
+
 class CorpusNotAllowed(CorpusError):
     """The caller's API key is limited to other corpora."""
 

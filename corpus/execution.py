@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -19,22 +18,27 @@ from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
+from retrieval import storage
 from retrieval.errors import BuildCancelled, ValidationFailed
-from retrieval.ingest.build import BuildRequest, build_index
-from retrieval.ingest.metadata import read_metadata
+from retrieval.ingest.git import GitError
+from retrieval.ingest.metadata import METADATA_FILE, read_metadata
 from retrieval.ingest.sources import validate_corpus
+from retrieval.storage import Location
 
-from .errors import BuildStateConflict
+from .errors import BuildStateConflict, CorpusError
+from .gitsource import read_source
 from .models import BuildRun, Corpus, TaxonomyKey
 from .providers import provider_for
 from .selectors import forget_active
 
 log = logging.getLogger("docsmcp.build")
 Progress = Callable[[str, int, int], None]
+CANCEL_CHECK_SECONDS = 0.5
 
 
-def corpus_dir(corpus: Corpus) -> Path:
-    return Path(settings.DOCSMCP_INDEX_ROOT) / corpus.name
+def corpus_dir(corpus: Corpus) -> Location:
+    """`<index root>/<corpus>`: a local directory or an object-store prefix (retrieval/storage)."""
+    return storage.join(storage.as_location(settings.DOCSMCP_INDEX_ROOT), corpus.name)
 
 
 class _Lease:
@@ -78,6 +82,7 @@ class _ProgressWriter:
 
     def __init__(self, build: BuildRun, echo: Progress | None):
         self.build, self.echo, self.last = build, echo, 0.0
+        self.last_cancel_check, self.cancel_requested, self.checked_stage = float("-inf"), False, None
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if self.echo:
@@ -92,7 +97,13 @@ class _ProgressWriter:
                                                          heartbeat_at=timezone.now())
 
     def cancelled(self) -> bool:
-        return BuildRun.objects.filter(pk=self.build.pk, cancel_requested=True).exists()
+        """Asks the database at most every CANCEL_CHECK_SECONDS within a stage (the build asks once
+        per file), and always once a new stage has begun."""
+        now = time.monotonic()
+        if now - self.last_cancel_check >= CANCEL_CHECK_SECONDS or self.build.stage != self.checked_stage:
+            self.last_cancel_check, self.checked_stage = now, self.build.stage
+            self.cancel_requested = BuildRun.objects.filter(pk=self.build.pk, cancel_requested=True).exists()
+        return self.cancel_requested
 
 
 def build_execute(*, build: BuildRun, echo: Progress | None = None) -> BuildRun:
@@ -113,9 +124,10 @@ def build_execute(*, build: BuildRun, echo: Progress | None = None) -> BuildRun:
 def _execute(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> BuildRun:
     try:
         if build.kind == BuildRun.KIND_VALIDATE:
+            snapshot = read_source(corpus) if corpus.git_url else None
             _scan, _results, findings = validate_corpus(Path(corpus.source_dir),
                                                         progress=lambda d, t: writer("validate", d, t),
-                                                        workers=_workers())
+                                                        workers=_workers(), scan=snapshot and snapshot.scan)
             build.findings = [f.as_dict() for f in findings]
             build.stats = {"total_files": len(_results), "total_chunks": sum(len(r.chunks) for r in _results)}
             errors = [f for f in findings if f.severity == "error"]
@@ -128,6 +140,8 @@ def _execute(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> BuildR
         build.findings = [f.as_dict() for f in exc.findings]
     except BuildCancelled as exc:
         build.status, build.error = BuildRun.CANCELLED, str(exc)
+    except (GitError, CorpusError) as exc:  # the source could not be read: say why, keep serving the last build
+        build.status, build.error = BuildRun.FAILED, str(exc)
     except BaseException as exc:  # interrupted (Ctrl-C, SIGTERM) or crashed: the previous index keeps serving
         build.status = BuildRun.FAILED
         build.error = f"{type(exc).__name__}: {exc}" if str(exc) else f"interrupted ({type(exc).__name__})"
@@ -145,20 +159,32 @@ def _finish(build: BuildRun) -> None:
 
 
 def _run_build(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> None:
+    from retrieval.ingest.build import BuildRequest, build_index  # Arrow and LanceDB: only a build loads them
+
     root = corpus_dir(corpus)
-    out_dir = root / "builds" / build.build_id
-    previous = corpus.active_build
-    previous_dir = Path(previous.index_path) if previous and previous.index_path else None
+    out_dir = storage.join(root, "builds", build.build_id)
+    previous = corpus.active_build or sibling_build(corpus)
+    previous_dir = storage.as_location(previous.index_path) if previous and previous.index_path else None
     provider = provider_for(build.embedding_provider, corpus)
+    snapshot = None
+    if corpus.git_url:
+        writer("fetch", 0, 1)
+        built = (corpus.active_build.stats or {}).get("source_commit") or "" if corpus.active_build else ""
+        snapshot = read_source(corpus, built)
+        writer("fetch", 1, 1)
     request = BuildRequest(
         source_dir=Path(corpus.source_dir), out_dir=out_dir, build_id=build.build_id, corpus=corpus.name,
         provider=provider, description=corpus.description, previous_dir=previous_dir,
-        full=build.kind == BuildRun.KIND_FULL, cache_dir=root / "embedding-cache",
-        workers=_workers(),
+        full=build.kind == BuildRun.KIND_FULL, cache_dir=storage.join(corpus_dir(corpus.family), "embedding-cache"),
+        workers=_workers(), scan=snapshot and snapshot.scan, revision=snapshot.revision if snapshot else "",
+        version=corpus.version,
+        changed=frozenset(c.path for c in snapshot.changes) if snapshot and snapshot.changes is not None else None,
     )
     result = build_index(request, progress=writer, cancelled=writer.cancelled)
     build.index_path = str(result.path)
     build.stats, build.timings = result.stats, result.timings
+    if snapshot is not None and snapshot.changes is not None:
+        build.stats["git_changed_files"] = len(snapshot.changes)
     build.findings = [f.as_dict() for f in result.findings]
     build.embedding = result.metadata.embedding
     build.status, build.finished_at = BuildRun.COMPLETE, timezone.now()
@@ -168,6 +194,19 @@ def _run_build(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> None
     builds_prune(corpus=corpus)
 
 
+def sibling_build(corpus: Corpus) -> BuildRun | None:
+    """For a version's first build: the active build of another version of the same corpus (the
+    default first). Files byte-identical between versions then reuse its chunks and vectors, and
+    its tables are hard-linked rather than copied."""
+    family = corpus.family
+    members = [family, *family.versions.all()]
+    members.sort(key=lambda c: (c.version != (family.default_version or family.version), c.pk))
+    for member in members:
+        if member.pk != corpus.pk and member.active_build_id and member.active_build.index_path:
+            return member.active_build
+    return None
+
+
 def _workers() -> int:
     """Parse in a process pool, except in a daemonic process (a Celery prefork child), which cannot have children."""
     return 1 if multiprocessing.current_process().daemon else (os.cpu_count() or 1)
@@ -175,10 +214,13 @@ def _workers() -> int:
 
 def build_activate(*, build: BuildRun) -> BuildRun:
     """Flip the corpus's active pointer in one transaction; servers pick it up on their next request."""
-    if build.status != BuildRun.COMPLETE or not build.index_path or not Path(build.index_path).exists():
+    # metadata.json is written last: without it a build's files (an object store has no rename to hide
+    # them behind) are not a complete build, whatever its row says.
+    if (build.status != BuildRun.COMPLETE or not build.index_path
+            or not storage.exists(storage.join(build.index_path, METADATA_FILE))):
         raise BuildStateConflict(f"build {build.build_id} is not a complete build with an index on disk; "
                             "only complete builds can be activated")
-    metadata = read_metadata(Path(build.index_path))
+    metadata = read_metadata(storage.as_location(build.index_path))
     with transaction.atomic():
         corpus = Corpus.objects.select_for_update().get(pk=build.corpus_id)
         corpus.active_build = build
@@ -210,15 +252,15 @@ def builds_prune(*, corpus: Corpus, keep: int | None = None) -> list[str]:
     for build in complete[keep:]:
         if build.pk == corpus.active_build_id:
             continue
-        shutil.rmtree(build.index_path, ignore_errors=True)
+        storage.delete_tree(build.index_path)
         build.index_path = ""
         build.save(update_fields=["index_path"])
         removed.append(build.build_id)
-    kept = {Path(b.index_path).name for b in corpus.builds.exclude(index_path="")}
+    kept = {storage.name_of(b.index_path) for b in corpus.builds.exclude(index_path="")}
     kept |= set(corpus.builds.filter(status__in=BuildRun.IN_FLIGHT).values_list("build_id", flat=True))
-    builds_dir = corpus_dir(corpus) / "builds"
-    for path in sorted(builds_dir.iterdir()) if builds_dir.is_dir() else []:
-        if path.name.removesuffix(".partial") not in kept and path.name not in kept:
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path.name)
+    builds_dir = storage.join(corpus_dir(corpus), "builds")
+    for name in storage.list_children(builds_dir):
+        if name.removesuffix(".partial") not in kept and name not in kept:
+            storage.delete_tree(storage.join(builds_dir, name))
+            removed.append(name)
     return removed

@@ -25,11 +25,13 @@ from django.utils import timezone
 from retrieval.errors import ConfigError
 from retrieval.fixes.apply import UnsafeTarget, atomic_write, current_hash, resolve_target
 from retrieval.fixes.base import ProposedFix, Thresholds
+from retrieval.fixes.edits import content_hash
 from retrieval.fixes.heuristics import analyse_corpus, heuristic_fixes
 from retrieval.fixes.llm import LLMFixer, LLMFixError, llm_candidates
 from retrieval.fixes.preview import Preview, preview_change
 
 from .errors import FixError, UnsafeFixTarget
+from .gitfixes import commit_fix, export_tree, fix_branch
 from .models import Corpus, FixDecision, FixProposal
 
 log = logging.getLogger("docsmcp.fixes")
@@ -71,6 +73,8 @@ def _record(proposal: FixProposal, *, action: str, status: str, user: Actor, not
 
 
 def _root(corpus: Corpus) -> Path:
+    if corpus.kind == Corpus.KIND_MARKDOWN and corpus.git_url:
+        return export_tree(corpus)
     if corpus.kind != Corpus.KIND_MARKDOWN or not corpus.source_dir:
         raise FixError(f"corpus {corpus.name!r} has no markdown source directory to fix")
     root = Path(corpus.source_dir)
@@ -208,13 +212,19 @@ def fix_approve(*, proposal: FixProposal, user: Actor) -> FixProposal:
                         note=f"{locked.target_path} changed since the proposal was made; nothing was written")
             else:
                 try:
-                    new_hash = atomic_write(target, locked.new_content)
-                except OSError as exc:
+                    if corpus.git_url:  # never written into a checkout: a commit on a branch instead
+                        commit = commit_fix(corpus, locked)
+                        new_hash, note = content_hash(locked.new_content.encode()), (
+                            f"committed {commit[:12]} on branch {fix_branch(locked)} of the server's git cache; "
+                            f"download it as a patch: GET /api/v1/corpora/{corpus.name}/fixes/{locked.pk}/patch")
+                    else:
+                        new_hash, note = atomic_write(target, locked.new_content), ""
+                except (OSError, FixError) as exc:
                     _record(locked, action=FixDecision.APPROVE, status=FixProposal.APPROVED, user=user,
                             note=f"approved, but writing {locked.target_path} failed: {exc}")
                     failure = FixError(f"proposal #{locked.pk}: writing {locked.target_path} failed: {exc}")
                 else:
-                    _record(locked, action=FixDecision.APPROVE, status=FixProposal.APPLIED, user=user)
+                    _record(locked, action=FixDecision.APPROVE, status=FixProposal.APPLIED, user=user, note=note)
                     _stale_siblings(locked, new_hash)
     log.info("fix #%s (%s %s) %s by %s", locked.pk, locked.kind, locked.target_path, locked.status,
              _username(user))

@@ -1,4 +1,7 @@
+from __future__ import annotations
+
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
@@ -10,7 +13,9 @@ class Corpus(models.Model):
     KIND_CHUNKS = "chunks"
     KIND_CHOICES = [(KIND_MARKDOWN, "Markdown directory"), (KIND_CHUNKS, "Stored chunks (store_chunks)")]
 
-    name = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=100, unique=True, validators=[
+        RegexValidator(r"^[a-z0-9][a-z0-9_-]{0,99}(@[A-Za-z0-9][A-Za-z0-9._-]{0,63})?$",
+                       "a slug (lowercase letters, digits, '-', '_'), or <corpus>@<version> for a version")])
     kind = models.CharField(max_length=20, choices=KIND_CHOICES, default=KIND_MARKDOWN)
     source_dir = models.CharField(max_length=1000, blank=True)
     description = models.TextField(blank=True)
@@ -19,6 +24,19 @@ class Corpus(models.Model):
     settings = models.JSONField(default=dict, blank=True,
                                 help_text='e.g. {"embedding_provider": "local", "keep_builds": 3}')
     active_build = models.ForeignKey("BuildRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    version_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="versions",
+                                   help_text="The corpus this row is another version of (named <corpus>@<version>).")
+    default_version = models.CharField(max_length=100, blank=True,
+                                       help_text="The version served under the corpus's own name; empty: this row's.")
+    git_url = models.CharField(max_length=1000, blank=True, help_text="Git repository the markdown comes from "
+                               "(no password: credentials come from the environment or a deploy key).")
+    git_ref = models.CharField(max_length=255, blank=True, help_text="Branch or tag; empty: the remote's HEAD.")
+    git_subdir = models.CharField(max_length=1000, blank=True, help_text="The corpus root inside the repository.")
+    latest_commit = models.CharField(max_length=64, blank=True,
+                                     help_text="The ref's newest commit, as last seen by a fetch or a push webhook.")
+    latest_commit_at = models.DateTimeField(null=True, blank=True)
+    hook_salt = models.CharField(max_length=64, blank=True, help_text="Salt of the push webhook's secret; "
+                                 "the secret itself is derived from the server's secret and never stored.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -28,6 +46,21 @@ class Corpus(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def family(self) -> Corpus:
+        """The row users name: itself, or the corpus this row is a version of."""
+        return self.version_of if self.version_of_id else self
+
+    @property
+    def built_revision(self) -> str:
+        build = self.active_build
+        return ((build.stats or {}).get("revision") or "") if build else ""
+
+    @property
+    def is_stale(self) -> bool:
+        """A git source whose ref moved past the active build's commit."""
+        return bool(self.git_url and self.latest_commit and self.latest_commit != self.built_revision)
 
 
 class TaxonomyKey(models.Model):

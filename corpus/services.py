@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-import shutil
 from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+
+from retrieval import storage
 
 from .access import visible
 from .errors import (
@@ -24,7 +25,6 @@ from .errors import (
     CorpusError,
     CorpusExists,
     CorpusNotAllowed,
-    CorpusNotFound,
     EmbeddingChangeRefused,
     SourceDirNotAllowed,
     TaskQueueUnavailable,
@@ -74,7 +74,8 @@ def check_source_dir(source_dir: str, *, any_root: bool = False) -> Path:
 
 def corpus_create(*, name: str, source_dir: str = "", description: str = "", version: str = "",
                   kind: str = Corpus.KIND_MARKDOWN, aliases: list[str] | None = None,
-                  corpus_settings: dict | None = None, any_root: bool = False) -> Corpus:
+                  corpus_settings: dict | None = None, any_root: bool = False, git: bool = False) -> Corpus:
+    """`git`: the markdown comes from a git repository the caller sets next, not from `source_dir`."""
     if not SLUG_RE.match(name or ""):
         raise CorpusError(f"corpus name {name!r} is not a slug: use lowercase letters, digits, '-' and '_' "
                           "(e.g. 'payments-docs')")
@@ -85,7 +86,7 @@ def corpus_create(*, name: str, source_dir: str = "", description: str = "", ver
                                "without a corpus limit, or one that lists this name")
     if Corpus.objects.filter(name=name).exists() or _alias_owner(name) is not None:
         raise CorpusExists(f"corpus {name!r} already exists (as a name or an alias); choose another name")
-    if kind == Corpus.KIND_MARKDOWN:
+    if kind == Corpus.KIND_MARKDOWN and not git:
         source_dir = str(check_source_dir(source_dir, any_root=any_root))
     aliases = check_aliases(aliases or [], name=name)
     corpus_settings = check_corpus_settings(corpus_settings or {})
@@ -159,27 +160,17 @@ def corpus_update(*, corpus: Corpus, description: str | None = None, version: st
     return corpus
 
 
-def corpus_ensure(*, name: str, source_dir: str | None) -> Corpus:
-    """`build_index --corpus NAME --source DIR` registers the corpus on first use, from any directory:
-    the operator's command line is not bound by DOCSMCP_SOURCE_ROOTS."""
-    corpus = Corpus.objects.filter(name=name).first()
-    if corpus is None:
-        if not source_dir:
-            raise CorpusNotFound(f"corpus {name!r} does not exist; pass --source DIR to register it")
-        return corpus_create(name=name, source_dir=source_dir, any_root=True)
-    path = str(check_source_dir(source_dir, any_root=True)) if source_dir else None
-    if path and path != corpus.source_dir:
-        corpus.source_dir = path
-        corpus.save(update_fields=["source_dir", "updated_at"])
-    return corpus
-
-
 def corpus_delete(*, corpus: Corpus) -> None:
-    if corpus.builds.filter(status__in=BuildRun.IN_FLIGHT).exists():
+    """Deletes the corpus with its files; deleting the row users name deletes every version of it."""
+    rows = [corpus, *corpus.versions.all()]
+    if BuildRun.objects.filter(corpus__in=rows, status__in=BuildRun.IN_FLIGHT).exists():
         raise BuildInProgress(f"corpus {corpus.name!r} has a build in progress; cancel it before deleting")
-    path = corpus_dir(corpus)
+    paths = [corpus_dir(row) for row in rows]
+    if corpus.version_of_id and corpus.version_of.default_version == corpus.version:
+        Corpus.objects.filter(pk=corpus.version_of_id).update(default_version="")
     corpus.delete()
-    shutil.rmtree(path, ignore_errors=True)
+    for path in paths:
+        storage.delete_tree(path)
 
 
 def _new_build_id() -> str:

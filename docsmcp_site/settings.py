@@ -129,8 +129,16 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
 
 # The engine
-DOCSMCP_INDEX_ROOT = Path(os.environ.get("DOCSMCP_INDEX_ROOT", BASE_DIR / "var" / "indexes"))
+# A local path, or an object store (`s3://bucket/prefix`, reached with DOCSMCP_STORAGE_OPTIONS or the
+# AWS_* variables: docs/deploy.md). Every web node and worker must name the same root.
+_index_root = str(os.environ.get("DOCSMCP_INDEX_ROOT", BASE_DIR / "var" / "indexes"))
+DOCSMCP_INDEX_ROOT = _index_root.rstrip("/") if "://" in _index_root else Path(_index_root)
+# Where a web node keeps local copies of the active builds of an object-store root, so searches do not
+# wait on the store; unused when the root is a local path.
+DOCSMCP_INDEX_CACHE_DIR = Path(os.environ.get("DOCSMCP_INDEX_CACHE_DIR", BASE_DIR / "var" / "index-cache"))
 DOCSMCP_EMBEDDING_PROVIDER = os.environ.get("DOCSMCP_EMBEDDING_PROVIDER", "none")
+# Threads one run of the local model may use in a serving worker (0: the cores divided among the workers).
+DOCSMCP_LOCAL_THREADS = int(os.environ.get("DOCSMCP_LOCAL_THREADS", "0") or 0)
 DOCSMCP_KEEP_BUILDS = int(os.environ.get("DOCSMCP_KEEP_BUILDS", "3"))
 # A running build's worker renews its lease every third of this; a build whose lease lapsed is
 # marked failed (its worker stopped) the next time anyone asks, so a dead worker blocks a corpus this long.
@@ -141,6 +149,14 @@ DOCSMCP_DEFAULT_CORPUS = os.environ.get("DOCSMCP_DEFAULT_CORPUS", "")
 # run by the operator, may register any directory.
 DOCSMCP_SOURCE_ROOTS = env_list("DOCSMCP_SOURCE_ROOTS",
                                 f"{BASE_DIR / 'var' / 'sources'},{BASE_DIR / 'corpus' / 'sample_docs'}")
+# Git sources: bare cache repositories on this host's disk (never the index root), the time one git
+# command may take, and the URL prefixes the REST API and the admin may register (file:// URLs are
+# held to DOCSMCP_SOURCE_ROOTS instead). `manage.py build_index --git` may use any URL. A deploy key
+# (DOCSMCP_GIT_SSH_KEY, a private key file) or GIT_SSH_COMMAND / a credential helper gives git its
+# credentials; a password in a URL is refused.
+DOCSMCP_GIT_CACHE_DIR = Path(os.environ.get("DOCSMCP_GIT_CACHE_DIR", BASE_DIR / "var" / "git"))
+DOCSMCP_GIT_TIMEOUT = float(os.environ.get("DOCSMCP_GIT_TIMEOUT", "120"))
+DOCSMCP_GIT_ALLOWED_URLS = env_list("DOCSMCP_GIT_ALLOWED_URLS", "")
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
 # The LLM fixer (manage.py fix_docs --llm): chat model, and how many files one run may send it.

@@ -19,6 +19,7 @@ from django.utils import timezone
 from corpus.errors import TaskQueueUnavailable
 from corpus.models import Corpus
 from corpus.queue import enqueue
+from retrieval import storage
 
 from .allowed_urls import check_eval_url
 from .cases import CaseFormatError, CaseSpec, parse_cases, read_cases
@@ -93,6 +94,8 @@ def _sync_cases(suite: EvalSuite, specs: list[CaseSpec], *, prune: bool) -> None
 
 
 def _dir_bytes(path: str) -> int | None:
+    if path and storage.is_remote(path):
+        return sum(storage.list_tree(path).values()) or None
     if not path or not os.path.isdir(path):
         return None
     total = 0

@@ -11,6 +11,10 @@ the indexes, and keeps its last known active builds while the database is down, 
   down with no active build known to this process).
 
 `status` stays seed 003's two words: "healthy" for ok and degraded, "unhealthy" otherwise.
+
+`ready` says whether this process has warmed what it serves (corpus/warming.py): a server started
+by `manage.py serve` answers only once its active builds are loaded; while it is still warming,
+`health` is `starting` (503). A process that opens indexes on first use (runserver) is ready.
 """
 
 from __future__ import annotations
@@ -28,13 +32,14 @@ from django.views.decorators.http import require_safe
 
 from corpus.selectors import health_summary, known_active_paths
 from corpus.services import expire_builds
+from corpus.warming import WARMING, warm_state
 from mcp_endpoint.protocol import LATEST_VERSION, SUPPORTED_VERSIONS
 from retrieval.errors import IndexUnavailable
 from retrieval.search.index import check_index
 
 logger = logging.getLogger("docsmcp.mcp")
 
-OK, DEGRADED, UNHEALTHY = "ok", "degraded", "unhealthy"
+OK, DEGRADED, UNHEALTHY, STARTING = "ok", "degraded", "unhealthy", "starting"
 PROBE_TIMEOUT = 0.5  # seconds; a health check must answer before the load balancer gives up on it
 
 
@@ -118,15 +123,20 @@ def health_payload() -> tuple[dict[str, Any], str]:
     else:
         status = OK
     indexes = "ok" if len(served) == len(built) else ("error" if not served else "partial")
+    warming = warm_state()
+    if warming["state"] == WARMING and status != UNHEALTHY:
+        status = STARTING
     payload = {
         # seed 003's field, word for word: "healthy" while the documentation can be served
-        "status": "unhealthy" if status == UNHEALTHY else "healthy",
+        "status": "unhealthy" if status in (UNHEALTHY, STARTING) else "healthy",
         "health": status,
+        "ready": status not in (UNHEALTHY, STARTING),
         "service": "docsmcp",
         "version": settings.VERSION,
         "protocol": f"MCP {LATEST_VERSION}",
         "protocol_versions": list(SUPPORTED_VERSIONS),
-        "checks": {"database": "ok" if database else "error", "broker": broker, "indexes": indexes},
+        "checks": {"database": "ok" if database else "error", "broker": broker, "indexes": indexes,
+                   "warm": warming["state"]},
         "corpora": corpora,
     }
     return payload, status
@@ -135,6 +145,7 @@ def health_payload() -> tuple[dict[str, Any], str]:
 @csrf_exempt  # read-only; lets a stray POST get 405 rather than a CSRF page
 @require_safe
 def health(request: HttpRequest) -> JsonResponse:
-    """GET /health/ and GET /: 200 while the documentation can be served (ok or degraded), 503 otherwise."""
+    """GET /health/ and GET /: 200 while the documentation can be served (ok or degraded), 503 otherwise
+    (unhealthy, or starting: still warming)."""
     payload, status = health_payload()
-    return JsonResponse(payload, status=503 if status == UNHEALTHY else 200)
+    return JsonResponse(payload, status=503 if status in (UNHEALTHY, STARTING) else 200)

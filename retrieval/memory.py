@@ -10,8 +10,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-
-import pyarrow as pa
+import sys
 
 M_ARENA_MAX = -8  # mallopt parameter number, from glibc's malloc.h
 ARENA_MAX = 2
@@ -34,7 +33,10 @@ def tune_allocators() -> None:
     +70 to +120 MB with the defaults and +47 MB (the vectors themselves) with two arenas.
     """
     if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
-        pa.set_memory_pool(pa.system_memory_pool())
+        if "pyarrow" in sys.modules:
+            sys.modules["pyarrow"].set_memory_pool(sys.modules["pyarrow"].system_memory_pool())
+        else:  # Arrow reads it when it first makes its pool: pyarrow need not be imported yet
+            os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
     libc = _libc()
     if libc is not None and "MALLOC_ARENA_MAX" not in os.environ:
         with contextlib.suppress(AttributeError):
@@ -44,7 +46,8 @@ def tune_allocators() -> None:
 def release_unused_memory() -> None:
     """Returns freed heap pages to the OS after a bulk load (the catalog, the vectors, the
     model's session, whose graph optimisation folds the weights through temporaries)."""
-    pa.default_memory_pool().release_unused()
+    if "pyarrow" in sys.modules:
+        sys.modules["pyarrow"].default_memory_pool().release_unused()
     libc = _libc()
     if libc is not None:
         with contextlib.suppress(AttributeError):

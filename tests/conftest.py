@@ -39,6 +39,47 @@ def index_root(tmp_path, settings) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def s3_endpoint(tmp_path_factory):
+    """An S3-compatible server on a loopback port for the session (tests/s3_server.py)."""
+    pytest.importorskip("moto.server", reason="moto[server] (requirements-dev.txt) provides the S3-compatible "
+                                              "server the object-store tests run against; pip install it")
+    from tests import s3_server
+
+    process, endpoint = s3_server.start(tmp_path_factory.mktemp("s3") / "moto.log")
+    yield endpoint
+    process.terminate()
+    try:
+        process.wait(10)
+    except Exception:
+        process.kill()
+
+
+@pytest.fixture
+def s3_index_root(s3_endpoint, settings, monkeypatch, tmp_path) -> str:
+    """A fresh `s3://` index root on the test server; this host's build cache under tmp_path."""
+    from tests import s3_server
+
+    for key, value in s3_server.environment(s3_endpoint).items():
+        monkeypatch.setenv(key, value)
+    root = s3_server.new_root()
+    settings.DOCSMCP_INDEX_ROOT = root
+    settings.DOCSMCP_INDEX_CACHE_DIR = tmp_path / "index-cache"
+    from corpus.selectors import build_cache
+
+    build_cache.cache_clear()
+    yield root
+    build_cache.cache_clear()
+
+
+@pytest.fixture(params=["local", "s3"])
+def any_index_root(request, tmp_path, settings):
+    """The index root as a local path, then as an object store: the tests that take it run on both."""
+    if request.param == "local":
+        return request.getfixturevalue("index_root")
+    return request.getfixturevalue("s3_index_root")
+
+
 @pytest.fixture
 def sample_corpus(db, sample_build_dir, settings):
     """A registered `sample` corpus whose active build is the session's prebuilt index."""

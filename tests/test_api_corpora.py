@@ -8,6 +8,7 @@ import pytest
 
 from corpus.models import BuildRun, Corpus
 from docsmcp_site import settings as defaults
+from retrieval import storage
 from tests.api_helpers import assert_error, call
 
 
@@ -76,6 +77,16 @@ def test_create_corpus_returns_201_with_location(client, db, docs_root):
     assert body["settings"] == {"embedding_provider": "hash", "keep_builds": 2}
     assert body["active_build"] is None and body["taxonomy"] == {}
     assert Corpus.objects.get(name="payments-docs").description == "Payments"
+
+
+def test_registering_a_local_directory_with_a_remote_broker_says_workers_elsewhere_cannot_read_it(
+        client, db, docs_root, settings):
+    assert create(client, "local-only", docs_root / "alpha").json()["warnings"] == []
+    settings.CELERY_BROKER_URL, settings.CELERY_TASK_ALWAYS_EAGER = "redis://queue.internal:6379/0", False
+    response = create(client, "payments-docs", docs_root / "alpha")
+    assert response.status_code == 201
+    [warning] = response.json()["warnings"]
+    assert "a worker elsewhere cannot read it" in warning and "git repository" in warning
 
 
 def test_get_corpus_by_alias_answers_with_its_canonical_name(client, db, docs_root):
@@ -245,13 +256,13 @@ def test_update_refuses_bad_input(client, db, docs_root, tmp_path):
     assert_error(call(client, "patch", "/corpora/missing", {"version": "2"}), 404, "corpus_not_found")
 
 
-def test_delete_removes_the_corpus_and_its_index_directory(client, db, docs_root, index_root):
+def test_delete_removes_the_corpus_and_its_index_directory(client, db, docs_root, any_index_root):
     create(client, "docs", docs_root / "alpha")
-    (index_root / "docs" / "builds").mkdir(parents=True)
+    storage.write_bytes(storage.join(any_index_root, "docs", "builds", "b1", "metadata.json"), b"{}")
     response = call(client, "delete", "/corpora/docs")
     assert response.status_code == 204
     assert not Corpus.objects.filter(name="docs").exists()
-    assert not (index_root / "docs").exists()
+    assert not storage.exists(storage.join(any_index_root, "docs"))
     assert_error(call(client, "get", "/corpora/docs"), 404)
     assert_error(call(client, "delete", "/corpora/docs"), 404, "corpus_not_found")
 

@@ -25,7 +25,7 @@ def test_search_returns_seed_000_hits_with_the_build_that_answered(client, sampl
     assert len(body["hits"]) == 3 and body["next_cursor"]
     hit = body["hits"][0]
     assert set(hit) == {"chunk_id", "score", "heading", "breadcrumb", "snippet", "filepath", "metadata", "title",
-                        "chunk_index", "total_chunks"}
+                        "chunk_index", "total_chunks", "version", "revision", "indexed_at"}
     assert "RateLimitError" in hit["heading"] + hit["snippet"]
     assert 0 <= hit["score"] <= 1
 

@@ -19,11 +19,12 @@ from corpus.execution import build_activate, build_execute, builds_prune
 from corpus.models import BuildRun, Corpus, TaxonomyKey
 from corpus.selectors import active_index, forget_active, query_embedder
 from corpus.services import build_cancel, build_request, build_start, corpus_create
+from retrieval import storage
 from retrieval.embeddings import EmbeddingSpec, check_compatible, get_provider
 from retrieval.errors import EmbeddingMismatch
 from retrieval.ingest.metadata import read_metadata
 from retrieval.ingest.sources import process_corpus, scan_corpus
-from tests.cli_helpers import build_cmd
+from tests.cli_helpers import build_cmd, build_corpus
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = ROOT / "corpus" / "sample_docs"
 CHUNK_COLUMNS = [
     "chunk_id", "filepath", "title", "heading", "heading_level", "breadcrumb", "content", "ident",
-    "chunk_index", "total_chunks", "start_line", "end_line", "file_key", "m_language", "m_scope", "vector",
+    "chunk_index", "total_chunks", "start_line", "end_line", "file_key", "link_share", "m_language", "m_scope",
+    "vector",
 ]
 DOCUMENT_COLUMNS = ["filepath", "title", "content", "size", "chunk_count", "outline", "file_key", "findings", "metadata"]
 
@@ -43,22 +45,22 @@ def _fresh_pointers():
     forget_active()
 
 
-def build_corpus(name: str, source: Path, *args: str) -> BuildRun:
-    code, out, err = build_cmd("--corpus", name, "--source", str(source), "--embedding-provider", "hash", *args)
-    assert code == 0, err
-    return Corpus.objects.get(name=name).builds.first()
-
 
 def chunk_rows(build: BuildRun) -> list[dict]:
-    table = lancedb.connect(Path(build.index_path) / "lancedb").open_table("chunks")
+    table = storage.connect(storage.join(build.index_path, "lancedb")).open_table("chunks")
     return table.to_arrow().to_pylist()
+
+
+def builds_on_storage(root, corpus: str) -> list[str]:
+    """Build directories (prefixes) under a local or object-store root."""
+    return storage.list_children(storage.join(root, corpus, "builds"))
 
 
 def expected_chunk_count(source: Path) -> int:
     return sum(len(r.chunks) for r in process_corpus(scan_corpus(source), workers=1))
 
 
-def test_build_index_registers_the_corpus_and_activates_its_first_build(index_root, copy_sample_docs):
+def test_build_index_registers_the_corpus_and_activates_its_first_build(any_index_root, copy_sample_docs):
     code, out, err = build_cmd("--corpus", "skyline", "--source", str(copy_sample_docs),
                                "--embedding-provider", "hash")
     assert code == 0, err
@@ -67,7 +69,7 @@ def test_build_index_registers_the_corpus_and_activates_its_first_build(index_ro
     assert corpus.source_dir == str(copy_sample_docs)
     assert build.status == BuildRun.COMPLETE
     assert build.embedding_provider == "hash"
-    assert Path(build.index_path) == index_root / "skyline" / "builds" / build.build_id
+    assert str(build.index_path) == str(storage.join(any_index_root, "skyline", "builds", build.build_id))
     assert f"corpus skyline: build {build.build_id} active" in out
     assert f"{build.stats['total_chunks']} chunks" in out
     assert corpus.description.startswith("Skyline Payments API documentation")
@@ -112,7 +114,8 @@ def test_build_writes_chunk_and_document_tables_with_their_columns_and_indexes(i
     assert chunks.count_rows() == expected_chunk_count(copy_sample_docs) == build.stats["total_chunks"]
     assert documents.count_rows() == 42
     indexed = {tuple(i.columns): i.index_type for i in chunks.list_indices()}
-    assert indexed == {("heading",): "FTS", ("content",): "FTS", ("ident",): "FTS", ("chunk_id",): "BTree",
+    assert indexed == {("heading",): "FTS", ("title",): "FTS", ("content",): "FTS", ("ident",): "FTS",
+                       ("chunk_id",): "BTree",
                        ("filepath",): "BTree", ("m_language",): "Bitmap", ("m_scope",): "Bitmap"}
     rows = {r["chunk_id"]: r for r in chunks.to_arrow().to_pylist()}
     payments = rows["sdks/python/payments.md#payments/create-a-payment"]
@@ -120,10 +123,11 @@ def test_build_writes_chunk_and_document_tables_with_their_columns_and_indexes(i
     assert payments["content"].startswith("## Create a payment")  # stored text is unprefixed
     assert rows["guides/errors.md#errors/error-types"]["m_language"] is None
     assert len(payments["vector"]) == 256
+    assert payments["link_share"] == 0.0
 
 
 def test_incremental_rebuild_rechunks_only_the_changed_file_and_embeds_only_its_changed_chunk(
-        index_root, copy_sample_docs):
+        any_index_root, copy_sample_docs):
     first = build_corpus("skyline", copy_sample_docs)
     retries = copy_sample_docs / "guides" / "retries.md"
     retries.write_text(retries.read_text() + "\nRetry budgets cap the total retries per minute.\n")
@@ -142,7 +146,7 @@ def test_incremental_rebuild_rechunks_only_the_changed_file_and_embeds_only_its_
     np.testing.assert_array_equal(np.array(new[unchanged]["vector"]), np.array(old[unchanged]["vector"]))
 
 
-def test_full_rebuild_rechunks_and_reembeds_everything(index_root, copy_sample_docs):
+def test_full_rebuild_rechunks_and_reembeds_everything(any_index_root, copy_sample_docs):
     build_corpus("skyline", copy_sample_docs)
     full = build_corpus("skyline", copy_sample_docs, "--full")
     assert full.kind == BuildRun.KIND_FULL
@@ -150,7 +154,7 @@ def test_full_rebuild_rechunks_and_reembeds_everything(index_root, copy_sample_d
     assert full.stats["embedded_chunks"] == full.stats["total_chunks"]
 
 
-def test_build_keeps_previous_index_active_when_validation_fails(index_root, copy_sample_docs):
+def test_build_keeps_previous_index_active_when_validation_fails(any_index_root, copy_sample_docs):
     good = build_corpus("skyline", copy_sample_docs)
     webhooks = copy_sample_docs / "guides" / "webhooks.md"
     webhooks.write_text(webhooks.read_text().replace('{"chunk_by": "h3"}', "{chunk_by: h3}"))
@@ -166,7 +170,7 @@ def test_build_keeps_previous_index_active_when_validation_fails(index_root, cop
     assert [(f["code"], f["file"], f["line"]) for f in failed.findings if f["severity"] == "error"] == [
         ("hint-malformed", "guides/webhooks.md", 46)]
     assert failed.index_path == ""
-    assert sorted(p.name for p in (index_root / "skyline" / "builds").iterdir()) == [good.build_id]
+    assert builds_on_storage(any_index_root, "skyline") == [good.build_id]
     assert active_index("skyline").build_id == good.build_id
 
 
@@ -175,7 +179,7 @@ def test_build_keeps_previous_index_active_when_validation_fails(index_root, cop
     (BuildRun.KIND_FULL, "index", 2),  # new tables, part of their indexes created
 ])
 def test_interrupted_build_leaves_no_partial_directory_and_keeps_previous_build_active(
-        index_root, copy_sample_docs, kind, stage, after):
+        any_index_root, copy_sample_docs, kind, stage, after):
     good = build_corpus("skyline", copy_sample_docs)
     (copy_sample_docs / "guides" / "new.md").write_text("# New\n\n## Section\n\nfresh text\n")
     corpus = Corpus.objects.get(name="skyline")
@@ -191,14 +195,13 @@ def test_interrupted_build_leaves_no_partial_directory_and_keeps_previous_build_
     assert build.status == BuildRun.FAILED
     assert "KeyboardInterrupt" in build.error
     assert build.finished_at is not None
-    assert list(index_root.rglob("*.partial")) == []
-    assert not (index_root / "skyline" / "builds" / build.build_id).exists()
+    assert builds_on_storage(any_index_root, "skyline") == [good.build_id]
     corpus.refresh_from_db()
     assert corpus.active_build_id == good.pk
     assert build_request(corpus=corpus, embedding_provider="hash").status == BuildRun.QUEUED  # not left blocking
 
 
-def test_cancelled_build_stops_and_keeps_previous_build_active(index_root, copy_sample_docs):
+def test_cancelled_build_stops_and_keeps_previous_build_active(any_index_root, copy_sample_docs):
     good = build_corpus("skyline", copy_sample_docs)
     corpus = Corpus.objects.get(name="skyline")
     build = build_request(corpus=corpus, kind=BuildRun.KIND_FULL, embedding_provider="hash")
@@ -210,7 +213,7 @@ def test_cancelled_build_stops_and_keeps_previous_build_active(index_root, copy_
     result = build_execute(build=build, echo=cancel_during_embedding)
     assert result.status == BuildRun.CANCELLED
     assert "cancelled" in result.error
-    assert list(index_root.rglob("*.partial")) == []
+    assert builds_on_storage(any_index_root, "skyline") == [good.build_id]
     corpus.refresh_from_db()
     assert corpus.active_build_id == good.pk
 
@@ -282,7 +285,7 @@ def test_build_start_runs_the_celery_task_inline_when_no_broker_is_configured(
     assert build.progress_done == build.progress_total > 0
 
 
-def test_build_activate_rolls_back_to_an_earlier_build(index_root, copy_sample_docs):
+def test_build_activate_rolls_back_to_an_earlier_build(any_index_root, copy_sample_docs):
     first = build_corpus("skyline", copy_sample_docs)
     (copy_sample_docs / "guides" / "new.md").write_text("# New\n\n## Section\n\nfresh text\n")
     second = build_corpus("skyline", copy_sample_docs)
@@ -294,14 +297,14 @@ def test_build_activate_rolls_back_to_an_earlier_build(index_root, copy_sample_d
     assert "guides/new.md" not in index.metadata.files
 
 
-def test_only_complete_builds_with_an_index_can_be_activated(index_root, copy_sample_docs):
+def test_only_complete_builds_with_an_index_can_be_activated(any_index_root, copy_sample_docs):
     corpus = corpus_create(name="skyline", source_dir=str(copy_sample_docs))
     queued = build_request(corpus=corpus, embedding_provider="hash")
     with pytest.raises(BuildStateConflict, match="only complete builds can be activated"):
         build_activate(build=queued)
 
 
-def test_builds_prune_keeps_the_last_n_and_never_the_active_one(index_root, copy_sample_docs):
+def test_builds_prune_keeps_the_last_n_and_never_the_active_one(any_index_root, copy_sample_docs):
     builds = []
     for n in range(3):
         (copy_sample_docs / "guides" / f"extra-{n}.md").write_text(f"# Extra {n}\n\n## Body\n\ntext {n}\n")
@@ -312,20 +315,19 @@ def test_builds_prune_keeps_the_last_n_and_never_the_active_one(index_root, copy
     assert removed == [second.build_id]
     for build in builds:
         build.refresh_from_db()
-    assert second.index_path == "" and not (index_root / "skyline" / "builds" / second.build_id).exists()
-    assert Path(first.index_path).is_dir()  # active, though the oldest
-    assert Path(third.index_path).is_dir()  # the newest
+    assert second.index_path == ""
+    assert builds_on_storage(any_index_root, "skyline") == sorted([first.build_id, third.build_id])
     with pytest.raises(BuildStateConflict):
         build_activate(build=second)
 
 
-def test_each_build_prunes_to_docsmcp_keep_builds(index_root, copy_sample_docs, settings):
+def test_each_build_prunes_to_docsmcp_keep_builds(any_index_root, copy_sample_docs, settings):
     settings.DOCSMCP_KEEP_BUILDS = 2
     builds = []
     for n in range(3):
         (copy_sample_docs / f"extra-{n}.md").write_text(f"# Extra {n}\n\n## Body\n\ntext {n}\n")
         builds.append(build_corpus("skyline", copy_sample_docs))
-    on_disk = sorted(p.name for p in (index_root / "skyline" / "builds").iterdir())
+    on_disk = builds_on_storage(any_index_root, "skyline")
     assert on_disk == sorted(b.build_id for b in builds[1:])
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import lancedb
 import pytest
 
+from retrieval import storage
 from retrieval.embeddings import get_provider
 from retrieval.ingest import build as build_module
 from retrieval.ingest.build import BuildRequest, build_index
@@ -126,6 +127,7 @@ def test_patched_rows_are_indexed_as_new_segments_merged_once_there_are_many(cop
 def test_a_previous_build_with_another_table_schema_is_not_reused(copy_sample_docs, first, tmp_path):
     documents = lancedb.connect(first / "lancedb").open_table("documents")
     documents.drop_columns(["metadata"])  # as written before per-file metadata was stored
+    (first / "files.json").unlink()  # and before builds kept their per-file records beside the tables
     second = build(copy_sample_docs, tmp_path / "b2", previous=first)
     assert (second.stats["chunked_files"], second.stats["reused_files"]) == (42, 0)
     assert json.loads((second.path / "metadata.json").read_text())["taxonomy"].keys() == {"language", "scope"}
@@ -143,3 +145,47 @@ def test_a_patched_build_copies_files_it_cannot_hard_link(copy_sample_docs, firs
     assert hits(second.path, "nebulacopy") == [f"{PAYMENTS}#payments/refund-a-payment"]
     data = next((second.path / "lancedb" / "chunks.lance" / "data").iterdir())
     assert data.stat().st_nlink == 1
+
+
+def test_a_previous_build_whose_records_name_another_schema_is_not_reused(copy_sample_docs, first, tmp_path):
+    records = json.loads((first / "files.json").read_text())
+    (first / "files.json").write_text(json.dumps({**records, "schema": "written-by-another-version"}))
+    second = build(copy_sample_docs, tmp_path / "b2", previous=first)
+    assert (second.stats["chunked_files"], second.stats["reused_files"]) == (42, 0)
+
+
+def test_an_unchanged_corpus_builds_without_opening_a_table_and_answers_the_same(copy_sample_docs, first, tmp_path,
+                                                                                monkeypatch):
+    def no_lancedb(*args, **kwargs):
+        raise AssertionError("an unchanged corpus opened a LanceDB table")
+
+    monkeypatch.setattr(storage, "connect", no_lancedb)
+    second = build(copy_sample_docs, tmp_path / "b2", previous=first)
+    assert (second.stats["reused_files"], second.stats["chunked_files"], second.stats["embedded_chunks"]) == (42, 0, 0)
+    assert second.stats["total_chunks"] == read_metadata(first).stats["total_chunks"]
+    monkeypatch.undo()
+    assert rows(second.path) == rows(first)
+    assert hits(second.path, "refund a payment") == hits(first, "refund a payment")
+    (copy_sample_docs / "guides" / "fx.md").write_text("# FX\n\n## Rates\n\nQuotes refresh zanzibar hourly.\n")
+    third = build(copy_sample_docs, tmp_path / "b3", previous=second.path)  # and the next build patches it
+    assert third.stats["patched"] is True and hits(third.path, "zanzibar") == ["guides/fx.md#fx/rates"]
+
+
+def test_a_source_diff_decides_which_files_are_read_again(copy_sample_docs, first, tmp_path):
+    """The diff a git source gives from the previous build's commit names what changed; a file it
+    does not name keeps its rows, and a changed manifest makes every file's content decide again."""
+    payments = copy_sample_docs / PAYMENTS
+    payments.write_text(payments.read_text() + "\nNamed by the diff: quokkadiff.\n")
+    second = build(copy_sample_docs, tmp_path / "b2", previous=first, changed=frozenset({PAYMENTS}))
+    assert (second.stats["chunked_files"], second.stats["reused_files"]) == (1, 41)
+    assert hits(second.path, "quokkadiff") == [f"{PAYMENTS}#payments/refund-a-payment"]
+
+    (copy_sample_docs / "guides" / "retries.md").write_text("# Retries\n\nRewritten: wombatdiff.\n")
+    unnamed = build(copy_sample_docs, tmp_path / "b3", previous=second.path, changed=frozenset())
+    assert unnamed.stats["chunked_files"] == 0 and hits(unnamed.path, "wombatdiff") == []
+
+    manifest = copy_sample_docs / ".docs-mcp.json"
+    manifest.write_text(manifest.read_text())  # named by the diff, even unchanged: every file is keyed again
+    rekeyed = build(copy_sample_docs, tmp_path / "b4", previous=unnamed.path, changed=frozenset({".docs-mcp.json"}))
+    assert rekeyed.stats["chunked_files"] == 1
+    assert [hit.partition("#")[0] for hit in hits(rekeyed.path, "wombatdiff")] == ["guides/retries.md"]

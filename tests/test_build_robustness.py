@@ -15,6 +15,7 @@ import pytest
 from django.core.management import CommandError
 from django.utils import timezone
 
+from corpus import execution
 from corpus.errors import CorpusError, EmbeddingChangeRefused
 from corpus.execution import build_execute, builds_prune
 from corpus.models import BuildRun, Corpus
@@ -141,7 +142,9 @@ def test_cancelling_a_running_build_asks_it_to_stop(index_root, copy_sample_docs
     assert asked.status == BuildRun.RUNNING and asked.cancel_requested
 
 
-def test_a_cancelled_build_stops_between_embedding_batches(index_root, copy_sample_docs, settings):
+def test_a_cancelled_build_stops_between_embedding_batches(index_root, copy_sample_docs, settings, monkeypatch):
+    # The build asks the database at most every half second; the sample embeds faster than that.
+    monkeypatch.setattr(execution, "CANCEL_CHECK_SECONDS", 0)
     stub = openai_stub(embedding_dim=8)
     settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = stub.__enter__().base_url, "sk-operator"
     corpus = corpus_create(name="cancel", source_dir=str(copy_sample_docs), corpus_settings={

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from retrieval import storage
 from retrieval.embeddings import EmbeddingSpec, get_provider
 from retrieval.embeddings import cache as cache_module
 from retrieval.embeddings.cache import EmbeddingCache, cache_key, embed_with_cache
@@ -31,12 +32,20 @@ def unit_rows(n: int, dimensions: int = 16, seed: int = 0) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-def test_put_get_roundtrip_across_instances(tmp_path):
+@pytest.fixture(params=["local", "s3"])
+def cache_root(request, tmp_path):
+    """The cache on a local directory, then under an object-store root."""
+    if request.param == "local":
+        return tmp_path
+    return storage.join(request.getfixturevalue("s3_index_root"), "embedding-cache")
+
+
+def test_put_get_roundtrip_across_instances(cache_root):
     keys = [cache_key(f"text {i}", SPEC) for i in range(5)]
     vectors = unit_rows(5)
-    EmbeddingCache(tmp_path, SPEC).put_many(keys, vectors)
+    EmbeddingCache(cache_root, SPEC).put_many(keys, vectors)
 
-    reopened = EmbeddingCache(tmp_path, SPEC)
+    reopened = EmbeddingCache(cache_root, SPEC)
     found = reopened.get_many([*keys, cache_key("never stored", SPEC)])
     assert set(found) == set(keys)
     for key, vector in zip(keys, vectors, strict=True):
@@ -141,10 +150,10 @@ def test_interrupted_write_and_damaged_shard_lose_nothing_else(tmp_path):
     assert set(EmbeddingCache(tmp_path, SPEC).get_many(["kept", "new"])) == {"kept", "new"}
 
 
-def test_compaction_merges_shards_without_losing_entries(tmp_path, monkeypatch):
+def test_compaction_merges_shards_without_losing_entries(cache_root, monkeypatch):
     monkeypatch.setattr(cache_module, "COMPACT_AT", 4)
-    writer = EmbeddingCache(tmp_path, SPEC)
-    reader = EmbeddingCache(tmp_path, SPEC)
+    writer = EmbeddingCache(cache_root, SPEC)
+    reader = EmbeddingCache(cache_root, SPEC)
     expected = {}
     for i in range(11):
         vectors = unit_rows(3, seed=i)
@@ -153,8 +162,8 @@ def test_compaction_merges_shards_without_losing_entries(tmp_path, monkeypatch):
         expected.update(zip(keys, vectors, strict=True))
         if i == 2:
             assert len(reader) == 9  # a reader that loaded shards which compaction later deletes
-    assert len(list(writer.directory.glob("shard-*.npz"))) <= 5
-    for cache in (reader, EmbeddingCache(tmp_path, SPEC)):
+    assert len([n for n in storage.list_children(writer.directory) if n.startswith("shard-")]) <= 5
+    for cache in (reader, EmbeddingCache(cache_root, SPEC)):
         found = cache.get_many(list(expected))
         assert set(found) == set(expected)
         for key, vector in expected.items():

@@ -502,3 +502,22 @@ def test_stub_serves_chat_completions():
     assert second.choices[0].message.content == "second answer"
     assert streamed_text == "second answer"
     assert [request.body["messages"] for request in stub.chat_requests] == [messages] * 3
+
+
+def test_a_repeated_query_is_embedded_once_and_its_vector_is_shared_read_only():
+    from retrieval.embeddings.base import EmbeddingProvider
+
+    class Counting(EmbeddingProvider):
+        name, model, dimensions = "counting", "c", 3
+        calls = 0
+
+        def embed_batch(self, texts):
+            Counting.calls += len(texts)
+            return np.array([[len(t), 1.0, 0.0] for t in texts])
+
+    provider = Counting()
+    first = provider.embed_query("how do I retry")
+    again = provider.embed_query("how do I retry")
+    other = provider.embed_query("another question")
+    assert Counting.calls == 2 and again is first and not first.flags.writeable
+    assert not np.array_equal(first, other)

@@ -65,6 +65,8 @@ def test_nothing_in_retrieval_imports_django():
     ("retrieval.ingest", ("retrieval.search", "retrieval.fixes", "retrieval.chunkstore")),
     ("retrieval.embeddings", ("retrieval.search", "retrieval.fixes", "retrieval.chunkstore", "retrieval.ingest")),
     ("retrieval.fixes", ("retrieval.search", "retrieval.chunkstore")),
+    ("retrieval.storage", ("retrieval.search", "retrieval.fixes", "retrieval.chunkstore", "retrieval.ingest",
+                           "retrieval.embeddings")),
     ("retrieval.search", ("retrieval.fixes", "retrieval.chunkstore", "retrieval.ingest.build",
                           "retrieval.ingest.sources")),
     ("corpus", ("mcp_endpoint", "evals")),

@@ -90,8 +90,11 @@ GET_DOC_SCHEMA = {
     },
     "required": ["chunk_id"],
 }
-HIT_KEYS = {"chunk_id", "score", "title", "heading", "breadcrumb", "snippet", "filepath", "metadata"}
-DOCUMENT_HEADER = re.compile(r"^Document: (?P<title>.+) \((?P<path>\S+)\)\n\n")
+HIT_KEYS = {"chunk_id", "score", "title", "heading", "breadcrumb", "snippet", "filepath", "metadata",
+            "version", "revision", "indexed_at"}
+DOCUMENT_HEADER = re.compile(r"^Document: (?P<title>.+) \((?P<path>\S+)\)\n"
+                             r"(?:Version: (?P<version>\S+) \| )?Revision: (?P<revision>\S+) \| "
+                             r"Indexed at: (?P<indexed_at>\S+)\n\n")
 DELIMITER = re.compile(
     r"^--- Chunk: (?P<id>\S+) \(Chunk (?P<n>\d+) of (?P<m>\d+)\) \((?P<label>Target|Context: [+-]\d+)\) ---$",
     re.MULTILINE,
@@ -370,7 +373,8 @@ def test_get_doc_context_follows_the_delimiter_grammar(docs_server, pin_handshak
 
     text = alone.content[0].text
     assert delimiters(text) == [{"id": target, "n": "3", "m": "6", "label": "Target"}]
-    assert text.startswith("Document: Retries (guides/retries.md)\n\n")
+    assert text.startswith("Document: Retries (guides/retries.md)\nRevision: ")
+    assert DOCUMENT_HEADER.match(text)["indexed_at"].endswith("+00:00")
     body = without_header(text).split("\n", 1)[1]
     assert body.startswith("## Backoff strategy") and body in source
     assert default.content[0].text == text

@@ -13,6 +13,7 @@ import httpx
 import numpy as np
 import pytest
 
+from retrieval import storage
 from tests import profile_fixtures
 from tests.profile_fixtures import call, text_of, with_client
 
@@ -64,7 +65,7 @@ def make_items(project: str, n: int, prefix: str = "chunk", *, model: str = HASH
 
 
 @pytest.fixture
-def projects(transactional_db, index_root):
+def projects(transactional_db, any_index_root):
     from corpus.chunkstore import project_create
 
     return {
@@ -330,11 +331,11 @@ def test_hybrid_not_supported(projects, live_url, http):
     }}
 
 
-def test_index_unavailable(projects, live_url, http, index_root):
+def test_index_unavailable(projects, live_url, http, any_index_root):
     store(http, live_url, "citeloom/clean-arch", make_items("citeloom/clean-arch", 100))
-    table = index_root / "proj-citeloom-clean-arch" / "store" / "chunks.lance"
-    for version in (table / "_versions").iterdir():
-        version.write_bytes(b"not a manifest")
+    versions = storage.join(any_index_root, "proj-citeloom-clean-arch", "store", "chunks.lance", "_versions")
+    for name in storage.list_children(versions):
+        storage.write_bytes(storage.join(versions, name), b"not a manifest")
     for name, arguments in (("inspect_collection", {}), ("find_chunks", {"query": "layers"})):
         error = tool(http, live_url, name, {"project": "citeloom/clean-arch", **arguments})["error"]
         assert error["code"] == "INDEX_UNAVAILABLE", error

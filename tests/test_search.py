@@ -45,7 +45,8 @@ RANKINGS = [
     ("APIError", {"language": "python"}, [f"{PY_ERRORS}/apierror"]),
     ("fetch one user by ID", {}, [f"{USERS}/clientgetuser", f"{USERS}/auto-paging"]),
     ("timeouts under load", {}, [f"{POOL}/timeouts"]),
-    ("HTTP 429", {"language": "python"}, [f"{LIMITS}/http-429-responses", f"{PY_ERRORS}/ratelimiterror"]),
+    # Under a filter, the chunk carrying the filtered value leads; the auto-included guide follows.
+    ("HTTP 429", {"language": "python"}, [f"{PY_ERRORS}/ratelimiterror", f"{LIMITS}/http-429-responses"]),
     ("HTTP 429", {"language": "python", "scope": "sdk-specific"}, [f"{PY_ERRORS}/ratelimiterror",
                                                                     f"{PY_ERRORS}/apierror"]),
 ]
@@ -377,8 +378,8 @@ def _break_legs(monkeypatch, names):
 
     real = search_module.lexical_queries
 
-    def broken(query, legs):
-        out = real(query, legs)
+    def broken(query, legs, **options):
+        out = real(query, legs, **options)
         out.update({name: MatchQuery(query, "no_such_column") for name in names})
         return out
 

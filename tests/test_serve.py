@@ -14,7 +14,7 @@ from django.core.management import call_command
 from corpus.models import BuildRun
 from docsmcp_site.secret import installation_secret_key
 from mcp_endpoint.apikeys import create_api_key
-from mcp_endpoint.management.commands.serve import exposure_warning
+from mcp_endpoint.management.commands.serve import WORKER_NICENESS, exposure_warning, run_together
 from tests.api_helpers import assert_error, call
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,6 +70,19 @@ def test_serve_binds_loopback_by_default_without_a_warning(settings, launched, c
     assert "docsmcp_site.wsgi:application" in launched[0] and "gthread" in launched[0]
     assert "WARNING" not in capsys.readouterr().err
     assert (tmp_path / "static" / "admin" / "css" / "base.css").exists()  # collected because it was missing
+
+
+def test_the_worker_serve_starts_beside_the_web_server_yields_the_cpu_to_it(tmp_path):
+    """On a small host the Celery worker's start-up and builds must not slow searches down."""
+    seen = tmp_path / "niceness"
+    web = [sys.executable, "-c", "import pathlib, time\n"
+           f"while not pathlib.Path({str(seen)!r}).exists(): time.sleep(0.05)"]
+    worker = [sys.executable, "-c", "import os, pathlib, time\n"
+              f"pathlib.Path({str(seen) + '.part'!r}).write_text(str(os.nice(0)))\n"
+              f"os.rename({str(seen) + '.part'!r}, {str(seen)!r})\n"
+              "time.sleep(60)"]
+    assert run_together(web, worker, background=worker) == 0
+    assert int(seen.read_text()) == min(19, os.nice(0) + WORKER_NICENESS)
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "::"])

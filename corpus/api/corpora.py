@@ -10,7 +10,7 @@ from django.db.models import Prefetch, prefetch_related_objects
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
-from corpus import execution, selectors, services
+from corpus import execution, gitsource, selectors, services
 from corpus.models import BuildRun, TaxonomyKey
 from docsmcp_site.api.auth import ADMIN, BUILD, READ, caller
 from docsmcp_site.api.pagination import Page, PageParams, paginate
@@ -58,9 +58,14 @@ def list_corpora(request: HttpRequest, page: Query[PageParams]):
 @router.post("/corpora", response={201: CorpusOut}, auth=ADMIN)
 def create_corpus(request: HttpRequest, response: HttpResponse, payload: CorpusIn):
     """Register a corpus. It has no index until its first build."""
+    git = gitsource.check_git_fields(url=payload.git_url, ref=payload.git_ref, subdir=payload.git_subdir) \
+        if payload.git_url else None
     corpus = services.corpus_create(name=payload.name, kind=payload.kind, source_dir=payload.source_dir,
                                     description=payload.description, version=payload.version,
-                                    aliases=payload.aliases, corpus_settings=payload.settings)
+                                    aliases=payload.aliases, corpus_settings=payload.settings, git=git is not None)
+    if git is not None:
+        corpus.git_url, corpus.git_ref, corpus.git_subdir = git
+        corpus.save(update_fields=["git_url", "git_ref", "git_subdir"])
     body = corpus_out(_corpus(corpus.name))
     response["Location"] = body["url"]
     return Status(201, body)
@@ -80,6 +85,12 @@ def update_corpus(request: HttpRequest, name: str, payload: CorpusPatch):
     corpus = services.corpus_update(corpus=corpus, description=payload.description, version=payload.version,
                                     source_dir=payload.source_dir, aliases=payload.aliases,
                                     corpus_settings=new_settings)
+    if payload.git_url is not None or payload.git_ref is not None or payload.git_subdir is not None:
+        corpus.git_url, corpus.git_ref, corpus.git_subdir = gitsource.check_git_fields(
+            url=payload.git_url if payload.git_url is not None else corpus.git_url,
+            ref=payload.git_ref if payload.git_ref is not None else corpus.git_ref,
+            subdir=payload.git_subdir if payload.git_subdir is not None else corpus.git_subdir)
+        corpus.save(update_fields=["git_url", "git_ref", "git_subdir", "updated_at"])
     return corpus_out(_corpus(corpus.name))
 
 

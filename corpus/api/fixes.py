@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Field, Path, Query, Router, Schema
 
-from corpus import selectors
+from corpus import gitfixes, selectors
 from corpus.fixes import fix_approve, fix_reject
 from corpus.models import FixProposal
 from docsmcp_site.api.auth import BUILD, READ
@@ -80,6 +80,16 @@ def approve_fix(request: HttpRequest, name: str, proposal_id: int = ProposalId):
     written). The corpus is not rebuilt: trigger a build to serve the change."""
     # TODO(fixes): record the API key as the decider once corpus.fixes accepts a name; user=None is "system".
     return fix_out(fix_approve(proposal=_proposal(name, proposal_id), user=None))
+
+
+@router.get("/corpora/{name}/fixes/{int:proposal_id}/patch", auth=READ, response={200: str},
+            url_name="fix-patch")
+def fix_patch_download(request: HttpRequest, name: str, proposal_id: int = ProposalId):
+    """An applied fix of a git-sourced corpus as a patch for `git am` (the commit on its `docsmcp/fix-<id>` branch)."""
+    patch = gitfixes.fix_patch(_proposal(name, proposal_id))
+    response = HttpResponse(patch, content_type="text/x-patch; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="docsmcp-fix-{proposal_id}.patch"'
+    return response
 
 
 @router.post("/corpora/{name}/fixes/{int:proposal_id}/reject", response=FixOut, auth=BUILD)

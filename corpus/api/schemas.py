@@ -10,6 +10,7 @@ from django.urls import reverse
 from ninja import Field, Schema
 
 from corpus.models import BuildRun, Corpus
+from corpus.reach import source_warnings
 from docsmcp_site.api.pagination import Input
 from retrieval.embeddings import PROVIDERS
 
@@ -31,6 +32,11 @@ SETTINGS_HELP = 'Per-corpus build settings, e.g. {"embedding_provider": "hash", 
 ALIASES_HELP = "Other names clients may use for the corpus (slugs)."
 
 
+GIT_HELP = ("A git repository to build from instead of source_dir (no password in it; credentials come from "
+            "the server's environment). Must start with one of DOCSMCP_GIT_ALLOWED_URLS; file:// URLs must lie "
+            "under DOCSMCP_SOURCE_ROOTS.")
+
+
 class CorpusIn(Input):
     name: str = Field(..., min_length=1, max_length=100, description=NAME_HELP, examples=["payments-docs"])
     kind: CorpusKind = Field(Corpus.KIND_MARKDOWN, description="markdown: built from source_dir; "
@@ -40,6 +46,9 @@ class CorpusIn(Input):
     version: str = Field("", max_length=100)
     aliases: list[str] = Field(default_factory=list, max_length=50, description=ALIASES_HELP)
     settings: dict[str, Any] = Field(default_factory=dict, description=SETTINGS_HELP)
+    git_url: str = Field("", max_length=1000, description=GIT_HELP)
+    git_ref: str = Field("", max_length=255, description="With git_url: branch or tag (default: the remote's HEAD).")
+    git_subdir: str = Field("", max_length=1000, description="With git_url: the corpus root inside the repository.")
 
 
 class CorpusPatch(Input):
@@ -50,6 +59,9 @@ class CorpusPatch(Input):
     source_dir: str | None = Field(None, max_length=1000, description=SOURCE_HELP)
     aliases: list[str] | None = Field(None, max_length=50, description=ALIASES_HELP + " Replaces the list.")
     settings: dict[str, Any] | None = Field(None, description=SETTINGS_HELP + " Replaces the object.")
+    git_url: str | None = Field(None, max_length=1000, description=GIT_HELP)
+    git_ref: str | None = Field(None, max_length=255)
+    git_subdir: str | None = Field(None, max_length=1000)
 
 
 class ActiveBuildOut(Schema):
@@ -69,10 +81,20 @@ class CorpusOut(Schema):
     settings: dict[str, Any] = Field(description="Values under keys that look like secrets are redacted.")
     taxonomy: dict[str, list[str]] = Field(description="Filter keys and their values, from the active build.")
     active_build: ActiveBuildOut | None
+    git_url: str
+    git_ref: str
+    git_subdir: str
+    version_of: str | None = Field(description="The corpus this row is another version of (null: it is the corpus).")
+    default_version: str = Field(description="The version its bare name serves (empty: this row's own).")
+    revision: str = Field(description="The git commit (or directory content hash) the active build was made from.")
+    latest_commit: str = Field(description="The git ref's newest commit as last seen by a fetch or push webhook.")
+    stale: bool = Field(description="True when latest_commit differs from the active build's revision.")
     created_at: datetime
     updated_at: datetime
     url: str
     builds_url: str
+    warnings: list[str] = Field(default_factory=list, description="What may keep builds from working, e.g. a "
+                                "source directory that Celery workers on other hosts cannot read.")
 
 
 class BuildIn(Input):
@@ -182,8 +204,13 @@ def corpus_out(corpus: Corpus) -> dict:
             "build_id": build.build_id, "activated_at": build.activated_at,
             "chunks": (build.stats or {}).get("total_chunks"), "url": build_url(build),
         },
+        "git_url": corpus.git_url, "git_ref": corpus.git_ref, "git_subdir": corpus.git_subdir,
+        "version_of": corpus.version_of.name if corpus.version_of_id else None,
+        "default_version": corpus.default_version, "revision": corpus.built_revision,
+        "latest_commit": corpus.latest_commit, "stale": corpus.is_stale,
         "created_at": corpus.created_at, "updated_at": corpus.updated_at,
         "url": corpus_url(corpus), "builds_url": reverse("api:builds", kwargs={"name": corpus.name}),
+        "warnings": source_warnings(corpus),
     }
 
 

@@ -55,6 +55,9 @@ class HitOut(Schema):
     title: str
     chunk_index: int = Field(description="1-based position of the chunk in its file.")
     total_chunks: int
+    version: str | None = Field(description="The corpus version the hit comes from (null: no version label).")
+    revision: str | None = Field(description="The git commit built, or a content hash of a directory source.")
+    indexed_at: str | None = Field(description="When that build was made (ISO 8601, UTC).")
 
 
 class HintOut(Schema):
@@ -127,10 +130,13 @@ def _search(name: str, query: str, limit: int | None, cursor: str | None, filter
         embedder = None
     result = search(index, SearchRequest(query=query, filters=filters, limit=limit, cursor=cursor),
                     embedder=embedder, cursor_secret=selectors.cursor_secret())
+    stats = index.metadata.stats
+    fresh = {"version": stats.get("version") or None, "revision": stats.get("revision") or None,
+             "indexed_at": stats.get("indexed_at") or None}
     return {
         "hits": [{"chunk_id": h.chunk_id, "score": h.score, "heading": h.heading, "breadcrumb": h.breadcrumb,
                   "snippet": h.snippet, "filepath": h.filepath, "metadata": h.metadata, "title": h.title,
-                  "chunk_index": h.chunk_index, "total_chunks": h.total_chunks} for h in result.hits],
+                  "chunk_index": h.chunk_index, "total_chunks": h.total_chunks, **fresh} for h in result.hits],
         "next_cursor": result.next_cursor,
         "hint": None if result.hint is None else {"message": result.hint.message,
                                                   "suggested_filters": result.hint.suggested_filters},

@@ -13,6 +13,7 @@ from ninja import NinjaAPI
 from corpus.api.corpora import builds as builds_router
 from corpus.api.corpora import router as corpora_router
 from corpus.api.fixes import router as fixes_router
+from corpus.api.hooks import router as hooks_router
 from corpus.api.search import router as search_router
 from docsmcp_site.api import errors as api_errors
 from docsmcp_site.api.docs import OfflineSwagger
@@ -56,6 +57,7 @@ api.add_router("", corpora_router)
 api.add_router("", builds_router)
 api.add_router("", search_router)
 api.add_router("", fixes_router)
+api.add_router("", hooks_router)
 api.add_router("", evals_router)
 api.add_router("", docs_router)
 

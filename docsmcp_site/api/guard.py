@@ -18,11 +18,14 @@ from docsmcp_site.api.errors import API_PREFIX, error_response
 from mcp_endpoint.security import is_json_content_type, origin_allowed
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+# Push webhooks are signed by their sender (corpus.webhooks) and come from git hosts, not browsers,
+# in the body format the host chooses.
+SIGNED_PREFIX = f"{API_PREFIX}hooks/git/"
 
 
 def api_guard(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
     def middleware(request: HttpRequest) -> HttpResponse:
-        if not request.path.startswith(API_PREFIX):
+        if not request.path.startswith(API_PREFIX) or request.path.startswith(SIGNED_PREFIX):
             return get_response(request)
         origin = request.headers.get("Origin")
         if not origin_allowed(origin):

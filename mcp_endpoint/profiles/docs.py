@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from dataclasses import replace
 from typing import Any
 
-from corpus.selectors import active_index, cursor_secret, query_embedder
+from corpus.selectors import active_index, cursor_secret, describe_versions, query_embedder, version_choices
 from mcp_endpoint import budget
 from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus
+from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA, freshness
 from retrieval.errors import RetrievalError
 from retrieval.ingest.metadata import BuildMetadata
 from retrieval.search.documents import ChunkWindow, get_chunk, render_chunk_window
@@ -30,6 +32,8 @@ GET_DOC_DESCRIPTION = (
     "You can optionally request surrounding context within the same file."
 )
 BASE_PROPERTIES = ("query", "limit", "cursor")
+VERSION_DESCRIPTION = ("Which version of the documentation to search: one of the versions that have an active "
+                       "build. Omit for the default version ({default}).")
 SNIPPET_STEPS = (200, 120, 60)  # characters per snippet, tried in turn when a page is over budget
 TRIMMED = "Snippets were shortened to {chars} characters to fit the response budget; get_doc returns any chunk in full."
 DROPPED = (
@@ -38,18 +42,24 @@ DROPPED = (
 )
 
 
-def _index(context: Context) -> Index:
+def _index(context: Context, version: str | None = None) -> Index:
+    """The active index of the context's corpus, or of one of its versions when `version` is given."""
+    if version:
+        name, _versions = version_choices(context.corpus)
+        return active_index(f"{name}@{version}")
     return active_index(context.corpus)
 
 
 def check_context(context: Context) -> None:
     if context.corpus is None:
         return
-    from corpus.errors import CorpusNotFound
+    from corpus.errors import CorpusNotFound, UnknownVersion
     from corpus.selectors import corpus_get
 
     try:
         corpus_get(context.corpus)
+    except UnknownVersion:
+        return  # the corpus exists: each tool call answers isError, listing the versions it has
     except CorpusNotFound as exc:
         raise UnknownCorpus(str(exc)) from exc
 
@@ -69,9 +79,32 @@ def instructions(context: Context) -> str:
             + "; ".join(f"{k} ({', '.join(v.values)})" for k, v in metadata.taxonomy.items())
             + "."
         )
+    text += " " + _freshness_sentence(context, metadata)
     if metadata.instructions:
         text += "\n\n" + metadata.instructions
     return text
+
+
+def _freshness_sentence(context: Context, metadata: BuildMetadata) -> str:
+    """Which version answers by default and when it was built, so an agent knows how current answers are."""
+    fresh = freshness_of(metadata)
+    built = f"last built {fresh['indexed_at']}" + (f" from revision {fresh['revision']}" if fresh["revision"] else "")
+    name, versions = version_choices(context.corpus)
+    if versions:
+        from corpus.selectors import corpus_get
+
+        listed = describe_versions(corpus_get(name))
+        return (f"Versions: {listed}; the default version {fresh['version']} was {built}. Pass `version` to "
+                "search_docs and get_doc for another one.")
+    if fresh["version"]:
+        return f"Version {fresh['version']}, {built}."
+    return f"The index was {built}."
+
+
+def freshness_of(metadata: BuildMetadata) -> dict[str, Any]:
+    stats = metadata.stats
+    return {"version": stats.get("version") or None, "revision": stats.get("revision") or None,
+            "indexed_at": stats.get("indexed_at") or None}
 
 
 def describe(metadata: BuildMetadata) -> str:
@@ -81,7 +114,7 @@ def describe(metadata: BuildMetadata) -> str:
     return f"{metadata.corpus} documentation" if not text or text == metadata.corpus else text
 
 
-def search_schema(index: Index | None) -> dict[str, Any]:
+def search_schema(index: Index | None, versions: list[str] | None = None) -> dict[str, Any]:
     properties: dict[str, Any] = {
         "query": {
             "type": "string",
@@ -111,7 +144,14 @@ def search_schema(index: Index | None) -> dict[str, Any]:
                 "description": field.schema_description(key),
                 "enum": list(field.values),
             }
+    if versions:
+        properties["version"] = version_property(index, versions)
     return {"type": "object", "additionalProperties": False, "properties": properties, "required": ["query"]}
+
+
+def version_property(index: Index | None, versions: list[str]) -> dict[str, Any]:
+    default = (index.metadata.stats.get("version") if index is not None else "") or versions[0]
+    return {"type": "string", "description": VERSION_DESCRIPTION.format(default=default), "enum": list(versions)}
 
 
 GET_DOC_SCHEMA = {
@@ -164,8 +204,10 @@ SEARCH_OUTPUT_SCHEMA = {
                     },
                     "filepath": {"type": "string"},
                     "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
+                    **FRESHNESS_SCHEMA,
                 },
-                "required": ["chunk_id", "score", "heading", "breadcrumb", "snippet", "filepath", "metadata"],
+                "required": ["chunk_id", "score", "heading", "breadcrumb", "snippet", "filepath", "metadata",
+                             "version", "revision", "indexed_at"],
             },
         },
         "next_cursor": {"type": ["string", "null"]},
@@ -188,9 +230,10 @@ SEARCH_OUTPUT_SCHEMA = {
 }
 
 
-def search_result_json(result: SearchResult, snippet_chars: int | None = None) -> dict[str, Any]:
-    """The seed 000 `SearchResult` shape, field for field, plus each hit's document `title`;
-    snippets cut to `snippet_chars` when given."""
+def search_result_json(result: SearchResult, snippet_chars: int | None = None,
+                       fresh: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The seed 000 `SearchResult` shape, field for field, plus each hit's document `title` and the
+    build it came from (`fresh`: version, revision, indexed_at); snippets cut to `snippet_chars` when given."""
     return {
         "hits": [
             {
@@ -202,6 +245,7 @@ def search_result_json(result: SearchResult, snippet_chars: int | None = None) -
                 "snippet": budget.shorten(h.snippet, snippet_chars),
                 "filepath": h.filepath,
                 "metadata": h.metadata,
+                **(fresh or {}),
             }
             for h in result.hits
         ],
@@ -215,8 +259,10 @@ def search_result_json(result: SearchResult, snippet_chars: int | None = None) -
 
 
 def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
-    index = _index(context)
-    filters = {k: v for k, v in arguments.items() if k not in BASE_PROPERTIES}
+    _name, versions = version_choices(context.corpus)
+    index = _index(context, arguments.get("version") if versions else None)
+    fresh = freshness(index)
+    filters = {k: v for k, v in arguments.items() if k not in BASE_PROPERTIES and not (versions and k == "version")}
     request = SearchRequest(
         query=arguments["query"],
         filters=filters,
@@ -224,13 +270,15 @@ def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
         cursor=arguments.get("cursor"),
     )
     result = search(index, request, embedder=_embedder(index), cursor_secret=cursor_secret())
-    payload = search_result_json(result)
+    payload = search_result_json(result, fresh=fresh)
     limit = budget.budget_chars()
-    if _size(payload) <= limit:
-        return ToolResult.json(payload)
+    # The common case, a page within budget, encodes the payload once: that text is also the reply.
+    text = _text(payload)
+    if len(text) + budget.NOTICE_ROOM <= limit:
+        return ToolResult.text(text, structured=payload)
     # Over budget: shorter snippets first, since get_doc returns any chunk in full...
     for chars in SNIPPET_STEPS:
-        payload = search_result_json(result, chars)
+        payload = search_result_json(result, chars, fresh)
         if _size(payload) <= limit:
             payload["notice"] = TRIMMED.format(chars=chars)
             return ToolResult.json(payload)
@@ -239,10 +287,10 @@ def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
     hits = result.hits
     keep = len(hits)
     while True:
-        while keep > 1 and _size(search_result_json(replace(result, hits=hits[:keep]), SNIPPET_STEPS[-1])) > limit:
+        while keep > 1 and _size(search_result_json(replace(result, hits=hits[:keep]), SNIPPET_STEPS[-1], fresh)) > limit:
             keep -= 1
         shorter = search(index, replace(request, limit=keep), embedder=_embedder(index), cursor_secret=cursor_secret())
-        payload = search_result_json(shorter, SNIPPET_STEPS[-1])
+        payload = search_result_json(shorter, SNIPPET_STEPS[-1], fresh)
         payload["notice"] = DROPPED.format(kept=keep, chars=SNIPPET_STEPS[-1])
         # A shorter page may gain the next_cursor the full one (the last page) did not need.
         if keep == 1 or _size(payload) <= limit:
@@ -250,8 +298,13 @@ def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
         keep -= 1
 
 
+def _text(payload: dict[str, Any]) -> str:
+    """The text block of a search reply: what ToolResult.json would write."""
+    return json.dumps(payload, ensure_ascii=False, indent=2)
+
+
 def _size(payload: dict[str, Any]) -> int:
-    return len(json.dumps(payload, ensure_ascii=False, indent=2)) + budget.NOTICE_ROOM
+    return len(_text(payload)) + budget.NOTICE_ROOM
 
 
 def _embedder(index: Index):
@@ -264,18 +317,24 @@ def _embedder(index: Index):
 
 
 def _get_doc(context: Context, arguments: dict[str, Any]) -> ToolResult:
-    window = get_chunk(_index(context), arguments["chunk_id"], int(arguments.get("context", 0)))
-    return ToolResult.text(fit_window(window, budget.budget_chars()))
+    index = _index(context, arguments.get("version"))
+    window = get_chunk(index, arguments["chunk_id"], int(arguments.get("context", 0)))
+    return ToolResult.text(fit_window(window, budget.budget_chars(), freshness(index)))
 
 
-def fit_window(window: ChunkWindow, limit: int) -> str:
+def fit_window(window: ChunkWindow, limit: int, fresh: dict[str, Any] | None = None) -> str:
     """A header naming the document, then seed 000's delimited chunks, within `limit` characters.
 
     Over budget, the target is kept first, then context chunks nearest to it; the chunk IDs
     left out are named so the model can ask for each with get_doc.
     """
     target = window.target
-    header = f"Document: {target.title or target.filepath} ({target.filepath})\n\n"
+    header = f"Document: {target.title or target.filepath} ({target.filepath})\n"
+    if fresh:
+        parts = [f"Version: {fresh['version']}"] if fresh.get("version") else []
+        parts += [f"Revision: {fresh.get('revision') or 'unknown'}", f"Indexed at: {fresh.get('indexed_at') or 'unknown'}"]
+        header += " | ".join(parts) + "\n"
+    header += "\n"
     nearest = sorted(window.before + window.after, key=lambda c: abs(c.chunk_index - target.chunk_index))
     for count in range(len(nearest), -1, -1):
         chosen = [target, *nearest[:count]]
@@ -297,18 +356,45 @@ def fit_window(window: ChunkWindow, limit: int) -> str:
 def tools(context: Context) -> list[ToolDef]:
     try:
         index: Index | None = _index(context)
-        description = describe(index.metadata)
     except RetrievalError:  # no usable index: base schema; search_docs itself reports why
-        index, description = None, "documentation"
+        index = None
+    _name, versions = version_choices(context.corpus)
+    return _tools(index, tuple(versions or ()))
+
+
+# Every tools/call looks its tool up in this list, so it is made once per build and version list,
+# not per request.
+_tools_made: dict[tuple[str, tuple[str, ...]], list[ToolDef]] = {}
+_tools_lock = threading.Lock()
+
+
+def _tools(index: Index | None, versions: tuple[str, ...]) -> list[ToolDef]:
+    key = (str(index.path) if index is not None else "", versions)
+    made = _tools_made.get(key)
+    if made is None:
+        made = _make_tools(index, list(versions))
+        with _tools_lock:
+            if len(_tools_made) > 64:
+                _tools_made.clear()
+            _tools_made[key] = made
+    return list(made)
+
+
+def _make_tools(index: Index | None, versions: list[str]) -> list[ToolDef]:
+    description = describe(index.metadata) if index is not None else "documentation"
+    get_doc_schema = GET_DOC_SCHEMA
+    if versions:
+        get_doc_schema = {**GET_DOC_SCHEMA, "properties": {**GET_DOC_SCHEMA["properties"],
+                                                           "version": version_property(index, versions)}}
     return [
         ToolDef(
             name="search_docs",
             description=SEARCH_DESCRIPTION.format(description=description),
-            input_schema=search_schema(index),
+            input_schema=search_schema(index, versions),
             output_schema=SEARCH_OUTPUT_SCHEMA,
             handler=_search_docs,
         ),
         ToolDef(
-            name="get_doc", description=GET_DOC_DESCRIPTION, input_schema=GET_DOC_SCHEMA, handler=_get_doc
+            name="get_doc", description=GET_DOC_DESCRIPTION, input_schema=get_doc_schema, handler=_get_doc
         ),
     ]

@@ -14,9 +14,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from corpus.errors import CorpusNotFound
+from corpus.errors import CorpusNotFound, UnknownVersion
 from corpus.models import Corpus
-from corpus.selectors import corpus_get, cursor_secret
+from corpus.selectors import corpus_serving, cursor_secret
 from mcp_endpoint import budget
 from mcp_endpoint.profiles import Context, ToolDef, ToolError, ToolResult
 from mcp_endpoint.profiles.documents_schemas import (
@@ -33,7 +33,9 @@ from mcp_endpoint.profiles.documents_schemas import (
 )
 from mcp_endpoint.profiles.shared import (
     CorpusHit,
+    corpora_freshness,
     embedder_for,
+    freshness,
     index_of,
     markdown_corpora,
     merge_hits,
@@ -56,7 +58,7 @@ def instructions(context: Context) -> str:
         "Documentation collections. Start with documents_list_collections, browse with "
         "documents_list_documents, search with documents_search (documents_search_batch for several "
         "questions), and read only what you need with documents_get_outline and documents_get_section."
-    )
+    ) + (" " + corpora_freshness()).rstrip()
 
 
 # --- collections ------------------------------------------------------------------------------
@@ -74,7 +76,7 @@ class Collection:
         return out
 
     def index(self) -> Index:
-        return index_of(self.corpus)
+        return index_of(self.corpus, self.shown)
 
 
 def _available() -> str:
@@ -87,7 +89,9 @@ def _available() -> str:
 def resolve_collection(name: str) -> Collection:
     """The markdown corpus called `name` (its name or an alias); a ToolError naming the others otherwise."""
     try:
-        corpus = corpus_get(name)
+        corpus = corpus_serving(name)
+    except UnknownVersion as exc:
+        raise ToolError(str(exc)) from None
     except CorpusNotFound:
         corpus = None
     if corpus is None or corpus.kind != Corpus.KIND_MARKDOWN:
@@ -143,7 +147,7 @@ def _with_notice(result: ToolResult, notice: str | None) -> ToolResult:
     return ToolResult.text(text, structured={**result.structured, "notice": notice})
 
 
-def _hit_item(collection: Collection, hit: SearchHit) -> dict[str, Any]:
+def _hit_item(collection: Collection, hit: SearchHit, fresh: dict[str, Any] | None = None) -> dict[str, Any]:
     """Section 7's enhanced search result (plus `chunkId`, which the docs profile's get_doc reads)."""
     item: dict[str, Any] = {
         **collection.label(),
@@ -160,6 +164,7 @@ def _hit_item(collection: Collection, hit: SearchHit) -> dict[str, Any]:
         totalChunks=hit.total_chunks,
         chunkId=hit.chunk_id,
     )
+    item.update(fresh or {})
     return item
 
 
@@ -185,7 +190,7 @@ def _search(
         for (qi, position, collection), result in zip(wanted, results, strict=True):
             per_query[qi].append(
                 [
-                    CorpusHit(collection.corpus, hit, (position, rank))
+                    CorpusHit(collection.corpus, hit, (position, rank), freshness(index))
                     for rank, hit in enumerate(result.hits)
                     if max_distance is None or 1.0 - hit.score <= max_distance
                 ]
@@ -194,7 +199,7 @@ def _search(
     for qi, (_query, collections) in enumerate(queries):
         shown = {c.corpus.name: c for c in collections}
         merged = merge_hits(per_query[qi], limit)
-        out.append([_hit_item(shown[h.corpus.name], h.hit) for h in merged])
+        out.append([_hit_item(shown[h.corpus.name], h.hit, h.freshness) for h in merged])
     return out
 
 
@@ -331,7 +336,8 @@ def _find_related(context: Context, args: dict[str, Any]) -> ToolResult:
         same_document=args["sameDocument"],
         embedder=embedder_for(index),
     )
-    related = [{**collection.label(), "document": h.filepath, **_hit_item(collection, h)} for h in result.hits]
+    fresh = freshness(index)
+    related = [{**collection.label(), "document": h.filepath, **_hit_item(collection, h, fresh)} for h in result.hits]
     related, notice = budget.fit_items(related, ("content",), lambda items: _size({"source": {}, "related": items}))
     payload: dict[str, Any] = {
         "source": {**collection.label(), "document": document},

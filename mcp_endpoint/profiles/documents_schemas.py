@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA
 from retrieval.search.engine import MAX_LIMIT
 from retrieval.search.related import MAX_RELATED
 
@@ -149,8 +150,10 @@ SEARCH_ITEM = {
         "chunkIndex": {"type": "integer", "minimum": 1},
         "totalChunks": {"type": "integer", "minimum": 1},
         "chunkId": {"type": "string"},
+        **FRESHNESS_SCHEMA,
     },
-    "required": ["collection", "documentId", "documentTitle", "content", "relevanceScore", "distance"],
+    "required": ["collection", "documentId", "documentTitle", "content", "relevanceScore", "distance",
+                 "version", "revision", "indexed_at"],
 }
 
 

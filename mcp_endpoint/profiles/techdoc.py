@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
-from corpus.errors import CorpusNotFound
+from corpus.errors import CorpusNotFound, UnknownVersion
 from corpus.models import Corpus
-from corpus.selectors import corpus_get, cursor_secret
+from corpus.selectors import corpus_serving, cursor_secret, version_choices
 from mcp_endpoint import budget
 from mcp_endpoint.jsonrpc import InvalidParams
 from mcp_endpoint.profiles import (
@@ -35,7 +35,15 @@ from mcp_endpoint.profiles import (
     ToolError,
     ToolResult,
 )
-from mcp_endpoint.profiles.shared import CorpusHit, embedder_for, index_of, merge_hits, served_corpora
+from mcp_endpoint.profiles.shared import (
+    CorpusHit,
+    corpora_freshness,
+    embedder_for,
+    freshness,
+    index_of,
+    merge_hits,
+    served_corpora,
+)
 from retrieval.errors import RetrievalError
 from retrieval.search.documents import get_document, get_outline, list_documents
 from retrieval.search.engine import SearchRequest, search
@@ -59,7 +67,7 @@ def instructions(context: Context) -> str:
         "Technical documentation search. Call search_documentation with a question (doc_type narrows it "
         "to one documentation set), then get_document with a result's metadata.source to read the whole "
         "document."
-    )
+    ) + (" " + corpora_freshness()).rstrip()
 
 
 # --- errors ---------------------------------------------------------------------------------------
@@ -98,8 +106,10 @@ def _invalid(tool: str, message: str) -> InvalidParams:
 # --- search_documentation -------------------------------------------------------------------------
 
 
-def _item(hit_of: CorpusHit) -> dict[str, Any]:
-    hit, name = hit_of.hit, hit_of.corpus.name
+def _item(hit_of: CorpusHit, pinned: str | None = None) -> dict[str, Any]:
+    """`pinned`: the `<corpus>@<version>` searched, which names the hit's source so that get_document
+    reads the same version (a bare corpus name serves the default version)."""
+    hit, name = hit_of.hit, pinned or hit_of.corpus.name
     return {
         "type": "text",
         "text": hit.content,
@@ -109,6 +119,7 @@ def _item(hit_of: CorpusHit) -> dict[str, Any]:
             "doc_type": name,
             "title": hit.title,
             "chunk_id": hit.chunk_id,
+            **hit_of.freshness,
         },
         "score": round(hit.score, 4),
     }
@@ -120,19 +131,22 @@ def _search_documentation(context: Context, args: dict[str, Any]) -> ToolResult:
         raise _invalid("search_documentation", "Argument 'query' must not be blank.")
     limit = args["max_results"]
     corpora = served_corpora()
-    if args["doc_type"] != ALL:
+    if "@" in args["doc_type"]:  # one version of a corpus
+        corpora = [c for c in [_served(args["doc_type"])] if c is not None]
+    elif args["doc_type"] != ALL:
         corpora = [c for c in corpora if c.name == args["doc_type"]]
     per_corpus = []
+    pinned = args["doc_type"] if "@" in args["doc_type"] else None
     for position, corpus in enumerate(corpora):
-        index = index_of(corpus)
+        index = index_of(corpus, pinned)
         result = search(
             index,
             SearchRequest(query=query, limit=limit),
             embedder=embedder_for(index),
             cursor_secret=cursor_secret(),
         )
-        per_corpus.append([CorpusHit(corpus, hit, (position, rank)) for rank, hit in enumerate(result.hits)])
-    items, notice = budget.fit_items([_item(h) for h in merge_hits(per_corpus, limit)], ("text",), _size)
+        per_corpus.append([CorpusHit(corpus, hit, (position, rank), freshness(index)) for rank, hit in enumerate(result.hits)])
+    items, notice = budget.fit_items([_item(h, pinned) for h in merge_hits(per_corpus, limit)], ("text",), _size)
     if notice:
         items.append({"type": "text", "text": f"[{notice}]"})
     return ToolResult(content=items)
@@ -147,7 +161,9 @@ def _size(items: list[dict[str, Any]]) -> int:
 
 def _served(name: str) -> Corpus | None:
     try:
-        corpus = corpus_get(name)
+        corpus = corpus_serving(name)
+    except UnknownVersion as exc:
+        raise ToolError(str(exc)) from None
     except CorpusNotFound:
         return None
     ok = corpus.kind == Corpus.KIND_MARKDOWN and corpus.active_build_id is not None
@@ -165,21 +181,25 @@ def _match(files: dict[str, str], path: str) -> str | None:
     return None
 
 
-def resolve_document(document_id: str) -> tuple[Corpus, str]:
-    """(corpus, path) for a techdoc document_id; ToolError when it names nothing, or several documents."""
+def resolve_document(document_id: str) -> tuple[Corpus, str, str]:
+    """(corpus, path, the name that serves it) for a techdoc document_id; ToolError when it names
+    nothing, or several documents. A pinned `<corpus>@<version>/path` is read from that version only."""
     head, _, rest = document_id.partition("/")
     corpus = _served(head) if rest else None
     if corpus is not None:
-        path = _match(index_of(corpus).metadata.files, rest)
+        name = head if "@" in head else corpus.name  # an alias answers under the corpus's own name
+        path = _match(index_of(corpus, name).metadata.files, rest)
         if path is not None:
-            return corpus, path
+            return corpus, path, name
+        if "@" in head:
+            raise _NotFound(document_id)
     found = []
     for candidate in served_corpora():
         path = _match(index_of(candidate).metadata.files, document_id)
         if path is not None:
             found.append((candidate, path))
     if len(found) == 1:
-        return found[0]
+        return (*found[0], found[0][0].name)
     if found:
         ids = ", ".join(f"'{c.name}/{p}'" for c, p in found)
         raise ToolError(f"Document '{document_id}' is in several documentation sets: {ids}. Use one of these ids.")
@@ -199,10 +219,10 @@ def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
     if not document_id.strip():
         raise _invalid("get_document", "Argument 'document_id' must not be blank.")
     try:
-        corpus, path = resolve_document(document_id.strip())
+        corpus, path, name = resolve_document(document_id.strip())
     except _NotFound as exc:
         return _tool_error(str(exc), NOT_FOUND)
-    index = index_of(corpus)
+    index = index_of(corpus, name)
     document = get_document(index, path)
     text, next_line = _fit_document(document.content)
     if next_line is not None:
@@ -213,9 +233,9 @@ def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
         "type": "text",
         "text": text,
         "metadata": {
-            "source": f"{corpus.name}/{document.filepath}",
+            "source": f"{name}/{document.filepath}",
             "title": document.title,
-            "doc_type": corpus.name,
+            "doc_type": name,
             "size": document.size,
             "chunks": document.chunk_count,
         },
@@ -272,8 +292,18 @@ GET_SCHEMA = {
 }
 
 
+def _doc_types() -> list[str]:
+    """Every served corpus, and `<corpus>@<version>` for each version of a corpus that has several."""
+    names = []
+    for corpus in served_corpora():
+        names.append(corpus.name)
+        _name, versions = version_choices(corpus.name)
+        names += [f"{corpus.name}@{v}" for v in versions]
+    return names
+
+
 def tools(context: Context) -> list[ToolDef]:
-    search_input = search_schema([c.name for c in served_corpora()])
+    search_input = search_schema(_doc_types())
     return [
         ToolDef(
             name="search_documentation",

@@ -18,17 +18,16 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
-import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS, BTree
 
+from retrieval import storage
 from retrieval.errors import EmbeddingMismatch, IndexUnavailable, InvalidArgument
 from retrieval.ingest.layout import sql_string
 from retrieval.search.fusion import fuse
+from retrieval.storage import Location
 
 log = logging.getLogger("retrieval.chunkstore")
 
@@ -224,17 +223,20 @@ def plan_where(filters: Mapping[str, Any] | None) -> str | None:
 # --- the store -------------------------------------------------------------------------------------
 
 class ChunkStore:
-    """The LanceDB table of one project under `path` (a directory of its own)."""
+    """The LanceDB table of one project under `path` (a directory, or an object-store prefix, of its own).
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
+    Concurrent writers from several hosts are safe on an object store too: Lance commits a new
+    table version with a conditional PUT and retries on conflict."""
+
+    def __init__(self, path: Location):
+        self.path = storage.as_location(path)
 
     def _db(self):
-        return lancedb.connect(self.path, read_consistency_interval=timedelta(0))
+        return storage.connect(self.path, read_consistency_interval=timedelta(0))
 
     def _table(self):
         """The table, or None when nothing was stored yet; IndexUnavailable when it cannot be read."""
-        if not self.path.exists():
+        if not storage.is_remote(self.path) and not self.path.exists():
             return None
         try:
             db = self._db()
@@ -269,7 +271,8 @@ class ChunkStore:
             table.delete(f"embed_model IS NULL OR embed_model != {sql_string(migrate_to)}")
             removed = before - table.count_rows()
         if table is None:
-            self.path.mkdir(parents=True, exist_ok=True)
+            if not storage.is_remote(self.path):
+                self.path.mkdir(parents=True, exist_ok=True)
             table = self._db().create_table(TABLE, schema=_schema(dimensions), exist_ok=True)
         rows = pa.Table.from_pylist([c.row() for c in chunks], schema=_schema(dimensions))
         table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
@@ -280,6 +283,8 @@ class ChunkStore:
         """ID index for the merges, FTS over the text for hybrid search; then fold the new rows into them.
 
         A failure here (two workers indexing at once) leaves the rows written; the next write retries."""
+        from lancedb.index import FTS, BTree
+
         try:
             names = {ix.name for ix in table.list_indices()}
             if "id_idx" not in names:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 
@@ -38,6 +40,31 @@ class EmbeddingSpec:
     def describe(self) -> str:
         """Human wording used in mismatch messages, e.g. 'local/all-MiniLM-L6-v2 (384 dims)'."""
         return f"{self.provider}/{self.model} ({self.dimensions} dims)"
+
+
+QUERY_CACHE_SIZE = 2048  # query vectors kept per provider: 3 MB at 384 dimensions
+
+
+class _QueryCache:
+    """A thread-safe LRU of query text -> vector."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._items: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> np.ndarray | None:
+        with self._lock:
+            vector = self._items.get(text)
+            if vector is not None:
+                self._items.move_to_end(text)
+            return vector
+
+    def put(self, text: str, vector: np.ndarray) -> None:
+        with self._lock:
+            self._items[text] = vector
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
 
 
 class EmbeddingProvider:
@@ -84,8 +111,20 @@ class EmbeddingProvider:
         return normalise_rows(out)
 
     def embed_query(self, text: str) -> np.ndarray:
-        """One query as a (dimensions,) vector."""
-        return self.embed([text])[0]
+        """One query as a (dimensions,) vector, from a bounded per-provider cache when it was asked before.
+
+        Agents repeat queries (retries, paging, several agents on one topic), and with the local
+        model an embedding costs about as much CPU as the rest of the search: a repeat costs nothing.
+        """
+        cache = self.__dict__.get("_query_cache")
+        if cache is None:
+            cache = self.__dict__.setdefault("_query_cache", _QueryCache(QUERY_CACHE_SIZE))
+        vector = cache.get(text)
+        if vector is None:
+            vector = self.embed([text])[0]
+            vector.flags.writeable = False
+            cache.put(text, vector)
+        return vector
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Several queries in one call, so a batch search pays for one round trip, not one per query."""

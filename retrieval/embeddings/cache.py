@@ -3,11 +3,13 @@
 Storage is a directory of immutable .npz shards, one per put, each written to a temporary name and renamed
 into place. Readers never see a half-written shard, a process that dies mid-write loses only that put, and
 any number of processes can read and write at once. Shards are merged once there are many of them.
+On an object store (`s3://...`) a shard is one PUT, which is atomic just the same.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import threading
@@ -15,12 +17,14 @@ import time
 import uuid
 import zipfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from fnmatch import fnmatch
 
 import numpy as np
 
+from retrieval import storage
 from retrieval.embeddings.base import EmbeddingProvider, EmbeddingSpec
 from retrieval.errors import EmbeddingError, EmbeddingMismatch
+from retrieval.storage import Location
 
 SHARD_GLOB = "shard-*.npz"
 # Merge shards past this count so a cache filled by many incremental builds still loads in a few reads.
@@ -48,9 +52,10 @@ def _spec_dirname(spec: EmbeddingSpec) -> str:
 class EmbeddingCache:
     """Holds the loaded shards in memory; state (what is loaded, from which files) is what earns a class."""
 
-    def __init__(self, directory: Path, spec: EmbeddingSpec):
+    def __init__(self, directory: Location, spec: EmbeddingSpec):
         self.spec = spec
-        self.directory = Path(directory) / _spec_dirname(spec)
+        self.directory = storage.join(storage.as_location(directory), _spec_dirname(spec))
+        self.remote = storage.is_remote(self.directory)
         self._vectors: dict[str, np.ndarray] = {}
         self._seen: set[str] = set()  # shards read into _vectors
         self._damaged: set[str] = set()  # shards that could not be read; never merged away
@@ -88,6 +93,8 @@ class EmbeddingCache:
             return len(self._vectors)
 
     def _shard_names(self) -> set[str]:
+        if self.remote:
+            return {name for name in storage.list_children(self.directory) if fnmatch(name, SHARD_GLOB)}
         if not self.directory.is_dir():
             return set()
         return {path.name for path in self.directory.glob(SHARD_GLOB)}
@@ -98,7 +105,7 @@ class EmbeddingCache:
             vanished = False
             for name in sorted(self._shard_names() - self._seen - self._damaged):
                 try:
-                    keys, vectors = self._read_shard(self.directory / name)
+                    keys, vectors = self._read_shard(storage.join(self.directory, name))
                 except FileNotFoundError:
                     # Merged away by another process after we listed it; its merge result is a newer shard.
                     vanished = True
@@ -114,8 +121,8 @@ class EmbeddingCache:
                 return
 
     @staticmethod
-    def _read_shard(path: Path) -> tuple[list[str], np.ndarray]:
-        with np.load(path, allow_pickle=False) as shard:
+    def _read_shard(path: Location) -> tuple[list[str], np.ndarray]:
+        with np.load(io.BytesIO(storage.read_bytes(path)), allow_pickle=False) as shard:
             keys = [key.decode("utf-8") for key in shard["keys"].tolist()]
             vectors = np.asarray(shard["vectors"], dtype=np.float32)
         # Callers get views into this array; a caller writing into one must not change the cache.
@@ -123,8 +130,13 @@ class EmbeddingCache:
         return keys, vectors
 
     def _write_shard(self, keys: list[str], vectors: np.ndarray) -> str:
-        self.directory.mkdir(parents=True, exist_ok=True)
         name = f"shard-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.npz"
+        if self.remote:
+            buffer = io.BytesIO()
+            np.savez(buffer, keys=np.array([key.encode("utf-8") for key in keys]), vectors=vectors)
+            storage.write_bytes(storage.join(self.directory, name), buffer.getvalue())
+            return name
+        self.directory.mkdir(parents=True, exist_ok=True)
         temp = self.directory / f".tmp-{uuid.uuid4().hex}.npz"
         try:
             with temp.open("wb") as handle:
@@ -148,7 +160,9 @@ class EmbeddingCache:
         name = self._write_shard(keys, np.stack([self._vectors[key] for key in keys]))
         self._seen.add(name)
         for old in merged:
-            (self.directory / old).unlink(missing_ok=True)
+            storage.delete_file(storage.join(self.directory, old))
+        if self.remote:
+            return
         cutoff = time.time() - STALE_TEMP_SECONDS
         for temp in self.directory.glob(".tmp-*"):
             try:

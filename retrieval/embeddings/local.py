@@ -82,7 +82,7 @@ def _load_runtime() -> _Runtime:
     tokenizer.no_padding()
 
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = os.cpu_count() or 1
+    options.intra_op_num_threads = _intra_op_threads or os.cpu_count() or 1
     options.inter_op_num_threads = 1
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -98,6 +98,20 @@ def _load_runtime() -> _Runtime:
     # Graph optimisation folds the weights through temporaries; the allocator keeps them until trimmed.
     release_unused_memory()
     return _Runtime(session=session, tokenizer=tokenizer)
+
+
+_intra_op_threads: int | None = None
+
+
+def set_intra_op_threads(threads: int | None) -> None:
+    """Threads one model run may use, before the model loads (None: one per core, right for a build).
+
+    A server runs several worker processes, each answering several requests at once: with a thread
+    per core in every run, 3 workers on 2 cores ran 6 compute threads for 2 cores, and a query
+    embedding, a few dozen tokens, gains nothing from splitting.
+    """
+    global _intra_op_threads
+    _intra_op_threads = threads
 
 
 def runtime() -> _Runtime:

@@ -2,7 +2,10 @@
 
 A build writes into `<out_dir>.partial` and renames it to `out_dir` only when every table,
 index and metadata.json is in place, so a reader never sees a half-written build, and a
-failed or interrupted build leaves nothing that looks complete. Nothing is embedded or
+failed or interrupted build leaves nothing that looks complete. On an object store (no
+rename) the build is written in place and metadata.json, written last, marks it complete;
+contents.json, written just before it, lists every file with its size for the hosts that
+copy the build to a local cache. Nothing is embedded or
 written before the whole corpus has validated, so a corpus with errors costs no API calls.
 
 Memory: parsed files are turned into Arrow batches as they arrive from the worker processes
@@ -20,9 +23,11 @@ Changed chunks are embedded through the embedding cache either way.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
+import posixpath
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -30,22 +35,24 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS, Bitmap, BTree
 
+from retrieval import storage
 from retrieval.embeddings.base import EmbeddingProvider
 from retrieval.embeddings.cache import EmbeddingCache, embed_with_cache
 from retrieval.errors import BuildCancelled, ValidationFailed
+from retrieval.storage import Location
+from retrieval.storage.contents import write_contents
 
-from .layout import CHUNKS_TABLE, DOCUMENTS_TABLE, TAXONOMY_PREFIX, sql_string, taxonomy_column
-from .manifest import AutoInclude
+from .layout import CHUNKS_TABLE, DOCUMENTS_TABLE, TAXONOMY_PREFIX, open_tables, sql_string, taxonomy_column
+from .manifest import MANIFEST_NAME, AutoInclude
 from .metadata import BuildMetadata, TaxonomyField, read_metadata, write_metadata
 from .sources import CorpusScan, FileResult, Finding, OutlineEntry, file_text, process_files, scan_corpus
 
 log = logging.getLogger("retrieval.ingest")
 
+FILES_JSON = "files.json"  # per-file records of a build, beside metadata.json
 BATCH_CHUNKS = 8192  # rows per Arrow batch: large enough for cheap writes, small next to the corpus
 PATCH_MAX_TOUCHED = 0.2  # above this fraction of files added, changed or removed, rewriting beats patching
 FILES_PER_QUERY = 1000  # files named in one `filepath IN (...)` clause
@@ -56,20 +63,25 @@ Progress = Callable[[str, int, int], None]
 @dataclass
 class BuildRequest:
     source_dir: Path
-    out_dir: Path
+    out_dir: Location  # a local path or an object-store URI (retrieval/storage)
     build_id: str
     corpus: str
     provider: EmbeddingProvider | None = None
     description: str = ""
-    previous_dir: Path | None = None  # last complete build, for incremental reuse
+    previous_dir: Location | None = None  # last complete build, for incremental reuse
     full: bool = False  # ignore the previous build and the embedding cache
-    cache_dir: Path | None = None
+    cache_dir: Location | None = None
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    scan: CorpusScan | None = None  # the tree already read (a git commit); else source_dir is scanned
+    revision: str = ""  # the git commit built; "" for a directory, whose revision is its content hash
+    version: str = ""  # the version label the build serves ("" when the corpus has one version)
+    # paths the source says changed since the previous build's commit (a git diff); None: unknown
+    changed: frozenset[str] | None = None
 
 
 @dataclass
 class BuildResult:
-    path: Path
+    path: Location
     metadata: BuildMetadata
     findings: list[Finding]
     stats: dict
@@ -103,12 +115,12 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
             raise BuildCancelled(f"build {request.build_id} was cancelled during {stage}")
         timings[stage] = round(time.perf_counter() - started - sum(timings.values()), 3)
 
-    scan = scan_corpus(request.source_dir)
+    scan = request.scan or scan_corpus(request.source_dir)
     provider = request.provider
     dims = provider.dimensions if provider else 0
     spec = provider.spec.to_dict() if provider and dims else None
     previous = None if request.full else _open_previous(request.previous_dir, spec, dims)
-    keys = {relpath: scan.file_key(relpath) for relpath in sorted(scan.files)}
+    keys = _file_keys(scan, previous, request.changed)
     reused = previous.reusable(keys) if previous else {}
     stale = previous.stale(keys) if previous else []  # files whose previous rows must go
     touched = len(set(keys) - set(reused) | set(stale))
@@ -124,24 +136,29 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
     mark("embed")
 
     taxonomy = _taxonomy(scan, results)
-    partial = request.out_dir.with_name(request.out_dir.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
+    partial = _staging(request.out_dir)
     try:
-        if patch:
+        unchanged = patch and touched == 0 and set(taxonomy) <= set(previous.metadata.taxonomy)
+        if unchanged:  # the previous tables as they are: hard links, no table opened
+            _copy_tables(previous.directory, partial)
+        elif patch:
             chunks, documents = _patch_tables(partial, previous, stale, batches, scan.files, taxonomy, progress,
                                               cancelled)
         else:
             chunks, documents = _write_tables(partial, previous, results, batches, scan.files, taxonomy, dims,
                                               progress, cancelled)
         mark("write")
-        _create_indexes(chunks, documents, taxonomy, progress, cancelled)
+        if not unchanged:
+            _create_indexes(chunks, documents, taxonomy, progress, cancelled)
         mark("index")
+        _write_file_records(partial, results, dims)
         stats = {
-            "total_chunks": chunks.count_rows(),
+            "total_chunks": previous.metadata.stats["total_chunks"] if unchanged else chunks.count_rows(),
             "total_files": len(results),
             "indexed_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "source_commit": None,
+            "source_commit": request.revision or None,
+            "revision": request.revision or content_revision(keys),
+            "version": request.version,
             "reused_files": len(reused),
             "chunked_files": len(results) - len(reused),
             "embedded_chunks": embedded,
@@ -160,16 +177,51 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
             embedding=spec,
             files={r.relpath: r.title for r in results},
         )
-        write_metadata(partial, metadata)
+        write_contents(partial)
         if cancelled():
             raise BuildCancelled(f"build {request.build_id} was cancelled before activation")
-        shutil.rmtree(request.out_dir, ignore_errors=True)
-        os.replace(partial, request.out_dir)
+        write_metadata(partial, metadata)
+        if partial != request.out_dir:
+            shutil.rmtree(request.out_dir, ignore_errors=True)
+            os.replace(partial, request.out_dir)
     except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
+        storage.delete_tree(partial)
         raise
     timings["total"] = round(time.perf_counter() - started, 3)
     return BuildResult(request.out_dir, metadata, findings, stats, timings)
+
+
+def content_revision(keys: dict[str, str]) -> str:
+    """A directory source's revision: one hash of every file's path and key, so the same tree
+    always gives the same revision and any change to a file or manifest gives another."""
+    digest = hashlib.sha256()
+    for relpath in sorted(keys):
+        digest.update(f"{relpath}\0{keys[relpath]}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _staging(out_dir: Location) -> Location:
+    """Where the build is written: `<out_dir>.partial`, renamed when complete, on a local disk; on
+    an object store, which cannot rename, `out_dir` itself, complete once metadata.json (written
+    last) is there."""
+    if storage.is_remote(out_dir):
+        storage.delete_tree(out_dir)
+        return out_dir
+    partial = out_dir.with_name(out_dir.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    return partial
+
+
+def _file_keys(scan: CorpusScan, previous: _PreviousBuild | None, changed: frozenset[str] | None) -> dict[str, str]:
+    """Each file's key. With a diff from the previous build's commit, a file the diff does not name
+    keeps its recorded key unhashed; a changed manifest governs files the diff does not name, so
+    then, as without a diff, every file's content decides."""
+    if previous is None or changed is None or any(posixpath.basename(p) == MANIFEST_NAME for p in changed):
+        return {relpath: scan.file_key(relpath) for relpath in sorted(scan.files)}
+    recorded = previous.files
+    return {relpath: recorded[relpath]["file_key"] if relpath in recorded and relpath not in changed
+            else scan.file_key(relpath) for relpath in sorted(scan.files)}
 
 
 def _parse(scan: CorpusScan, keys: dict[str, str], reused: dict[str, FileResult], embeds: bool, workers: int,
@@ -224,16 +276,31 @@ def _batch(results: list[FileResult], embeds: bool) -> _Batch:
             columns["file_key"].append(result.key)
             if texts is not None:
                 texts.append(chunk.embed_text)
-    documents = pa.Table.from_pylist([{
-        "filepath": r.relpath, "title": r.title, "size": len(r.content),
-        "chunk_count": r.chunk_count,
-        "outline": json.dumps([[e.level, e.text, e.line] for e in r.outline], ensure_ascii=False),
-        "file_key": r.key,
-        "findings": json.dumps([f.as_dict() for f in r.findings], ensure_ascii=False),
-        "metadata": json.dumps(r.metadata, ensure_ascii=False, sort_keys=True),
-    } for r in results], schema=_DOCUMENT_ROWS)
+    documents = pa.Table.from_pylist([{**_file_record(r), "size": len(r.content)} for r in results],
+                                     schema=_DOCUMENT_ROWS)
     return _Batch(pa.table(columns, schema=BASE_CHUNK_SCHEMA), documents,
                   [(r.metadata, r.chunk_count) for r in results], texts)
+
+
+def _file_record(result: FileResult) -> dict:
+    """A file's row of the documents table, without its content and size."""
+    return {
+        "filepath": result.relpath, "title": result.title, "chunk_count": result.chunk_count,
+        "outline": json.dumps([[e.level, e.text, e.line] for e in result.outline], ensure_ascii=False),
+        "file_key": result.key,
+        "findings": json.dumps([f.as_dict() for f in result.findings], ensure_ascii=False),
+        "metadata": json.dumps(result.metadata, ensure_ascii=False, sort_keys=True),
+    }
+
+
+def _schema_fingerprint(dims: int) -> str:
+    return hashlib.sha256(f"{_chunk_schema([], dims)}\n{DOCUMENT_SCHEMA}".encode()).hexdigest()[:16]
+
+
+def _write_file_records(directory: Location, results: list[FileResult], dims: int) -> None:
+    """files.json: what the next build compares against, readable without opening the tables."""
+    payload = {"schema": _schema_fingerprint(dims), "files": [_file_record(r) for r in results]}
+    storage.write_bytes(storage.join(directory, FILES_JSON), json.dumps(payload, ensure_ascii=False).encode())
 
 
 def _taxonomy(scan: CorpusScan, results: list[FileResult]) -> dict[str, TaxonomyField]:
@@ -290,6 +357,7 @@ BASE_CHUNK_SCHEMA = pa.schema([
     pa.field("breadcrumb", pa.string()), pa.field("content", pa.string()), pa.field("ident", pa.string()),
     pa.field("chunk_index", pa.int32()), pa.field("total_chunks", pa.int32()),
     pa.field("start_line", pa.int32()), pa.field("end_line", pa.int32()), pa.field("file_key", pa.string()),
+    pa.field("link_share", pa.float32()),
 ])
 _FROM_CHUNK = [name for name in BASE_CHUNK_SCHEMA.names if name not in ("title", "total_chunks", "file_key")]
 DOCUMENT_SCHEMA = pa.schema([
@@ -336,7 +404,7 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _write_tables(partial: Path, previous: _PreviousBuild | None, results: list[FileResult], batches: list[_Batch],
+def _write_tables(partial: Location, previous: _PreviousBuild | None, results: list[FileResult], batches: list[_Batch],
                   files: dict[str, bytes], taxonomy: dict[str, TaxonomyField], dims: int, progress: Progress,
                   cancelled: Callable[[], bool]):
     """New tables from the fresh batches and, for reused files, the previous build's rows."""
@@ -358,7 +426,7 @@ def _write_tables(partial: Path, previous: _PreviousBuild | None, results: list[
 
     # LanceDB pulls these readers from its own thread, so progress is reported around them, not inside.
     progress("write", 0, 2)
-    db = lancedb.connect(partial / "lancedb")
+    db = storage.connect(storage.join(partial, "lancedb"))
     chunks = db.create_table(CHUNKS_TABLE, pa.RecordBatchReader.from_batches(schema, chunk_rows()))
     progress("write", 1, 2)
     if cancelled():
@@ -368,12 +436,12 @@ def _write_tables(partial: Path, previous: _PreviousBuild | None, results: list[
     return chunks, documents
 
 
-def _patch_tables(partial: Path, previous: _PreviousBuild, stale: list[str], batches: list[_Batch],
+def _patch_tables(partial: Location, previous: _PreviousBuild, stale: list[str], batches: list[_Batch],
                   files: dict[str, bytes], taxonomy: dict[str, TaxonomyField], progress: Progress,
                   cancelled: Callable[[], bool]):
-    """The previous tables, hard-linked, minus the stale files' rows, plus the fresh ones."""
-    _link_tree(previous.directory / "lancedb", partial / "lancedb")
-    db = lancedb.connect(partial / "lancedb")
+    """The previous tables, hard-linked (copied object by object by the server on an object store),
+    minus the stale files' rows, plus the fresh ones."""
+    db = storage.connect(_copy_tables(previous.directory, partial))
     chunks, documents = db.open_table(CHUNKS_TABLE), db.open_table(DOCUMENTS_TABLE)
     have = set(chunks.schema.names)
     missing = [pa.field(taxonomy_column(key), pa.string()) for key in taxonomy if taxonomy_column(key) not in have]
@@ -393,6 +461,17 @@ def _patch_tables(partial: Path, previous: _PreviousBuild, stale: list[str], bat
         progress("write", n, len(batches))
     batches.clear()
     return chunks, documents
+
+
+def _copy_tables(previous: Location, partial: Location) -> Location:
+    """The previous build's tables under `partial`: hard links on a local disk, a server-side copy
+    object by object on an object store."""
+    target = storage.join(partial, "lancedb")
+    if storage.is_remote(target) or storage.is_remote(previous):
+        storage.copy_tree(storage.join(previous, "lancedb"), target)
+    else:
+        _link_tree(previous / "lancedb", target)
+    return target
 
 
 def _link_tree(source: Path, target: Path) -> None:
@@ -415,8 +494,11 @@ def _in_files(relpaths: list[str]) -> str:
 def _create_indexes(chunks, documents, taxonomy: dict[str, TaxonomyField], progress: Progress,
                     cancelled: Callable[[], bool]) -> None:
     """Creates the indexes a table lacks, and indexes the rows a patched table gained."""
+    from lancedb.index import FTS, Bitmap, BTree
+
     wanted = [
         (chunks, "heading", FTS(with_position=False)),
+        (chunks, "title", FTS(with_position=False)),
         (chunks, "content", FTS(with_position=True)),
         (chunks, "ident", FTS(base_tokenizer="whitespace", stem=False, remove_stop_words=False,
                               max_token_length=80, with_position=False)),
@@ -462,19 +544,42 @@ def _index_appended_rows(table) -> None:
 
 
 class _PreviousBuild:
-    """The last complete build: per-file records for reuse (no content), and its tables for rows."""
+    """The last complete build: per-file records for reuse (no content), and its tables for rows.
 
-    def __init__(self, directory: Path):
+    The records come from the build's files.json when it has one, so a build that finds nothing
+    changed never opens a table; the tables open on first use.
+    """
+
+    def __init__(self, directory: Location):
         self.directory = directory
         self.metadata = read_metadata(directory)
-        db = lancedb.connect(directory / "lancedb")
-        self.chunks, self.documents = db.open_table(CHUNKS_TABLE), db.open_table(DOCUMENTS_TABLE)
-        columns = ["filepath", "file_key", "title", "outline", "findings", "metadata", "chunk_count"]
-        self.files = {row["filepath"]: row for row in
-                      self.documents.search().select(columns).limit(None).to_arrow().to_pylist()}
+        self._tables: tuple | None = None
+        self.schema: str | None = None
+        try:
+            records = json.loads(storage.read_bytes(storage.join(directory, FILES_JSON)))
+            self.schema, rows = records["schema"], records["files"]
+        except (OSError, ValueError, KeyError):  # a build older than files.json
+            columns = ["filepath", "file_key", "title", "outline", "findings", "metadata", "chunk_count"]
+            rows = self.documents.search().select(columns).limit(None).to_arrow().to_pylist()
+        self.files = {row["filepath"]: row for row in rows}
+
+    @property
+    def chunks(self):
+        return self._opened()[0]
+
+    @property
+    def documents(self):
+        return self._opened()[1]
+
+    def _opened(self) -> tuple:
+        if self._tables is None:
+            self._tables = open_tables(self.directory)
+        return self._tables
 
     def compatible(self, dims: int) -> bool:
         """Rows can be reused only from tables of the schema this code writes."""
+        if self.schema is not None:
+            return self.schema == _schema_fingerprint(dims)
         base = _chunk_schema([], dims)
         chunk_fields = [f for f in self.chunks.schema if not f.name.startswith(TAXONOMY_PREFIX)]
         return chunk_fields == list(base) and self.documents.schema == DOCUMENT_SCHEMA
@@ -501,11 +606,11 @@ class _PreviousBuild:
         return self.documents.search().where(_in_files(relpaths)).limit(None).to_arrow()
 
 
-def _open_previous(directory: Path | None, spec: dict | None, dims: int) -> _PreviousBuild | None:
-    if directory is None or not Path(directory).exists():
+def _open_previous(directory: Location | None, spec: dict | None, dims: int) -> _PreviousBuild | None:
+    if directory is None or not storage.exists(directory):
         return None
     try:
-        previous = _PreviousBuild(Path(directory))
+        previous = _PreviousBuild(storage.as_location(directory))
     except Exception as exc:  # a broken previous build only costs us the reuse
         log.warning("cannot reuse previous build at %s: %s", directory, exc)
         return None

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .manifest import Strategy
+from .navigation import link_share as _link_share
 from .parsing import HINT_RE, Block, ParsedDocument
 from .slugs import RESERVED_PREAMBLE, SlugScope, slugify, unique_ids
 from .terms import identifier_text
@@ -41,6 +42,11 @@ class Chunk:
     @property
     def embed_text(self) -> str:
         return f"{self.context}\n\n{self.content}" if self.context else self.content
+
+    @property
+    def link_share(self) -> float:
+        """Share of the body that is navigation (retrieval/ingest/navigation.py), a ranking prior."""
+        return _link_share(self.content)
 
 
 @dataclass

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from retrieval.errors import IndexUnavailable
+from retrieval.storage import Location, join, read_bytes, write_bytes
 
 from .manifest import AutoInclude
 
@@ -46,17 +45,16 @@ class BuildMetadata:
         return data
 
 
-def write_metadata(directory: Path, metadata: BuildMetadata) -> None:
-    path = Path(directory) / METADATA_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(metadata.to_json(), indent=2, sort_keys=True, ensure_ascii=False))
-    os.replace(tmp, path)
+def write_metadata(directory: Location, metadata: BuildMetadata) -> None:
+    """Written last in a build, whole (a rename on disk, one PUT on an object store): its presence
+    marks the build complete."""
+    text = json.dumps(metadata.to_json(), indent=2, sort_keys=True, ensure_ascii=False)
+    write_bytes(join(directory, METADATA_FILE), text.encode("utf-8"))
 
 
-def read_metadata(directory: Path) -> BuildMetadata:
-    path = Path(directory) / METADATA_FILE
+def read_metadata(directory: Location) -> BuildMetadata:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_bytes(join(directory, METADATA_FILE)))
     except FileNotFoundError as exc:
         raise IndexUnavailable(f"no index at {directory} (metadata.json is missing)") from exc
     except json.JSONDecodeError as exc:

@@ -11,6 +11,7 @@ import json
 import multiprocessing
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,8 +140,37 @@ def _check_link(scan: CorpusScan, path: Path) -> bool:
     return target.is_file()
 
 
+def scan_tree(root: Path, files: dict[str, bytes], links: dict[str, str] | None = None) -> CorpusScan:
+    """The scan of a tree read from somewhere other than a directory (a git commit), path for path
+    what `scan_corpus` gives for the same files on disk: hidden directories skipped, links followed
+    only inside the tree. `links` maps a link's path to its target's ('' when it leaves the tree)."""
+    scan = CorpusScan(Path(root), {}, {}, {}, [])
+    entries = {**files, **{path: files.get(target) for path, target in (links or {}).items()}}
+    for relpath in sorted(entries, key=lambda p: (p.count("/"), p)):
+        parts = relpath.split("/")
+        if any(part.startswith(".") for part in parts[:-1]):
+            continue
+        raw = entries[relpath]
+        if raw is None:
+            if not (links or {}).get(relpath):
+                scan.findings.append(Finding("error", "path-escape", relpath, None,
+                                             "symlink points outside the corpus root",
+                                             "copy the file into the corpus or remove the link"))
+            continue
+        reldir, name = "/".join(parts[:-1]), parts[-1]
+        if name == MANIFEST_NAME:
+            _add_manifest(scan, raw.decode("utf-8", errors="replace"), reldir, relpath)
+        elif name.endswith(MARKDOWN_SUFFIXES):
+            scan.files[relpath] = raw
+    scan.files = dict(sorted(scan.files.items()))
+    return scan
+
+
 def _load_manifest(scan: CorpusScan, path: Path, reldir: str, relpath: str) -> None:
-    text = path.read_text(encoding="utf-8", errors="replace")
+    _add_manifest(scan, path.read_text(encoding="utf-8", errors="replace"), reldir, relpath)
+
+
+def _add_manifest(scan: CorpusScan, text: str, reldir: str, relpath: str) -> None:
     scan.manifest_texts[reldir] = text
     try:
         scan.manifests[reldir] = parse_manifest(text, reldir)
@@ -304,8 +334,36 @@ def process_files(scan: CorpusScan, todo: list[tuple[str, str]], *, workers: int
     from concurrent.futures import ProcessPoolExecutor
 
     args = ((relpath, scan.files[relpath], key, scan.manifests, taxonomy) for relpath, key in todo)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
-        yield from pool.map(_process_args, args, chunksize=32)
+    global _pools
+    with _pools_lock:
+        _pools += 1
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
+            yield from pool.map(_process_args, args, chunksize=32)
+    finally:
+        with _pools_lock:
+            _pools -= 1
+            if _pools == 0:
+                _stop_forkserver()
+
+
+_pools = 0  # parse pools running in this process; the forkserver stops when the last one ends
+_pools_lock = threading.Lock()
+
+
+def _stop_forkserver() -> None:
+    """Stops the forkserver and the resource tracker the pool started, and waits for them, so no
+    process outlives the command and the workers' CPU counts in the command's own (`time -v`): the
+    forkserver reaps the workers, and this process reaps the forkserver. Python keeps both running
+    until the process exits otherwise; the next pool starts them again."""
+    import multiprocessing.forkserver
+    import multiprocessing.resource_tracker
+
+    for helper in (getattr(multiprocessing.forkserver, "_forkserver", None),
+                   getattr(multiprocessing.resource_tracker, "_resource_tracker", None)):
+        stop = getattr(helper, "_stop", None)
+        if stop is not None:
+            stop()
 
 
 def _process_args(args: tuple) -> FileResult:
@@ -313,11 +371,13 @@ def _process_args(args: tuple) -> FileResult:
 
 
 def validate_corpus(root: Path, progress: Callable[[int, int], None] | None = None,
-                    workers: int | None = None) -> tuple[CorpusScan, list[FileResult], list[Finding]]:
-    """`workers` defaults to a process per core, or 1 inside a daemonic process, which cannot have children."""
+                    workers: int | None = None, scan: CorpusScan | None = None,
+                    ) -> tuple[CorpusScan, list[FileResult], list[Finding]]:
+    """`workers` defaults to a process per core, or 1 inside a daemonic process, which cannot have children.
+    `scan` is a tree already read (a git commit); otherwise `root` is scanned."""
     if workers is None:
         workers = 1 if multiprocessing.current_process().daemon else (os.cpu_count() or 1)
-    scan = scan_corpus(root)
+    scan = scan or scan_corpus(root)
     results = process_corpus(scan, progress=progress, workers=workers)
     findings = list(scan.findings)
     for result in results:

@@ -5,6 +5,6 @@ An opened build (`index`: catalog, compressed texts, int8 vectors), the legs tha
 cursors, zero-result hints and snippets, and the reads an agent makes besides search
 (`documents`, `related`). `engine.search` ties them together.
 
-May import: `retrieval.errors`, `retrieval.memory`, `retrieval.embeddings`, and from
+May import: `retrieval.errors`, `retrieval.memory`, `retrieval.embeddings`, `retrieval.storage`, and from
 `retrieval.ingest` only what describes a build (`layout`, `metadata`, `terms`, `slugs`).
 """

@@ -19,6 +19,8 @@ CATALOG_COLUMNS = (
     "chunk_id", "filepath", "title", "heading", "heading_level", "breadcrumb",
     "chunk_index", "total_chunks", "start_line", "end_line",
 )
+# Ranking priors (retrieval/search/priors.py); builds made before a prior existed lack its column.
+PRIOR_COLUMNS = ("link_share",)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,18 @@ class Catalog:
 
     def column(self, name: str, positions: list[int] | np.ndarray) -> list:
         return _decoded(self.table[name].take(_indices(positions))).to_pylist()
+
+    def numbers(self, name: str, positions: np.ndarray) -> np.ndarray:
+        """A numeric column's values at `positions`; zeros when the build has no such column."""
+        if name not in self.table.column_names or not len(positions):
+            return np.zeros(len(positions))
+        return self.table[name].chunk(0).to_numpy(zero_copy_only=False)[positions]
+
+    def codes(self, name: str, positions: np.ndarray) -> np.ndarray:
+        """Small integers equal exactly where a dictionary-encoded column's values are equal."""
+        if not len(positions):
+            return np.zeros(0, np.int64)
+        return self.table[name].chunk(0).indices.to_numpy(zero_copy_only=False)[positions]
 
 
 def _indices(positions: list[int] | np.ndarray) -> pa.Array:

@@ -30,11 +30,12 @@ from retrieval.errors import IndexUnavailable, InvalidArgument
 from .aio import LOOP
 from .collapse import collapse_variants
 from .cursor import CursorState, decode_cursor, encode_cursor
-from .filters import FilterPlan, plan_filters
+from .filters import FilterPlan, plain_where, plan_filters
 from .fusion import fuse
 from .hints import SearchHint, zero_hit_hint
 from .index import Index
 from .legs import LEGS, VECTOR, LegResult, gather_lexical, lexical_queries, lexical_results, vector_leg
+from .priors import Signals, rescore
 from .snippets import make_snippet
 
 log = logging.getLogger("retrieval.search")
@@ -42,6 +43,9 @@ log = logging.getLogger("retrieval.search")
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 DEFAULT_DEPTH = 100
+# Feature-hash vectors count shared words: a page's similarity to the question is then word overlap
+# the full-text legs already weigh, plus hash collisions; page similarity uses only semantic vectors.
+WORD_HASH_PROVIDERS = frozenset({"hash"})
 MAX_QUERY_CHARS = 2000
 
 __all__ = [
@@ -148,9 +152,10 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
     # A first search loads the index before the embedding model: the index's loads peak highest
     # and are best taken while the process is small (see Index._load).
     index.catalog()
-    queries = lexical_queries(query, legs)
+    queries = lexical_queries(query, legs, title="title" in index.fts_columns)
     pending = LOOP.submit(gather_lexical(index.async_chunks(), queries, plan.where, depth)) if queries else None
     results: list[LegResult] = []
+    vector, ran_vector = None, False
     if _wants_vector(index, legs, embedder, query_vector):
         started = time.perf_counter()
         try:
@@ -158,6 +163,7 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
             floor = vector_floor if vector_floor is not None else similarity_floor(index.metadata.embedding["provider"])
             positions = vector_leg(index, vector, index.filter_mask(plan.where), depth, floor)
             results.append(LegResult(VECTOR, positions, time.perf_counter() - started))
+            ran_vector = True
         except Exception as exc:  # never fail a search for its vector leg
             log.warning("vector leg failed on %s, answering from full-text legs: %s: %s",
                         index.path, type(exc).__name__, exc)
@@ -172,11 +178,29 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
     rankings = [r.positions.tolist() for r in ran]
     pool = list(dict.fromkeys(p for ranking in rankings for p in ranking))
     items = fuse(rankings, dict(zip(pool, index.catalog().column("chunk_id", pool), strict=True)))
+    if items:
+        semantic = ran_vector and index.metadata.embedding.get("provider") not in WORD_HASH_PROVIDERS
+        items = rescore(items, _signals(index, plan, items, vector if semantic else None))
     for key, spec in index.metadata.taxonomy.items():
         if spec.vector_collapse and key not in plan.filters and items:
             vectors = index.vectors() if index.has_vectors else None
             items = collapse_variants(items, index.catalog(), index.column(key), vectors)
     return Ranking(items, results)
+
+
+def _signals(index: Index, plan: FilterPlan, items: list[tuple[int, float]],
+             query_vector: np.ndarray | None) -> Signals:
+    """The priors' inputs for the fused candidates (retrieval/search/priors.py)."""
+    positions = np.fromiter((p for p, _ in items), np.int64, len(items))
+    catalog = index.catalog()
+    exact = None
+    if plan.auto_included:
+        exact = index.filter_mask(plain_where(plan.filters))[positions]
+    pages = catalog.codes("filepath", positions)
+    similarity = None
+    if query_vector is not None:
+        similarity = index.page_similarity(query_vector, pages)
+    return Signals(catalog.numbers("link_share", positions), pages, exact, similarity)
 
 
 def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider | None = None,

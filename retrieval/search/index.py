@@ -7,25 +7,28 @@ old object finish on it (builds are immutable, so nothing breaks).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
-import lancedb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from retrieval import storage
 from retrieval.errors import IndexUnavailable
-from retrieval.ingest.layout import CHUNKS_TABLE, DOCUMENTS_TABLE, taxonomy_column
+from retrieval.ingest.layout import CHUNKS_TABLE, DOCUMENTS_TABLE, open_tables, taxonomy_column
 from retrieval.ingest.metadata import BuildMetadata, read_metadata
 from retrieval.memory import release_unused_memory
+from retrieval.storage import Location
 
 from .aio import LOOP
-from .catalog import CATALOG_COLUMNS, Catalog
+from .catalog import CATALOG_COLUMNS, PRIOR_COLUMNS, Catalog
 from .texts import CompressedTexts, compress_texts
 from .vectors import Vectors
+
+log = logging.getLogger("retrieval.search")
 
 MASK_CACHE_SIZE = 64
 # Chunk text up to this many characters is held as plain strings (the Kubernetes and Python
@@ -33,6 +36,7 @@ MASK_CACHE_SIZE = 64
 # 30 us per hit to decompress.
 CONTENT_IN_MEMORY_CHARS = 64 * 1024 * 1024
 READ_CHUNKS = 8192
+PAGE_TOP = 5
 
 
 class _OutOfOrder(Exception):
@@ -47,22 +51,40 @@ def _held(columns: Iterator[pa.Array], compressed: bool) -> pa.Array | Compresse
 
 
 class Index:
-    def __init__(self, path: Path, content_in_memory_chars: int = CONTENT_IN_MEMORY_CHARS):
-        self.path = Path(path)
+    def __init__(self, path: Location, content_in_memory_chars: int = CONTENT_IN_MEMORY_CHARS):
+        self.path = storage.as_location(path)
         self.content_in_memory_chars = content_in_memory_chars
         self.metadata: BuildMetadata = read_metadata(self.path)
-        try:
-            db = lancedb.connect(self.path / "lancedb")
-            self.chunks = db.open_table(CHUNKS_TABLE)
-            self.documents = db.open_table(DOCUMENTS_TABLE)
-        except Exception as exc:
-            raise IndexUnavailable(f"index at {self.path} cannot be opened: {exc}") from exc
+        self._tables: tuple | None = None
+        self._tables_lock = threading.Lock()
         self._lock = threading.Lock()
         self._vectors: Vectors | None = None
         self._catalog: Catalog | None = None
         self._async_chunks = None
         self._content: pa.Array | CompressedTexts | None = None
         self._masks: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._fts_columns: frozenset[str] | None = None
+        self._pages: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def chunks(self):
+        return self._opened()[0]
+
+    @property
+    def documents(self):
+        return self._opened()[1]
+
+    def _opened(self) -> tuple:
+        """The chunks and documents tables, opened on first use: what a tools/list needs (the
+        metadata) costs no LanceDB import and no table open."""
+        if self._tables is None:
+            with self._tables_lock:
+                if self._tables is None:
+                    try:
+                        self._tables = open_tables(self.path)
+                    except Exception as exc:
+                        raise IndexUnavailable(f"index at {self.path} cannot be opened: {exc}") from exc
+        return self._tables
 
     @property
     def build_id(self) -> str:
@@ -80,13 +102,21 @@ class Index:
     def taxonomy_columns(self) -> list[str]:
         return [taxonomy_column(key) for key in self.metadata.taxonomy]
 
+    @property
+    def fts_columns(self) -> frozenset[str]:
+        """Columns with a full-text index: builds made before the title was indexed lack it."""
+        if self._fts_columns is None:
+            self._fts_columns = frozenset(c for i in self.chunks.list_indices()
+                                          if i.index_type == "FTS" for c in i.columns)
+        return self._fts_columns
+
     def async_chunks(self):
         """The chunks table through LanceDB's async API, opened on the process's private loop."""
         if self._async_chunks is None:
             with self._lock:
                 if self._async_chunks is None:
                     async def _open():
-                        db = await lancedb.connect_async(self.path / "lancedb")
+                        db = await storage.connect_async(storage.join(self.path, "lancedb"))
                         return await db.open_table(CHUNKS_TABLE)
 
                     self._async_chunks = LOOP.run(_open())
@@ -121,7 +151,8 @@ class Index:
         with self._lock:
             if self._catalog is not None:
                 return
-            columns = [*CATALOG_COLUMNS, *self.taxonomy_columns]
+            present = set(self.chunks.schema.names)
+            columns = [*CATALOG_COLUMNS, *(c for c in PRIOR_COLUMNS if c in present), *self.taxonomy_columns]
             catalog = Catalog.from_arrow(self.chunks.search().with_row_id(True).select(columns).limit(None).to_arrow())
             release_unused_memory()
             vectors = self._load_vectors(catalog) if self.has_vectors else Vectors.empty(len(catalog), 0)
@@ -141,6 +172,30 @@ class Index:
             flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
             vectors.put(rows, np.asarray(flat, dtype=np.float32).reshape(-1, dims))
         return vectors
+
+    def _page_members(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._pages is None:
+            codes = self.catalog().codes("filepath", np.arange(len(self.catalog())))
+            order = np.argsort(codes, kind="stable")
+            bounds = np.searchsorted(codes[order], np.arange(int(codes.max(initial=-1)) + 2))
+            self._pages = (order, bounds)
+        return self._pages
+
+    def page_similarity(self, query_vector: np.ndarray, pages: np.ndarray) -> np.ndarray:
+        """Per candidate, how near its page is to the query: the mean cosine of the page's PAGE_TOP
+        chunks nearest to it, over all the page's chunks (the candidates are a few of them)."""
+        order, bounds = self._page_members()
+        unique, inverse = np.unique(pages, return_inverse=True)
+        sizes = bounds[unique + 1] - bounds[unique]
+        offsets = np.repeat(np.cumsum(sizes) - sizes, sizes)
+        within = np.arange(int(sizes.sum())) - offsets
+        members = order[np.repeat(bounds[unique], sizes) + within]
+        dots = self.vectors().dots(query_vector, members)
+        group = np.repeat(np.arange(len(unique)), sizes)
+        ranked = np.lexsort((-dots, group))
+        top = within < PAGE_TOP
+        sums = np.bincount(group[ranked][top], weights=dots[ranked][top], minlength=len(unique))
+        return (sums / np.minimum(sizes, PAGE_TOP))[inverse]
 
     def filter_mask(self, where: str | None) -> np.ndarray | None:
         """Boolean mask over catalog positions for a WHERE clause (None: no filter), LRU-cached.
@@ -224,12 +279,13 @@ class Index:
         return texts.take(pa.array(positions, pa.int64())).to_pylist()
 
 
-def check_index(path: Path) -> None:
+def check_index(path: Location) -> None:
     """Raise IndexUnavailable unless the index at `path` has its metadata and both tables, without
     loading them (health checks call this often)."""
     try:
-        read_metadata(Path(path))
-        tables = set(lancedb.connect(Path(path) / "lancedb").list_tables().tables)
+        path = storage.as_location(path)
+        read_metadata(path)
+        tables = set(storage.connect(storage.join(path, "lancedb")).list_tables().tables)
     except Exception as exc:
         raise IndexUnavailable(f"index at {path} cannot be read: {exc}") from exc
     missing = sorted({CHUNKS_TABLE, DOCUMENTS_TABLE} - tables)
@@ -244,32 +300,72 @@ class IndexCache:
     Opening a corpus's new build drops its previous one from the cache, so that index's memory
     (about 300 MB at 124.5k chunks with vectors) goes as soon as the requests still holding it
     finish, instead of staying until `max_open` other builds push it out.
+
+    With a `warmer` (set by a serving process), a slot whose corpus moved to a new build keeps
+    answering from the old build while a background thread opens the new one and runs the warmer
+    on it; the new build replaces the old only once warm, so no request waits for the switch.
+    Without one (commands, tests, stdio) the new build is opened in the caller, as before.
     """
 
     def __init__(self, max_open: int = 8):
         self._lock = threading.Lock()
         self._open: dict[str, Index] = {}
+        self._warming: dict[str, Location] = {}  # slot -> the build being warmed for it
         self.max_open = max_open
+        self.warmer: Callable[[Index], None] | None = None
 
-    def get(self, path: Path, slot: str | None = None) -> Index:
-        path = Path(path)
+    def get(self, path: Location, slot: str | None = None) -> Index:
+        path = storage.as_location(path)
         key = slot if slot is not None else str(path)
         index = self._open.get(key)
         if index is not None and index.path == path:
             return index
         with self._lock:
             index = self._open.get(key)
-            if index is None or index.path != path:
-                index = Index(path)
-                self._open.pop(key, None)
-                if len(self._open) >= self.max_open:
-                    self._open.pop(next(iter(self._open)))
-                self._open[key] = index
+            if index is not None and index.path == path:
+                return index
+            warmer = self.warmer
+            if index is not None and warmer is not None and (storage.is_remote(index.path) or index.path.is_dir()):
+                if self._warming.get(key) != path:
+                    self._warming[key] = path
+                    threading.Thread(target=self._warm_then_swap, args=(key, path, warmer),
+                                     name=f"docsmcp-warm-{key}", daemon=True).start()
+                return index  # the old build answers until the new one is warm
+            index = Index(path)
+            self._put(key, index)
         return index
+
+    def put_warm(self, index: Index, slot: str | None = None) -> None:
+        """Caches an index the caller has already warmed, replacing the slot's previous build."""
+        with self._lock:
+            self._put(slot if slot is not None else str(index.path), index)
+
+    def _put(self, key: str, index: Index) -> None:
+        self._open.pop(key, None)
+        if len(self._open) >= self.max_open:
+            self._open.pop(next(iter(self._open)))
+        self._open[key] = index
+
+    def _warm_then_swap(self, key: str, path: Location, warmer: Callable[[Index], None]) -> None:
+        try:
+            index = Index(path)
+            warmer(index)
+        except Exception:
+            log.exception("warming build %s failed; the first request will open it", path)
+            with self._lock:
+                if self._warming.get(key) == path:
+                    del self._warming[key]
+                    self._open.pop(key, None)  # the next request opens the new build itself
+            return
+        with self._lock:
+            if self._warming.get(key) == path:
+                del self._warming[key]
+                self._put(key, index)
 
     def clear(self) -> None:
         with self._lock:
             self._open.clear()
+            self._warming.clear()
 
 
 INDEXES = IndexCache()

@@ -1,7 +1,10 @@
 """The legs of a search: each ranks chunk positions for one reading of the query.
 
-- `text`: BM25 over heading and body in one `MultiMatchQuery` with the heading boosted (a
-  plain-string FTS query would search every FTS column with equal weight, `ident` included).
+- `text`: BM25 over heading, body and the document's title in one `MultiMatchQuery`, heading
+  and title boosted (a plain-string FTS query would search every FTS column with equal weight,
+  `ident` included). The title is on every chunk of its page, so a chunk of the page whose
+  title names the question outranks a chunk that only mentions it; builds made before the
+  title was indexed search heading and body only.
 - `ident`: the query's identifier terms (retrieval/terms.py) against the `ident` column,
   which keeps `get_queryset` and `client.list_users` whole; the stemming tokenizer of the
   other columns splits them into common words. Every identifier occurs once per chunk in
@@ -27,7 +30,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from lancedb.query import BooleanQuery, MatchQuery, MultiMatchQuery, Occur, PhraseQuery
 
 from retrieval.errors import EmbeddingMismatch
 from retrieval.ingest.terms import identifier_terms
@@ -41,6 +43,7 @@ TEXT, IDENT, PHRASE, VECTOR = "text", "ident", "phrase", "vector"
 LEGS = (TEXT, IDENT, PHRASE, VECTOR)
 LEXICAL_LEGS = (TEXT, IDENT, PHRASE)
 HEADING_BOOST = 2.0
+TITLE_BOOST = 1.5
 IDENT_HEADING_BOOST = 3.0
 PHRASE_WORDS = (2, 8)
 _WORD = re.compile(r"\w+")
@@ -56,11 +59,18 @@ class LegResult:
     error: str | None = None  # set when the leg failed and was left out
 
 
-def lexical_queries(query: str, legs: tuple[str, ...]) -> dict[str, object]:
-    """The full-text query object of each requested lexical leg that can match this query."""
+def lexical_queries(query: str, legs: tuple[str, ...], *, title: bool = False) -> dict[str, object]:
+    """The full-text query object of each requested lexical leg that can match this query;
+    `title`: the build has a full-text index on the document title."""
+    # imported by the first search, not with the engine: a tools/list never loads LanceDB
+    from lancedb.query import BooleanQuery, MatchQuery, MultiMatchQuery, Occur, PhraseQuery
+
     out: dict[str, object] = {}
     if TEXT in legs:
-        out[TEXT] = MultiMatchQuery(query, ["heading", "content"], boosts=[HEADING_BOOST, 1.0])
+        fields, boosts = ["heading", "content"], [HEADING_BOOST, 1.0]
+        if title:
+            fields, boosts = [*fields, "title"], [*boosts, TITLE_BOOST]
+        out[TEXT] = MultiMatchQuery(query, fields, boosts=boosts)
     if IDENT in legs:
         terms = " ".join(dict.fromkeys(identifier_terms(query)))
         if terms:

@@ -9,7 +9,8 @@ from mcp_endpoint import profiles
 from mcp_endpoint.clients import CLIENTS, Launch, client_config, default_python, endpoint_url
 
 # Settings that decide which database and indexes a stdio server opens: passed on when set here.
-FORWARDED_ENV = ("DATABASE_URL", "DOCSMCP_INDEX_ROOT", "DOCSMCP_DEFAULT_CORPUS", "DOCSMCP_EMBEDDING_PROVIDER")
+FORWARDED_ENV = ("DATABASE_URL", "DOCSMCP_INDEX_ROOT", "DOCSMCP_INDEX_CACHE_DIR", "DOCSMCP_DEFAULT_CORPUS",
+                 "DOCSMCP_EMBEDDING_PROVIDER")
 
 
 class Command(BaseCommand):

@@ -9,6 +9,9 @@ from mcp_endpoint.stdio import StdioSession, serve
 
 
 class Command(BaseCommand):
+    # `manage.py check` is the place for system checks: here they would import every URL's views
+    # (the REST API's schemas) before the first line of work
+    requires_system_checks = []
     help = (
         "Speak MCP over stdin/stdout (newline-delimited JSON-RPC) for a local client that spawns "
         "the server; logs go to stderr. Runs as the local operator (every scope)."

@@ -58,7 +58,8 @@ class Command(BaseCommand):
         web = [sys.executable, "-m", "gunicorn", "docsmcp_site.wsgi:application",
                "--worker-class", "gthread", "--threads", str(options["threads"]), "--bind", f"{host}:{port}",
                "--workers", str(options["workers"]), "--access-logfile", "-", "--timeout", "60",
-               "--graceful-timeout", "30", "--no-control-socket"]
+               "--graceful-timeout", "30", "--no-control-socket",
+               "--config", "python:docsmcp_site.gunicorn_conf"]
         with_worker = (settings.CELERY_BROKER_URL == "filesystem://" and not settings.CELERY_TASK_ALWAYS_EAGER
                        and not options["no_worker"])
         self.stdout.write(f"serving on http://{host}:{port}/mcp/ ({options['workers']} workers"
@@ -67,16 +68,25 @@ class Command(BaseCommand):
         if with_worker:
             worker = [sys.executable, "-m", "celery", "-A", "docsmcp_site", "worker", "--loglevel", "INFO",
                       "--without-gossip", "--without-mingle", "--without-heartbeat"]
-            raise SystemExit(run_together(web, worker))
+            raise SystemExit(run_together(web, worker, background=worker))
         os.execv(sys.executable, web)
 
 
-def run_together(*commands: list[str]) -> int:
+# How much lower than the web server's the CPU priority of serve's Celery worker is: on a small host
+# its start-up and its builds share the cores with searches, and a search should not wait for them.
+WORKER_NICENESS = 10
+
+
+def run_together(*commands: list[str], background: list[str] | None = None) -> int:
     """Run the commands as children; when one exits or serve is told to stop, stop the others.
 
-    Returns the exit status of the first child that ended (0 after a SIGTERM or Ctrl-C).
+    The `background` command runs at a lower CPU priority (WORKER_NICENESS). Returns the exit status
+    of the first child that ended (0 after a SIGTERM or Ctrl-C).
     """
-    children = [subprocess.Popen(command) for command in commands]
+    children = [
+        subprocess.Popen(command, preexec_fn=_lower_priority if command is background else None)
+        for command in commands
+    ]
     stopping = False
 
     def stop(signum, frame):
@@ -100,3 +110,7 @@ def run_together(*commands: list[str]) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _lower_priority() -> None:
+    os.nice(WORKER_NICENESS)

@@ -1,0 +1,114 @@
+"""Corpora whose markdown lives in git: which URLs may be registered, and reading the tree a build needs.
+
+A git-sourced corpus stores its URL (never a password), ref and subdirectory. A build fetches the ref
+into the host's git cache (DOCSMCP_GIT_CACHE_DIR), reads the commit's tree straight from git and
+records the commit as the build's revision; the diff from the previous build's commit says which
+files changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from django.conf import settings
+from django.utils import timezone
+
+from retrieval.ingest import git
+from retrieval.ingest.sources import CorpusScan, scan_tree
+
+from .errors import CorpusError, SourceDirNotAllowed
+from .models import Corpus
+
+log = logging.getLogger("docsmcp.build")
+
+
+@dataclass
+class SourceSnapshot:
+    """The tree one build reads: the scan, the commit, and what changed since the previous build's commit."""
+
+    scan: CorpusScan
+    revision: str
+    changes: list[git.GitChange] | None  # None: no previous commit to compare with
+
+
+def cache_dir() -> Path:
+    return Path(settings.DOCSMCP_GIT_CACHE_DIR)
+
+
+def git_source(corpus: Corpus) -> git.GitSource:
+    return git.GitSource(corpus.git_url, corpus.git_ref, corpus.git_subdir)
+
+
+def check_git_url(url: str, *, any_url: bool = False) -> str:
+    """A URL a corpus may be built from. Passwords are refused (they would sit in the database in
+    clear). `any_url` is the operator's command line; the REST API and the admin are held to
+    DOCSMCP_GIT_ALLOWED_URLS, and to DOCSMCP_SOURCE_ROOTS for `file://` URLs."""
+    url = (url or "").strip()
+    if not url:
+        raise CorpusError("git_url is required: give the repository URL, e.g. https://github.com/org/docs.git")
+    if url.startswith("-") or any(c.isspace() for c in url) or "\0" in url:
+        raise CorpusError(f"git_url {url[:200]!r} is not a URL git accepts")
+    if git.has_password(url):
+        raise CorpusError("git_url must not carry a password: it would be stored in clear. Give the URL without "
+                          "it and provide credentials to git from the environment (a credential helper, "
+                          "GIT_SSH_COMMAND or DOCSMCP_GIT_SSH_KEY for a deploy key)")
+    if len(url) > Corpus._meta.get_field("git_url").max_length:
+        raise CorpusError("git_url is too long")
+    if any_url:
+        return url
+    if url.startswith("file://"):
+        path = Path(unquote(urlsplit(url).path)).resolve()
+        roots = [Path(r).expanduser().resolve() for r in settings.DOCSMCP_SOURCE_ROOTS]
+        if any(path.is_relative_to(root) for root in roots):
+            return url
+        raise SourceDirNotAllowed(f"git_url {url} is outside the allowed roots ({', '.join(map(str, roots)) or 'none'}); "
+                                  "put the repository under one of DOCSMCP_SOURCE_ROOTS, or register it with "
+                                  "`manage.py build_index --git URL`")
+    allowed = settings.DOCSMCP_GIT_ALLOWED_URLS
+    if any(url.startswith(prefix) for prefix in allowed):
+        return url
+    raise SourceDirNotAllowed(f"git_url {git.redact_url(url)} does not start with an allowed prefix "
+                              f"({', '.join(allowed) or 'none configured'}); add one to DOCSMCP_GIT_ALLOWED_URLS, "
+                              "or register the corpus with `manage.py build_index --git URL`")
+
+
+def check_git_fields(*, url: str, ref: str, subdir: str, any_url: bool = False) -> tuple[str, str, str]:
+    try:
+        return check_git_url(url, any_url=any_url), git.check_ref(ref), git.check_subdir(subdir)
+    except git.GitError as exc:
+        raise CorpusError(str(exc)) from None
+
+
+def read_source(corpus: Corpus, previous_revision: str = "") -> SourceSnapshot:
+    """Fetch the corpus's ref and read its tree; records the commit as the latest known one."""
+    source = git_source(corpus)
+    started = timezone.now()
+    timeout = settings.DOCSMCP_GIT_TIMEOUT
+    commit = git.fetch(source, cache_dir(), timeout=timeout)
+    note_latest(corpus, commit, seen_at=started)
+    files, links = git.read_tree(source, cache_dir(), commit, timeout=timeout)
+    if source.subdir and not files and not links:
+        raise CorpusError(f"{source.describe()}: commit {commit[:12]} has no files under {source.subdir!r}; "
+                          "check the subdirectory")
+    changes = git.diff(source, cache_dir(), previous_revision, commit, timeout=timeout) if previous_revision else None
+    return SourceSnapshot(scan_tree(Path(f"{git.redact_url(source.url)}#{commit}"), files, links), commit, changes)
+
+
+def note_latest(corpus: Corpus, commit: str, *, seen_at=None) -> None:
+    """Record the ref's newest commit, unless a newer sighting (a push webhook) is already recorded."""
+    seen_at = seen_at or timezone.now()
+    rows = Corpus.objects.filter(pk=corpus.pk)
+    if corpus.latest_commit_at is not None:
+        rows = rows.filter(latest_commit_at__lte=seen_at)
+    rows.update(latest_commit=commit, latest_commit_at=seen_at)
+    corpus.refresh_from_db(fields=["latest_commit", "latest_commit_at"])
+
+
+def remote_commit(corpus: Corpus) -> str:
+    """The ref's newest commit on the remote (`git ls-remote`), recorded as the latest known one."""
+    commit = git.remote_commit(git_source(corpus), timeout=settings.DOCSMCP_GIT_TIMEOUT)
+    note_latest(corpus, commit)
+    return commit

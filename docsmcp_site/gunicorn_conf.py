@@ -1,0 +1,42 @@
+"""gunicorn settings of `manage.py serve`: what each worker has loaded before it accepts.
+
+The master loads the site and imports every view and tool profile once (`preload_app`,
+`when_ready`), so the workers it forks share that code and start without importing it again;
+nothing it loads opens a database connection, a thread or an index. Then gunicorn calls
+`post_worker_init` in each new worker before the worker accepts connections: the worker opens and
+warms the active build of every corpus (LanceDB is loaded here, after the fork: its threads do
+not survive one). Until then connections wait in the listening socket's queue, or go to a worker
+that is already warm.
+"""
+
+preload_app = True
+
+
+def when_ready(server) -> None:
+    """In the master, before the first fork: import the views, and make the directory where warm
+    workers say so (/health/ reports ready once all of them have)."""
+    import os
+    import tempfile
+
+    from corpus.warming import SERVE_DIR_ENV, SERVE_WORKERS_ENV
+    from mcp_endpoint.startup import import_views
+
+    import_views()
+    os.environ[SERVE_DIR_ENV] = tempfile.mkdtemp(prefix="docsmcp-serve-")
+    os.environ[SERVE_WORKERS_ENV] = str(server.cfg.workers)
+
+
+def on_exit(server) -> None:
+    import os
+    import shutil
+
+    from corpus.warming import SERVE_DIR_ENV
+
+    if os.environ.get(SERVE_DIR_ENV):
+        shutil.rmtree(os.environ[SERVE_DIR_ENV], ignore_errors=True)
+
+
+def post_worker_init(worker) -> None:
+    from mcp_endpoint.startup import serve_ready
+
+    serve_ready(notify=worker.notify)

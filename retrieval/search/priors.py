@@ -1,0 +1,102 @@
+"""What the fused ranking does not know: a chunk's kind, its filter match and its page's evidence.
+
+Reciprocal rank fusion (fusion.py) sees each chunk alone. Three facts about a candidate change
+how useful it is to the person asking, and none is a word list or a corpus rule:
+
+- Navigation (`link_share`, computed at build time by retrieval/ingest/navigation.py): a
+  section made of links to other pages ("What's next", "See also", a table of contents) shares
+  their words and answers nothing. Its score is scaled down in proportion to how much of it is
+  links above `NAVIGATION_FLOOR`, so it still ranks when nothing else matches, or when the
+  question matches it far better than anything else.
+- Auto-included chunks: under a filter, the auto-include rule widens the search to global
+  guides; a chunk that carries the filtered value is what the agent asked for, so the widened
+  ones are scaled by `AUTO_INCLUDED_FACTOR` and rank below exact matches of similar relevance.
+  They still fill the page when the exact matches are weak or absent.
+- Page evidence: a page whose chunks, taken together, are near the question is about it. Each
+  page's best candidate gains `PAGE_LEG_WEIGHT` times a reciprocal-rank term (k =
+  `PAGE_RANK_K`, as in fusion) of its page's rank by similarity to the query (the mean cosine
+  of the page's chunks nearest to it, over all its chunks: retrieval/search/index.py), so one
+  strong keyword hit in an unrelated page does not beat the page that is about the question;
+  the page's other chunks keep their score, so one page does not fill the result list. Only
+  semantic vectors give it (the engine leaves it out for feature-hash vectors).
+
+Everything here is a pure function of arrays, tested without an index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+NAVIGATION_FLOOR = 0.5
+NAVIGATION_PENALTY = 0.5
+AUTO_INCLUDED_FACTOR = 0.5
+PAGE_LEG_WEIGHT = 0.5
+PAGE_RANK_K = 60
+
+
+@dataclass(frozen=True)
+class Signals:
+    """Per-candidate facts, aligned with the fused list (one entry per candidate)."""
+
+    link_share: np.ndarray  # float, 0..1
+    page: np.ndarray  # int, equal for chunks of the same file
+    exact: np.ndarray | None = None  # bool, False for chunks only the auto-include rule let in
+    page_similarity: np.ndarray | None = None  # float, the page's similarity to the query
+
+
+def navigation_factor(link_share: np.ndarray) -> np.ndarray:
+    """1 for content, down to 1 - NAVIGATION_PENALTY for a chunk made only of links."""
+    excess = np.clip((np.asarray(link_share, dtype=np.float64) - NAVIGATION_FLOOR) / (1 - NAVIGATION_FLOOR), 0, 1)
+    return 1.0 - NAVIGATION_PENALTY * excess
+
+
+def _grouped(scores: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Candidates ordered by page, best first within a page: the order, each one's rank within its
+    page (0 = best) and the position in `order` where its page starts."""
+    order = np.lexsort((-scores, page))
+    sorted_pages = page[order]
+    starts = np.flatnonzero(np.r_[True, sorted_pages[1:] != sorted_pages[:-1]])
+    group_start = np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    return order, np.arange(len(order)) - group_start, group_start
+
+
+def page_leg(scores: np.ndarray, page: np.ndarray, similarity: np.ndarray) -> np.ndarray:
+    """The pages ranked by their similarity to the query, as a reciprocal-rank term (scaled so
+    rank 1 gives 1) on each page's best candidate; 0 for every other candidate."""
+    out = np.zeros(len(scores))
+    if not len(scores):
+        return out
+    order, within, _ = _grouped(scores, page)
+    firsts = order[within == 0]
+    ranks = np.empty(len(firsts), np.int64)
+    ranks[np.lexsort((page[firsts], -similarity[firsts]))] = np.arange(1, len(firsts) + 1)
+    out[firsts] = (PAGE_RANK_K + 1) / (PAGE_RANK_K + ranks)
+    return out
+
+
+def rescore(items: Sequence[tuple[int, float]], signals: Signals) -> list[tuple[int, float]]:
+    """`items` (position, fused score, in fusion's order) re-scored by the three priors above and
+    re-sorted; scores stay in [0, 1] and equal scores keep fusion's order, which is deterministic
+    (fusion breaks its ties by chunk ID)."""
+    if not items:
+        return []
+    scores = np.array([s for _, s in items], dtype=np.float64)
+    scores *= navigation_factor(signals.link_share)
+    if signals.exact is not None:
+        scores = np.where(signals.exact, scores, scores * AUTO_INCLUDED_FACTOR)
+    page = np.asarray(signals.page)
+    if signals.page_similarity is not None and PAGE_LEG_WEIGHT:
+        scores = scores + PAGE_LEG_WEIGHT * page_leg(scores, page, np.asarray(signals.page_similarity))
+    scores = np.minimum(scores / max_score(signals.page_similarity is not None), 1.0)
+    # Rounding makes sums of the same terms in a different order tie exactly (as in fusion.py).
+    ranked = np.argsort(-np.round(scores, 12), kind="stable")
+    return [(items[i][0], float(scores[i])) for i in ranked]
+
+
+def max_score(page_similarity: bool = True) -> float:
+    """The largest re-scored value (fused 1.0, no penalty, every bonus at its most), so that
+    dividing by it keeps scores in [0, 1] without flattening the top of the list."""
+    return 1.0 + (PAGE_LEG_WEIGHT if page_similarity else 0.0)

@@ -1,0 +1,22 @@
+"""Where builds and stores live: a local directory or an object store (`s3://bucket/prefix`).
+
+Plain Python on pyarrow's filesystems and LanceDB's `storage_options`; imports no other
+subpackage of `retrieval`, so ingest, search, embeddings and the chunk store can all use it.
+"""
+
+from .objectstore import (
+    copy_tree,
+    delete_file,
+    delete_tree,
+    exists,
+    list_children,
+    list_tree,
+    read_bytes,
+    write_bytes,
+)
+from .uri import Location, as_location, connect, connect_async, is_remote, join, name_of, storage_options
+
+__all__ = [
+    "Location", "as_location", "connect", "connect_async", "copy_tree", "delete_file", "delete_tree", "exists", "is_remote", "join",
+    "list_children", "list_tree", "name_of", "read_bytes", "storage_options", "write_bytes",
+]

@@ -1,0 +1,81 @@
+"""Index locations: a local path or an object-store URI, and the options that reach the store.
+
+Credentials and endpoints come from the environment only, never from the database or the
+repository: `DOCSMCP_STORAGE_OPTIONS` (a JSON object of LanceDB/Lance storage options, e.g.
+`{"endpoint": "http://127.0.0.1:9000", "allow_http": "true", "region": "us-east-1"}`) and the
+usual `AWS_*` variables, which fill what the JSON leaves out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from retrieval.errors import IndexUnavailable
+
+Location = str | Path
+
+# AWS_* variable -> LanceDB storage option
+_AWS_ENV = {
+    "AWS_ENDPOINT_URL": "endpoint", "AWS_ENDPOINT_URL_S3": "endpoint", "AWS_REGION": "region",
+    "AWS_DEFAULT_REGION": "region", "AWS_ACCESS_KEY_ID": "aws_access_key_id",
+    "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key", "AWS_SESSION_TOKEN": "aws_session_token",
+    "AWS_ALLOW_HTTP": "allow_http",
+}
+
+
+def is_remote(location: Location) -> bool:
+    return "://" in str(location)
+
+
+def as_location(value: Location) -> Location:
+    """A setting's value as a location: `Path` would fold `s3://b/p` into `s3:/b/p`."""
+    return str(value).rstrip("/") if is_remote(value) else Path(value)
+
+
+def join(root: Location, *parts: str) -> Location:
+    if is_remote(root):
+        return "/".join([str(root).rstrip("/"), *(p.strip("/") for p in parts)])
+    return Path(root).joinpath(*parts)
+
+
+def name_of(location: Location) -> str:
+    return str(location).rstrip("/").rsplit("/", 1)[-1] if is_remote(location) else Path(location).name
+
+
+def storage_options(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Storage options for LanceDB, from DOCSMCP_STORAGE_OPTIONS over the AWS_* variables."""
+    env = os.environ if environ is None else environ
+    options: dict[str, str] = {}
+    for variable, option in _AWS_ENV.items():
+        if env.get(variable) and option not in options:
+            options[option] = env[variable]
+    raw = env.get("DOCSMCP_STORAGE_OPTIONS", "").strip()
+    if raw:
+        try:
+            given = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise IndexUnavailable(f"DOCSMCP_STORAGE_OPTIONS is not valid JSON ({exc}); give an object such as "
+                                   '{"endpoint": "http://127.0.0.1:9000", "allow_http": "true"}') from exc
+        if not isinstance(given, dict):
+            raise IndexUnavailable("DOCSMCP_STORAGE_OPTIONS must be a JSON object of option names to values")
+        options.update({str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in given.items()})
+    return options
+
+
+def connect(location: Location, **kwargs):
+    """A LanceDB connection to a local directory or an object-store prefix."""
+    import lancedb  # here, so reading a setting never pays for LanceDB
+
+    if is_remote(location):
+        return lancedb.connect(str(location), storage_options=storage_options(), **kwargs)
+    return lancedb.connect(location, **kwargs)
+
+
+async def connect_async(location: Location, **kwargs):
+    import lancedb
+
+    if is_remote(location):
+        return await lancedb.connect_async(str(location), storage_options=storage_options(), **kwargs)
+    return await lancedb.connect_async(location, **kwargs)

@@ -1,0 +1,210 @@
+"""Fast from the first request: commands start without loading what they do not use, and a server
+warms what it serves before it answers, and a new build before it replaces the old one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from corpus import warming
+from corpus.execution import build_activate
+from corpus.models import BuildRun
+from corpus.selectors import active_index, forget_active
+from retrieval.embeddings import get_provider
+from retrieval.ingest.build import BuildRequest, build_index
+from retrieval.search.index import INDEXES, IndexCache
+from tests.conftest import ROOT, SAMPLE_DOCS
+from tests.test_celery_worker import _database_url
+from tests.test_deploy_e2e import free_port, stop
+
+HEAVY = ("lancedb", "lance", "pyarrow", "openai", "onnxruntime", "tokenizers",
+         "lance_namespace_urllib3_client.api")
+
+
+def _fresh_python(code: str, **env: str) -> str:
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "docsmcp_site.settings", **env}
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_a_bare_django_setup_loads_no_index_library_model_runtime_or_api_client():
+    out = _fresh_python("import django, json, sys; django.setup(); "
+                        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
+    assert json.loads(out) == []
+
+
+def test_lancedb_loads_without_its_remote_namespace_client_which_still_loads_when_used():
+    out = _fresh_python(
+        "import json, sys, retrieval, lancedb\n"
+        "before = sorted(m for m in sys.modules if m.startswith('lance_namespace_urllib3_client.api'))\n"
+        "from lance_namespace_urllib3_client import ApiClient, TableApi\n"
+        "print(json.dumps([before, ApiClient.__name__, TableApi.__name__]))")
+    assert json.loads(out) == [[], "ApiClient", "TableApi"]
+
+
+def _build(out: Path, build_id: str) -> Path:
+    build_index(BuildRequest(SAMPLE_DOCS, out, build_id, "sample", provider=get_provider("hash"), workers=1))
+    return out
+
+
+@pytest.fixture(scope="module")
+def two_builds(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("two-builds")
+    return _build(root / "old", "old"), _build(root / "new", "new")
+
+
+def test_a_new_build_replaces_the_old_one_only_once_warm(two_builds):
+    old, new = two_builds
+    release, warmed = threading.Event(), []
+
+    def warmer(index):
+        release.wait(30)
+        warmed.append(index.build_id)
+
+    cache = IndexCache()
+    assert cache.get(old, slot="sample").build_id == "old"
+    cache.warmer = warmer
+    assert cache.get(new, slot="sample").build_id == "old"  # warming in the background: the old build answers
+    assert cache.get(new, slot="sample").build_id == "old"
+    release.set()
+    deadline = time.monotonic() + 30
+    while cache.get(new, slot="sample").build_id != "new":
+        assert time.monotonic() < deadline, "the warmed build never replaced the old one"
+        time.sleep(0.05)
+    assert warmed == ["new"]  # warmed once, before it answered
+
+
+def test_a_build_that_fails_to_warm_is_opened_by_the_next_request(two_builds):
+    old, new = two_builds
+    failed = threading.Event()
+
+    def warmer(index):
+        failed.set()
+        raise RuntimeError("disk trouble")
+
+    cache = IndexCache()
+    cache.get(old, slot="sample")
+    cache.warmer = warmer
+    cache.get(new, slot="sample")
+    assert failed.wait(30)
+    deadline = time.monotonic() + 30
+    while cache.get(new, slot="sample").build_id != "new":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def cold_process():
+    INDEXES.clear()
+    forget_active()
+    yield
+    INDEXES.warmer = None
+    INDEXES.clear()
+    forget_active()
+    warming._state.update(state=warming.LAZY, corpora={})
+
+
+def test_a_serving_process_loads_every_corpus_before_its_first_request(sample_corpus, cold_process):
+    state = warming.serve_warm(watch=False)
+    assert state["state"] == warming.READY
+    assert state["corpora"]["sample"]["state"] == "ok"
+    index = active_index("sample")
+    assert index._catalog is not None and index._vectors is not None  # loaded: no request pays for it
+
+
+def test_health_is_503_starting_while_the_process_warms(sample_corpus, cold_process, client):
+    warming._state["state"] = warming.WARMING
+    response = client.get("/health/")
+    assert response.status_code == 503
+    body = response.json()
+    assert (body["health"], body["ready"], body["checks"]["warm"]) == ("starting", False, "warming")
+    warming._state["state"] = warming.READY
+    body = client.get("/health/").json()
+    assert (body["health"], body["ready"], body["checks"]["warm"]) == ("ok", True, "ready")
+
+
+def _search(base: str, query: str) -> dict:
+    response = httpx.post(f"{base}/mcp/", timeout=30, json={
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "search_docs", "arguments": {"query": query, "limit": 3}}},
+        headers={"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"})
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_serve_answers_health_ready_and_searches_after_warming_and_switches_builds_warm(sample_corpus, tmp_path):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the server subprocess needs PostgreSQL (set DATABASE_URL) to share the test database")
+    port = free_port()
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "DJANGO_", "MCP_"))}
+    environment.update(DJANGO_SETTINGS_MODULE="docsmcp_site.settings", DATABASE_URL=_database_url(),
+                       DOCSMCP_SECRET_KEY_FILE=str(tmp_path / "secret_key"), DOCSMCP_INDEX_ROOT=str(tmp_path / "idx"),
+                       MCP_RATE_LIMIT_REDIS_URL="", DOCSMCP_DEFAULT_CORPUS="sample")
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen([sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port),
+                                   "--workers", "1"], cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                health = httpx.get(f"{base}/health/", timeout=30)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
+                time.sleep(0.25)
+        body = health.json()
+        assert health.status_code == 200 and body["ready"] is True and body["checks"]["warm"] == "ready", body
+        assert _search(base, "refund a payment")["structuredContent"]["hits"]
+
+        new = _build(tmp_path / "new-build", "new-build")
+        build = BuildRun.objects.create(corpus=sample_corpus, build_id="new-build", kind=BuildRun.KIND_FULL,
+                                        status=BuildRun.COMPLETE, index_path=str(new), embedding_provider="hash")
+        build_activate(build=build)
+        until = time.monotonic() + 4  # the watcher notices within a second and warms in the background
+        while time.monotonic() < until:  # every call answers while the server switches builds
+            assert _search(base, "refund a payment")["structuredContent"]["hits"]
+    finally:
+        stop(server)
+
+
+def test_a_parallel_parse_leaves_no_process_behind_and_its_workers_cpu_is_counted(tmp_path):
+    docs = tmp_path / "many"
+    docs.mkdir()
+    for n in range(240):  # enough files for the parse to use worker processes
+        (docs / f"page{n:03}.md").write_text(f"# Page {n}\n\n## Section\n\nText number {n}.\n")
+    out = _fresh_python(
+        "import json, os, resource, sys\n"
+        "from pathlib import Path\n"
+        "from retrieval.ingest.sources import process_corpus, scan_corpus\n"
+        f"results = process_corpus(scan_corpus(Path({str(docs)!r})), workers=2)\n"
+        "children = [c for t in os.listdir('/proc/self/task')\n"
+        "            for c in open(f'/proc/self/task/{t}/children').read().split()]\n"
+        "used = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(json.dumps([len(results), children, used.ru_utime + used.ru_stime > 0]))")
+    assert json.loads(out) == [240, [], True]
+
+
+def test_what_the_server_preloads_before_forking_workers_opens_no_index_thread_or_connection():
+    out = _fresh_python(
+        "import json, sys, threading, django\n"
+        "django.setup()\n"
+        "from django.core.wsgi import get_wsgi_application\n"
+        "from django.db import connections\n"
+        "from mcp_endpoint.startup import import_views\n"
+        "get_wsgi_application(); import_views()\n"
+        "print(json.dumps([[m for m in ('lancedb', 'lance', 'onnxruntime', 'openai') if m in sys.modules],\n"
+        "                  threading.active_count(), [c.connection is None for c in connections.all()]]))")
+    assert json.loads(out) == [[], 1, [True]]
