@@ -46,7 +46,7 @@ def _propose(request, corpora, use_llm: bool) -> None:
             if settings.CELERY_TASK_ALWAYS_EAGER:
                 summary = run_fix.delay(corpus.pk, use_llm).get()
             else:
-                enqueue(run_fix, corpus.pk, use_llm)
+                enqueue("corpus.run_fix", corpus.pk, use_llm)
         except CorpusError as exc:
             messages.error(request, f"{corpus.name}: {exc}")
             continue

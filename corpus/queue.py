@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from celery import Task
-from kombu.exceptions import OperationalError
-
 from .errors import TaskQueueUnavailable
 
 
-def enqueue(task: Task, *args) -> None:
-    """Queue `task` for a worker; TaskQueueUnavailable (HTTP 503) when the broker cannot be reached.
+def enqueue(task_name: str, *args) -> None:
+    """Queue the task named `task_name` for a worker; TaskQueueUnavailable (HTTP 503) when the broker cannot be reached.
 
     Publishing retries once with a short connect timeout (CELERY_TASK_PUBLISH_RETRY_POLICY), so a
     broker that is down answers the caller in about two seconds instead of hanging the request.
     """
+    # Celery loads here, with the first work queued, never with the site.
+    from kombu.exceptions import OperationalError
+
+    from docsmcp_site.celery import app
+
+    app.loader.import_default_modules()  # registers the apps' tasks modules, as a worker does when it starts
     try:
-        task.delay(*args)
+        app.tasks[task_name].delay(*args)
     except OperationalError as exc:
         raise TaskQueueUnavailable(
             f"the task queue is unreachable, so nothing was started ({exc}); check that the broker in "

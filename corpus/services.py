@@ -33,7 +33,6 @@ from .execution import corpus_dir
 from .models import BuildRun, Corpus
 from .providers import check_embedding_options, check_provider_name, corpus_embedding
 from .queue import enqueue
-from .tasks import run_build
 
 log = logging.getLogger("docsmcp.build")
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
@@ -295,7 +294,7 @@ def build_start(*, corpus: Corpus, kind: str = BuildRun.KIND_INCREMENTAL, embedd
 
 def _dispatch(build_pk: int) -> None:
     try:
-        enqueue(run_build, build_pk)
+        enqueue("corpus.run_build", build_pk)
     except TaskQueueUnavailable as exc:
         BuildRun.objects.filter(pk=build_pk, status=BuildRun.QUEUED).update(
             status=BuildRun.FAILED, error=f"could not start the build: {exc}", finished_at=timezone.now())

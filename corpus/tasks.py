@@ -1,4 +1,6 @@
-from celery import shared_task
+from celery.signals import task_postrun
+
+from docsmcp_site.celery import app
 
 from .execution import build_execute
 from .fixes import fix_scan_report
@@ -7,14 +9,28 @@ from .models import BuildRun, Corpus
 
 # acks_late + reject_on_worker_lost: a worker killed mid-build leaves its message to be redelivered;
 # build_execute's claim (queued -> running) makes the redelivery a no-op once the build has run or failed.
-@shared_task(name="corpus.run_build", acks_late=True, reject_on_worker_lost=True)
+@app.task(name="corpus.run_build", acks_late=True, reject_on_worker_lost=True)
 def run_build(build_pk: int) -> str:
     build = BuildRun.objects.select_related("corpus").get(pk=build_pk)
     return build_execute(build=build).status
 
 
-@shared_task(name="corpus.run_fix")
+@app.task(name="corpus.run_fix")
 def run_fix(corpus_pk: int, use_llm: bool = False, model: str | None = None) -> dict:
     report = fix_scan_report(corpus=Corpus.objects.get(pk=corpus_pk), use_llm=use_llm, model=model)
     return {"proposals": [p.pk for p in report.proposals], "created": report.created,
             "stale": report.marked_stale, "llm_failures": len(report.llm_failures)}
+
+
+def _after_build(sender=None, args=None, **kwargs) -> None:
+    """A push that arrived while a build ran gets its own build once that one is done (corpus.webhooks)."""
+    if getattr(sender, "name", "") != "corpus.run_build" or not args:
+        return
+    from corpus.webhooks import build_followup
+
+    build = BuildRun.objects.filter(pk=args[0]).first()
+    if build is not None:
+        build_followup(build)
+
+
+task_postrun.connect(_after_build, weak=False, dispatch_uid="docsmcp-build-followup")

@@ -1,3 +1,2 @@
-from .celery import app as celery_app
-
-__all__ = ["celery_app"]
+"""The Django project. Celery's app lives in docsmcp_site.celery, which `celery -A docsmcp_site` finds
+by itself and the task modules import: a command or request that queues nothing never loads Celery."""

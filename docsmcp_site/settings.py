@@ -32,7 +32,9 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],test
 VERSION = "0.1.0"
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Without autodiscovery: urls.py registers the admin's models when the site's URLs load, so a
+    # management command that serves no page does not import every admin module.
+    "django.contrib.admin.apps.SimpleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -3,6 +3,8 @@ from django.urls import include, path
 
 from docsmcp_site.api.assembly import api
 
+admin.autodiscover()  # the admin app is SimpleAdminConfig (settings.INSTALLED_APPS)
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

@@ -27,7 +27,6 @@ from .errors import EvalError, RunStateConflict
 from .execution import Progress, eval_execute
 from .metrics import MATCH_MODES
 from .models import EvalCase, EvalRun, EvalSuite
-from .tasks import run_eval
 
 log = logging.getLogger("docsmcp.evals")
 MAX_ROUNDS_LIMIT = 10
@@ -167,7 +166,7 @@ def eval_start(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_IN_
 
 def _dispatch(run_pk: int) -> None:
     try:
-        enqueue(run_eval, run_pk)
+        enqueue("evals.run_eval", run_pk)
     except TaskQueueUnavailable as exc:
         EvalRun.objects.filter(pk=run_pk, status=EvalRun.QUEUED).update(
             status=EvalRun.FAILED, error=f"could not start the run: {exc}", finished_at=timezone.now())

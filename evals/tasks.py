@@ -1,10 +1,10 @@
-from celery import shared_task
+from docsmcp_site.celery import app
 
 from .execution import eval_execute
 from .models import EvalRun
 
 
-@shared_task(name="evals.run_eval")
+@app.task(name="evals.run_eval")
 def run_eval(run_pk: int) -> str:
     """Execute a queued eval run (see evals.services.eval_start); returns its final status."""
     run = EvalRun.objects.select_related("suite", "corpus", "build", "baseline").get(pk=run_pk)

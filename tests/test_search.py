@@ -372,7 +372,7 @@ def test_hits_are_the_same_whether_chunk_text_is_held_plain_or_compressed(handwr
 
 
 def _break_legs(monkeypatch, names):
-    from lancedb.query import MatchQuery
+    from lance.query import MatchQuery
 
     import retrieval.search.engine as search_module
 
@@ -441,3 +441,4 @@ def test_a_corpus_new_build_replaces_its_previous_index_in_the_cache(handwritten
     gc.collect()
     assert released() is None  # nothing but in-flight requests keeps the old build's memory
     assert cache.get(rebuilt, slot="other") is other_corpus
+

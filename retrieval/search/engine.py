@@ -27,14 +27,13 @@ from retrieval.embeddings import EmbeddingSpec, check_compatible, similarity_flo
 from retrieval.embeddings.base import EmbeddingProvider
 from retrieval.errors import IndexUnavailable, InvalidArgument
 
-from .aio import LOOP
 from .collapse import collapse_variants
 from .cursor import CursorState, decode_cursor, encode_cursor
 from .filters import FilterPlan, plain_where, plan_filters
 from .fusion import fuse
 from .hints import SearchHint, zero_hit_hint
 from .index import Index
-from .legs import LEGS, VECTOR, LegResult, gather_lexical, lexical_queries, lexical_results, vector_leg
+from .legs import LEGS, VECTOR, LegResult, lexical_queries, lexical_results, submit_lexical, vector_leg
 from .priors import Signals, rescore
 from .snippets import make_snippet
 
@@ -153,7 +152,7 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
     # and are best taken while the process is small (see Index._load).
     index.catalog()
     queries = lexical_queries(query, legs, title="title" in index.fts_columns)
-    pending = LOOP.submit(gather_lexical(index.async_chunks(), queries, plan.where, depth)) if queries else None
+    pending = submit_lexical(index, queries, plan.where, depth) if queries else None
     results: list[LegResult] = []
     vector, ran_vector = None, False
     if _wants_vector(index, legs, embedder, query_vector):
@@ -170,7 +169,7 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
             results.append(LegResult(VECTOR, np.empty(0, np.int64), time.perf_counter() - started,
                                      f"{type(exc).__name__}: {exc}"))
     if pending is not None:
-        results = lexical_results(index, pending.result()) + results
+        results = lexical_results(index, pending) + results
     if results and all(r.error for r in results):
         raise IndexUnavailable(f"every search leg failed on {index.path}: {results[0].error}")
     # Legs that found nothing are left out of the normaliser: they say nothing about any hit.

@@ -14,13 +14,11 @@ tell "documented for another value" from "not documented".
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 
-from .aio import LOOP
 from .filters import FilterPlan, describe_filters, plain_where
 from .index import Index
-from .legs import IDENT, TEXT, gather_lexical, lexical_queries
+from .legs import IDENT, TEXT, lexical_queries, submit_lexical
 
 HINT_DEPTH = 50
 
@@ -46,15 +44,12 @@ def zero_hit_hint(index: Index, query: str, plan: FilterPlan) -> SearchHint:
     keys = list(plan.filters)
     wheres = [plain_where({k: v for k, v in plan.filters.items() if k != key}) for key in keys]
 
-    table = index.async_chunks()
-
-    async def _all():
-        return await asyncio.gather(*(gather_lexical(table, queries, where, HINT_DEPTH) for where in wheres))
-
+    pending = [submit_lexical(index, queries, where, HINT_DEPTH) for where in wheres]
     catalog = index.catalog()
     suggested: dict[str, list[str]] = {}
-    for key, raw in zip(keys, LOOP.run(_all()), strict=True):
-        positions = sorted({int(p) for outcome in raw if outcome.rowids is not None
+    for key, legs in zip(keys, pending, strict=True):
+        outcomes = [f.result() for f in legs]
+        positions = sorted({int(p) for outcome in outcomes if outcome.rowids is not None
                             for p in catalog.positions(outcome.rowids)})
         values = set(catalog.column(index.column(key), positions)) - {None, plan.filters[key]}
         if values:

@@ -61,6 +61,7 @@ class Index:
         self._vectors: Vectors | None = None
         self._catalog: Catalog | None = None
         self._async_chunks = None
+        self._dataset = None
         self._content: pa.Array | CompressedTexts | None = None
         self._masks: OrderedDict[str, np.ndarray] = OrderedDict()
         self._fts_columns: frozenset[str] | None = None
@@ -121,6 +122,17 @@ class Index:
 
                     self._async_chunks = LOOP.run(_open())
         return self._async_chunks
+
+    def dataset(self):
+        """The chunks table as a Lance dataset, which the full-text legs query (retrieval/search/legs.py)."""
+        if self._dataset is None:
+            with self._lock:
+                if self._dataset is None:
+                    try:
+                        self._dataset = storage.dataset(storage.join(self.path, "lancedb", f"{CHUNKS_TABLE}.lance"))
+                    except Exception as exc:
+                        raise IndexUnavailable(f"index at {self.path} cannot be opened: {exc}") from exc
+        return self._dataset
 
     def catalog(self) -> Catalog:
         """Light columns of every chunk by position (see retrieval/catalog.py)."""

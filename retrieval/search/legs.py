@@ -23,10 +23,10 @@ from an unfiltered list. Full-text legs return row IDs and scores only (see cata
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +34,7 @@ import numpy as np
 from retrieval.errors import EmbeddingMismatch
 from retrieval.ingest.terms import identifier_terms
 
+from . import pool
 from .index import Index
 from .vectors import Vectors
 
@@ -62,8 +63,8 @@ class LegResult:
 def lexical_queries(query: str, legs: tuple[str, ...], *, title: bool = False) -> dict[str, object]:
     """The full-text query object of each requested lexical leg that can match this query;
     `title`: the build has a full-text index on the document title."""
-    # imported by the first search, not with the engine: a tools/list never loads LanceDB
-    from lancedb.query import BooleanQuery, MatchQuery, MultiMatchQuery, Occur, PhraseQuery
+    # imported by the first search, not with the engine: a tools/list never loads Lance
+    from lance.query import BooleanQuery, MatchQuery, MultiMatchQuery, Occur, PhraseQuery
 
     out: dict[str, object] = {}
     if TEXT in legs:
@@ -87,7 +88,7 @@ def lexical_queries(query: str, legs: tuple[str, ...], *, title: bool = False) -
 
 @dataclass(frozen=True)
 class FtsOutcome:
-    """What one full-text query returned on the loop: row IDs, or the error it raised."""
+    """What one full-text query returned: row IDs, or the error it raised."""
 
     name: str
     rowids: np.ndarray | None
@@ -95,29 +96,28 @@ class FtsOutcome:
     error: Exception | None = None
 
 
-async def _fts(table, name: str, fts_query, where: str | None, depth: int) -> FtsOutcome:
+def _fts(dataset, name: str, fts_query, where: str | None, depth: int) -> FtsOutcome:
     started = time.perf_counter()
-    builder = table.query().nearest_to_text(fts_query).with_row_id().select(["_score"]).limit(depth)
-    if where:
-        builder = builder.where(where)
     try:
-        found = await builder.to_arrow()
+        found = dataset.to_table(full_text_query=fts_query, columns=["_score"], with_row_id=True, limit=depth,
+                                 filter=where, prefilter=bool(where))
     except Exception as exc:  # reported per leg; the caller decides whether the search can go on
         return FtsOutcome(name, None, time.perf_counter() - started, exc)
     return FtsOutcome(name, found["_rowid"].to_numpy(), time.perf_counter() - started)
 
 
-async def gather_lexical(table, queries: dict[str, object], where: str | None, depth: int) -> list[FtsOutcome]:
-    """Runs on the private loop; `table` is `index.async_chunks()`, resolved by the caller beforehand
-    (opening it runs on the same loop, so it cannot be awaited from inside a coroutine there)."""
-    return list(await asyncio.gather(*(_fts(table, name, q, where, depth) for name, q in queries.items())))
+def submit_lexical(index: Index, queries: dict[str, object], where: str | None, depth: int) -> list[Future[FtsOutcome]]:
+    """Starts every full-text leg on the process's leg pool (retrieval/search/pool.py) and returns
+    at once; the caller collects the outcomes when it has done its own work."""
+    dataset = index.dataset()
+    return [pool.submit(_fts, dataset, name, q, where, depth) for name, q in queries.items()]
 
 
-def lexical_results(index: Index, outcomes: list[FtsOutcome]) -> list[LegResult]:
+def lexical_results(index: Index, pending: list[Future[FtsOutcome]]) -> list[LegResult]:
     """Row IDs -> catalog positions; failed legs are logged and kept with their error."""
     catalog = index.catalog()
     out = []
-    for outcome in outcomes:
+    for outcome in (f.result() for f in pending):
         if outcome.error is not None:
             log.warning("search leg %r failed on %s: %s", outcome.name, index.path, outcome.error)
             error = f"{type(outcome.error).__name__}: {outcome.error}"

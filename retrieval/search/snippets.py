@@ -14,6 +14,7 @@ never depends on it.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from retrieval.ingest.terms import identifier_terms
 
@@ -47,6 +48,12 @@ def query_terms(query: str) -> list[str]:
         if len(word) >= 2 and word not in STOP_WORDS:
             terms.setdefault(_stem(word), None)
     return list(terms)
+
+
+@lru_cache(maxsize=256)
+def _cached_terms(query: str) -> tuple[str, ...]:
+    """Every hit of a page is snipped for the same query: its terms are found once."""
+    return tuple(query_terms(query))
 
 
 def _body(content: str) -> str:
@@ -113,7 +120,7 @@ def make_snippet(content: str, query: str, max_chars: int = SNIPPET_CHARS) -> st
         if len(flat) <= max_chars:
             return flat
     budget = max_chars - 2  # room for the ellipses
-    hits = _occurrences(body, tuple(query_terms(query)))
+    hits = _occurrences(body, _cached_terms(query))
     start = 0
     if hits:
         # Lead in with a little context before the first matched term.

@@ -14,9 +14,19 @@ from .objectstore import (
     read_bytes,
     write_bytes,
 )
-from .uri import Location, as_location, connect, connect_async, is_remote, join, name_of, storage_options
+from .uri import (
+    Location,
+    as_location,
+    connect,
+    connect_async,
+    dataset,
+    is_remote,
+    join,
+    name_of,
+    storage_options,
+)
 
 __all__ = [
-    "Location", "as_location", "connect", "connect_async", "copy_tree", "delete_file", "delete_tree", "exists", "is_remote", "join",
+    "Location", "as_location", "connect", "connect_async", "copy_tree", "dataset", "delete_file", "delete_tree", "exists", "is_remote", "join",
     "list_children", "list_tree", "name_of", "read_bytes", "storage_options", "write_bytes",
 ]

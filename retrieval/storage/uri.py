@@ -79,3 +79,13 @@ async def connect_async(location: Location, **kwargs):
     if is_remote(location):
         return await lancedb.connect_async(str(location), storage_options=storage_options(), **kwargs)
     return await lancedb.connect_async(location, **kwargs)
+
+
+def dataset(location: Location):
+    """A Lance dataset (one table's directory) on a local path or an object-store prefix; the
+    search legs query it directly (retrieval/search/pool.py says why)."""
+    import lance
+
+    if is_remote(location):
+        return lance.dataset(str(location), storage_options=storage_options())
+    return lance.dataset(str(location))
