@@ -250,6 +250,19 @@ def test_local_truncates_long_text():
     np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)
 
 
+
+def test_local_tokenizes_a_long_text_from_its_prefix_exactly_as_from_the_whole_text():
+    tokenizer = local_module.runtime().tokenizer
+    prose = " ".join(f"configure{i % 13} the kube-apiserver, then restart it." for i in range(900))
+    texts = [
+        prose,                                     # long: the prefix fills MAX_TOKENS
+        "x" * 5000 + " tail",                      # long with no whitespace near the cut: tokenized whole
+        " " * 4000 + "few words after much space",  # long but the prefix holds too few tokens: tokenized again
+        "short text",
+    ]
+    assert [e.ids for e in local_module.encode(tokenizer, texts)] == [e.ids for e in tokenizer.encode_batch(texts)]
+
+
 def _record_batch_shapes(monkeypatch) -> list[tuple[int, int]]:
     """The real session, recording the (rows, tokens) shape of every batch it is given."""
     real = local_module.runtime()

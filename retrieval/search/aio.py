@@ -1,10 +1,9 @@
 """One private event loop thread per process, for LanceDB's async API.
 
 Why async at all: LanceDB's sync wrapper makes about six round trips to its own loop per query
-(schema reads, projection checks) and cannot run a search's legs concurrently. Going through
-`AsyncTable` on one loop lets a search submit all of its full-text legs with a single
-`asyncio.gather` and pay one thread hop. Measured at 124k chunks: the three lexical legs
-sequentially through the sync API about 11 ms, gathered here about 5 ms.
+(schema reads, projection checks). The index's loads and reads by row ID (chunk text, document
+rows) go through `AsyncTable` on this one loop and pay one thread hop each. The full-text legs
+do not: they query the Lance dataset directly on a thread pool (retrieval/search/pool.py).
 
 The loop is restarted after a fork (gunicorn preloads, Celery prefork): a child inherits the
 loop object but not its thread.
