@@ -6,7 +6,8 @@ from .errors import TaskQueueUnavailable
 
 
 def enqueue(task_name: str, *args) -> None:
-    """Queue the task named `task_name` for a worker; TaskQueueUnavailable (HTTP 503) when the broker cannot be reached.
+    """Queue the task named `task_name` for a worker; TaskQueueUnavailable (HTTP 503) when the
+    broker cannot be reached.
 
     Publishing retries once with a short connect timeout (CELERY_TASK_PUBLISH_RETRY_POLICY), so a
     broker that is down answers the caller in about two seconds instead of hanging the request.
