@@ -113,6 +113,18 @@ async def gather_lexical(table, queries: dict[str, object], where: str | None, d
     return list(await asyncio.gather(*(_fts(table, name, q, where, depth) for name, q in queries.items())))
 
 
+async def page_text(table, query: str, where: str | None, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Whole pages ranked by BM25 over their text (the documents table), for the page-text prior
+    (priors.py): row IDs of the documents table and their scores, best first."""
+    from lancedb.query import MatchQuery
+
+    builder = table.query().nearest_to_text(MatchQuery(query, "content")).with_row_id().select(["_score"])
+    if where:
+        builder = builder.where(where)
+    found = await builder.limit(depth).to_arrow()
+    return found["_rowid"].to_numpy(), found["_score"].to_numpy()
+
+
 def lexical_results(index: Index, outcomes: list[FtsOutcome]) -> list[LegResult]:
     """Row IDs -> catalog positions; failed legs are logged and kept with their error."""
     catalog = index.catalog()
