@@ -16,6 +16,7 @@ the full-text legs; it never fails a search.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Sequence
@@ -170,12 +171,10 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
     # and are best taken while the process is small (see Index._load).
     index.catalog()
     queries = lexical_queries(query, legs, title="title" in index.fts_columns)
-    pending = LOOP.submit(gather_lexical(index.async_chunks(), queries, plan.where, depth)) if queries else None
-    # Whole pages by BM25 (the page-text prior), beside the legs. The documents table has no
-    # taxonomy columns, so the filter is not pushed down: only the candidates' pages are looked up.
-    pending_pages = None
-    if TEXT in legs and index.has_page_text:
-        pending_pages = LOOP.submit(page_text(index.async_documents(), query, None, PAGE_TEXT_DEPTH))
+    pending = None
+    if queries:
+        documents = index.async_documents() if TEXT in legs and index.has_page_text else None
+        pending = LOOP.submit(_full_text(index.async_chunks(), queries, plan.where, depth, documents, query))
     results: list[LegResult] = []
     vector, ran_vector = None, False
     if _wants_vector(index, legs, embedder, query_vector):
@@ -191,8 +190,10 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
                         index.path, type(exc).__name__, exc)
             results.append(LegResult(VECTOR, np.empty(0, np.int64), time.perf_counter() - started,
                                      f"{type(exc).__name__}: {exc}"))
+    found_pages = None
     if pending is not None:
-        results = lexical_results(index, pending.result()) + results
+        outcomes, found_pages = pending.result()
+        results = lexical_results(index, outcomes) + results
     if results and all(r.error for r in results):
         raise IndexUnavailable(f"every search leg failed on {index.path}: {results[0].error}")
     # Legs that found nothing are left out of the normaliser: they say nothing about any hit.
@@ -204,7 +205,7 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
         semantic = ran_vector and index.metadata.embedding.get("provider") not in WORD_HASH_PROVIDERS
         positions = np.fromiter((p for p, _ in items), np.int64, len(items))
         pages = index.catalog().codes("filepath", positions)
-        text_scores = _page_text_scores(index, pages, pending_pages) if pending_pages is not None else None
+        text_scores = _page_text_scores(index, pages, found_pages) if found_pages is not None else None
         items = rescore(items, _signals(index, plan, positions, pages, vector if semantic else None, text_scores))
     for key, spec in index.metadata.taxonomy.items():
         if spec.vector_collapse and key not in plan.filters and items:
@@ -213,19 +214,36 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
     return Ranking(items, results)
 
 
-def _page_text_scores(index: Index, pages: np.ndarray, pending) -> np.ndarray | None:
+async def _full_text(chunks, queries: dict[str, object], where: str | None, depth: int, documents,
+                     query: str) -> tuple[list, tuple[np.ndarray, np.ndarray] | Exception | None]:
+    """The lexical legs and, when `documents` is given, the whole-page search of the page-text
+    prior, in one trip to the loop. The documents table has no taxonomy columns, so that search is
+    not filtered: only the candidates' pages are read from it."""
+    async def pages():
+        try:
+            return await page_text(documents, query, None, PAGE_TEXT_DEPTH)
+        except Exception as exc:  # never fail a search for a prior
+            return exc
+
+    if documents is None:
+        return await gather_lexical(chunks, queries, where, depth), None
+    return tuple(await asyncio.gather(gather_lexical(chunks, queries, where, depth), pages()))
+
+
+def _page_text_scores(index: Index, pages: np.ndarray,
+                      found: tuple[np.ndarray, np.ndarray] | Exception) -> np.ndarray | None:
     """Per candidate, its page's BM25 score over whole pages relative to the best candidate page's
     (0: not in the top PAGE_TEXT_DEPTH); None if that search failed (logged: the priors go without it)."""
-    try:
-        rowids, scores = pending.result()
-    except Exception as exc:  # never fail a search for a prior
-        log.warning("page text search failed on %s, ranking without it: %s: %s", index.path, type(exc).__name__, exc)
+    if isinstance(found, Exception):
+        log.warning("page text search failed on %s, ranking without it: %s: %s",
+                    index.path, type(found).__name__, found)
         return None
-    found = index.document_pages(rowids)
-    score_of: dict[int, float] = {}
-    for code, score in zip(found.tolist(), scores.tolist(), strict=True):
-        score_of.setdefault(code, score)
-    out = np.fromiter((score_of.get(p, 0.0) for p in pages.tolist()), np.float64, len(pages))
+    rowids, scores = found
+    codes = index.document_pages(rowids)
+    known = codes >= 0
+    by_page = np.zeros(max(int(pages.max(initial=-1)), int(codes.max(initial=-1))) + 1)
+    by_page[codes[known]] = scores[known]  # one documents row per page
+    out = by_page[pages]
     top = out.max(initial=0.0)
     return out / top if top > 0 else out
 
