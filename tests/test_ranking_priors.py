@@ -162,6 +162,24 @@ def test_a_section_that_matches_the_question_exactly_still_leads(backups_index):
     assert _ids(backups_index, "restore snapshot")[0] == "reference/cli.md#restore-snapshot"
 
 
+def test_a_filtered_search_goes_without_the_page_text_prior(backups_index, monkeypatch):
+    from retrieval.search import engine
+    from retrieval.search.filters import FilterPlan
+
+    calls = []
+    real = engine.page_text
+
+    async def counted(*args, **kwargs):
+        calls.append(args)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "page_text", counted)
+    engine.rank(backups_index, "how do I restore a snapshot", FilterPlan({}, None))
+    assert len(calls) == 1
+    filtered = engine.rank(backups_index, "how do I restore a snapshot", FilterPlan({"area": "x"}, "filepath != ''"))
+    assert len(calls) == 1 and filtered.items
+
+
 def test_a_failing_page_text_search_leaves_the_search_answering(backups_index, monkeypatch, caplog):
     from retrieval.search import engine
 
