@@ -111,8 +111,8 @@ def rescore(items: Sequence[tuple[int, float]], signals: Signals) -> list[tuple[
         scores = scores + PAGE_LEG_WEIGHT * page_leg(scores, page, np.asarray(signals.page_similarity))
     if signals.page_text is not None and PAGE_TEXT_WEIGHT:
         scores = scores * page_text_factor(signals.page_text)
-    # Last, so that page evidence cannot lift a guide back above the filtered pages: a guide is
-    # often the page most about the question, which is why the rule lets it in.
+    # Last, so that page evidence does not give part of the demotion back: a guide is often the
+    # page most about the question, which is why the rule lets it in.
     if signals.exact is not None:
         scores = np.where(signals.exact, scores, scores * AUTO_INCLUDED_FACTOR)
     scores = np.minimum(scores / max_score(signals.page_similarity is not None, signals.page_text is not None), 1.0)
