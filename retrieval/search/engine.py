@@ -57,9 +57,8 @@ DEFAULT_DEPTH = 100
 # RRF's k for the search legs: 30 rather than the paper's 60 weighs each leg's first ranks more.
 # Measured on the three question sets of docs/search.md, it helps each once the page-text prior runs.
 FUSION_K = 30
-# Pages ranked by BM25 over their whole text for the page-text prior: the first 100 (2.1 ms at
-# 11.1k pages). Pages further down score too little to matter, but under a filter some of the
-# first are pages the filter excludes (ten copies of a corpus: ten copies of each page).
+# Pages ranked by BM25 over their whole text for the page-text prior: the first 100 (the cost is
+# the same for 10); pages further down score too little against the best to matter.
 PAGE_TEXT_DEPTH = 100
 # Feature-hash vectors count shared words: a page's similarity to the question is then word overlap
 # the full-text legs already weigh, plus hash collisions; page similarity uses only semantic vectors.
