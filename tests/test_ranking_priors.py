@@ -1,4 +1,4 @@
-"""Ranking priors: navigation sections, auto-included guides under a filter, page evidence."""
+"""Ranking priors: navigation sections, auto-included guides under a filter, page evidence, page text."""
 
 from __future__ import annotations
 
@@ -71,6 +71,135 @@ def test_rescored_scores_stay_in_unit_range_at_the_top():
     assert max(scores) <= 1.0 and scores == sorted(scores, reverse=True)
     assert scores[0] > scores[1]  # no flattening to 1.0 at the top
     assert priors.max_score(page_similarity=True) > priors.max_score(page_similarity=False) == 1.0
+
+
+def test_page_text_lifts_every_chunk_of_the_page_about_the_question_and_keeps_their_order():
+    # Page 0 matches one chunk well; page 1 is the page whose text is about the question.
+    items = [(0, 1.0), (1, 0.97), (2, 0.95), (3, 0.2)]
+    signals = Signals(link_share=np.zeros(4), page=np.array([0, 1, 1, 1]), page_text=np.array([0.3, 1.0, 1.0, 1.0]))
+    assert [p for p, _ in rescore(items, signals)] == [1, 2, 0, 3]
+
+
+def test_a_page_that_shares_little_text_with_the_question_gains_little():
+    items = [(0, 1.0), (1, 0.5)]
+    signals = Signals(link_share=np.zeros(2), page=np.array([0, 1]), page_text=np.array([0.1, 1.0]))
+    assert [p for p, _ in rescore(items, signals)] == [0, 1]  # x1.05 against x1.5: a factor, not a bonus
+
+
+def test_page_evidence_does_not_lift_an_auto_included_guide_above_the_filtered_page():
+    # The guide (position 0) is the page most about the question; the filtered page comes close.
+    items = [(0, 1.0), (1, 0.8)]
+    signals = Signals(link_share=np.zeros(2), page=np.array([0, 1]), exact=np.array([False, True]),
+                      page_similarity=np.array([0.9, 0.5]), page_text=np.array([1.0, 0.4]))
+    assert [p for p, _ in rescore(items, signals)] == [1, 0]
+
+
+def test_scores_stay_in_unit_range_with_page_text():
+    items = [(i, 1.0) for i in range(3)]
+    signals = Signals(link_share=np.zeros(3), page=np.zeros(3, int), page_similarity=np.ones(3),
+                      page_text=np.ones(3))
+    scores = [s for _, s in rescore(items, signals)]
+    assert scores[0] == pytest.approx(1.0) and all(0.0 <= s <= 1.0 for s in scores)
+    assert priors.max_score(page_similarity=True, page_text=True) > priors.max_score(page_similarity=True)
+
+
+BACKUPS = """---
+title: Backups
+---
+
+How the service keeps copies of your data, and how to get them back.
+
+## Taking a snapshot
+
+A snapshot copies every table at one point in time. Snapshots are the unit of backup.
+
+## Restoring data
+
+Pick the snapshot to restore, stop writes, then restore it; the restore replaces every table.
+
+## Scheduling
+
+Take a snapshot every night and keep the last seven.
+"""
+
+
+def _cli_reference() -> str:
+    flags = "\n".join(f"## --{w}\n\nThe `--{w}` flag sets the {w} option of the command line tool, see the {w} "
+                      "settings.\n" for w in ["verbose", "output", "format", "color", "timeout", "region", "profile"])
+    return (f"---\ntitle: Command line\n---\n\nEvery flag of the command line tool.\n\n{flags}\n"
+            "## --restore-snapshot\n\nRestore snapshot: `--restore-snapshot NAME` restores snapshot NAME.\n")
+
+
+@pytest.fixture(scope="module")
+def backups_index(tmp_path_factory) -> Index:
+    """A guide about backups and a long command-line reference with one flag about snapshots;
+    full text only, so the order comes from the text legs and the page-text prior alone."""
+    from retrieval.ingest.build import BuildRequest, build_index
+
+    root = tmp_path_factory.mktemp("backups")
+    source = root / "docs"
+    (source / "guides").mkdir(parents=True)
+    (source / "reference").mkdir()
+    (source / ".docs-mcp.json").write_text(json.dumps({"version": "1", "strategy": {"chunk_by": "h2"}}))
+    (source / "guides" / "backups.md").write_text(BACKUPS)
+    (source / "reference" / "cli.md").write_text(_cli_reference())
+    build_index(BuildRequest(source, root / "build", "backups-1", "backups", provider=None, workers=1))
+    return Index(root / "build")
+
+
+def _ids(index: Index, query: str) -> list[str]:
+    return [h.chunk_id for h in search(index, SearchRequest(query), cursor_secret=SECRET).hits]
+
+
+def test_the_page_about_the_question_outranks_one_matching_section_of_another_page(backups_index, monkeypatch):
+    assert backups_index.has_page_text
+    assert _ids(backups_index, "how do I restore a snapshot")[0] == "guides/backups.md#restoring-data"
+    monkeypatch.setattr(priors, "PAGE_TEXT_WEIGHT", 0.0)
+    assert _ids(backups_index, "how do I restore a snapshot")[0] == "reference/cli.md#restore-snapshot"
+
+
+def test_a_section_that_matches_the_question_exactly_still_leads(backups_index):
+    assert _ids(backups_index, "restore snapshot")[0] == "reference/cli.md#restore-snapshot"
+
+
+def test_a_filtered_search_goes_without_the_page_text_prior(backups_index, monkeypatch):
+    from retrieval.search import engine, legs
+    from retrieval.search.filters import FilterPlan
+
+    calls = []
+    real = legs.page_text
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(legs, "page_text", counted)
+    engine.rank(backups_index, "how do I restore a snapshot", FilterPlan({}, None))
+    assert len(calls) == 1
+    filtered = engine.rank(backups_index, "how do I restore a snapshot", FilterPlan({"area": "x"}, "filepath != ''"))
+    assert len(calls) == 1 and filtered.items
+
+
+def test_a_failing_page_text_search_leaves_the_search_answering(backups_index, monkeypatch, caplog):
+    from retrieval.search import legs
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("documents table unreadable")
+
+    monkeypatch.setattr(legs, "page_text", broken)
+    assert _ids(backups_index, "how do I restore a snapshot")[0] == "reference/cli.md#restore-snapshot"
+    assert "page text search failed" in caplog.text
+
+
+def test_a_build_without_the_page_text_index_answers_without_the_prior(backups_index, tmp_path):
+    import shutil
+
+    old = tmp_path / "old-build"
+    shutil.copytree(backups_index.path, old)
+    Index(old).documents.drop_index("content_idx")
+    before = Index(old)
+    assert not before.has_page_text
+    assert _ids(before, "how do I restore a snapshot")[0] == "reference/cli.md#restore-snapshot"
 
 
 @pytest.fixture(scope="module")

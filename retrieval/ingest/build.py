@@ -502,6 +502,7 @@ def _create_indexes(chunks, documents, taxonomy: dict[str, TaxonomyField], progr
         (chunks, "content", FTS(with_position=True)),
         (chunks, "ident", FTS(base_tokenizer="whitespace", stem=False, remove_stop_words=False,
                               max_token_length=80, with_position=False)),
+        (documents, "content", FTS(with_position=False)),  # whole pages, a ranking prior (search/priors.py)
         (chunks, "chunk_id", BTree()),
         (chunks, "filepath", BTree()),
         (documents, "filepath", BTree()),

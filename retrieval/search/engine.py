@@ -33,7 +33,17 @@ from .filters import FilterPlan, plain_where, plan_filters
 from .fusion import fuse
 from .hints import SearchHint, zero_hit_hint
 from .index import Index
-from .legs import LEGS, VECTOR, LegResult, lexical_queries, lexical_results, submit_lexical, vector_leg
+from .legs import (
+    LEGS,
+    TEXT,
+    VECTOR,
+    LegResult,
+    lexical_queries,
+    lexical_results,
+    submit_lexical,
+    submit_page_text,
+    vector_leg,
+)
 from .priors import Signals, rescore
 from .snippets import make_snippet
 
@@ -42,6 +52,12 @@ log = logging.getLogger("retrieval.search")
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 DEFAULT_DEPTH = 100
+# RRF's k for the search legs: 30 rather than the paper's 60 weighs each leg's first ranks more.
+# Measured on the three question sets of docs/search.md, it helps each once the page-text prior runs.
+FUSION_K = 30
+# Pages ranked by BM25 over their whole text for the page-text prior: the first 100 (the cost is
+# the same for 10); pages further down score too little against the best to matter.
+PAGE_TEXT_DEPTH = 100
 # Feature-hash vectors count shared words: a page's similarity to the question is then word overlap
 # the full-text legs already weigh, plus hash collisions; page similarity uses only semantic vectors.
 WORD_HASH_PROVIDERS = frozenset({"hash"})
@@ -153,6 +169,12 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
     index.catalog()
     queries = lexical_queries(query, legs, title="title" in index.fts_columns)
     pending = submit_lexical(index, queries, plan.where, depth) if queries else None
+    # Unfiltered searches only: the documents table has no taxonomy columns, and at 11.1k
+    # pages (124.5k chunks) the search costs 2.6 ms alone, about 5 ms in a filtered search
+    # under load, which the filtered search's 15 ms budget cannot take (docs/search.md).
+    pending_pages = None
+    if queries and TEXT in legs and plan.where is None and index.has_page_text:
+        pending_pages = submit_page_text(index, query, PAGE_TEXT_DEPTH)
     results: list[LegResult] = []
     vector, ran_vector = None, False
     if _wants_vector(index, legs, embedder, query_vector):
@@ -168,18 +190,27 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
                         index.path, type(exc).__name__, exc)
             results.append(LegResult(VECTOR, np.empty(0, np.int64), time.perf_counter() - started,
                                      f"{type(exc).__name__}: {exc}"))
+    found_pages = None
     if pending is not None:
         results = lexical_results(index, pending) + results
+    if pending_pages is not None:
+        try:
+            found_pages = pending_pages.result()
+        except Exception as exc:  # never fail a search for a prior
+            found_pages = exc
     if results and all(r.error for r in results):
         raise IndexUnavailable(f"every search leg failed on {index.path}: {results[0].error}")
     # Legs that found nothing are left out of the normaliser: they say nothing about any hit.
     ran = [r for r in results if not r.error and len(r.positions)]
     rankings = [r.positions.tolist() for r in ran]
     pool = list(dict.fromkeys(p for ranking in rankings for p in ranking))
-    items = fuse(rankings, dict(zip(pool, index.catalog().column("chunk_id", pool), strict=True)))
+    items = fuse(rankings, dict(zip(pool, index.catalog().column("chunk_id", pool), strict=True)), k=FUSION_K)
     if items:
         semantic = ran_vector and index.metadata.embedding.get("provider") not in WORD_HASH_PROVIDERS
-        items = rescore(items, _signals(index, plan, items, vector if semantic else None))
+        positions = np.fromiter((p for p, _ in items), np.int64, len(items))
+        pages = index.catalog().codes("filepath", positions)
+        text_scores = _page_text_scores(index, pages, found_pages) if found_pages is not None else None
+        items = rescore(items, _signals(index, plan, positions, pages, vector if semantic else None, text_scores))
     for key, spec in index.metadata.taxonomy.items():
         if spec.vector_collapse and key not in plan.filters and items:
             vectors = index.vectors() if index.has_vectors else None
@@ -187,19 +218,34 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
     return Ranking(items, results)
 
 
-def _signals(index: Index, plan: FilterPlan, items: list[tuple[int, float]],
-             query_vector: np.ndarray | None) -> Signals:
+def _page_text_scores(index: Index, pages: np.ndarray,
+                      found: tuple[np.ndarray, np.ndarray] | Exception) -> np.ndarray | None:
+    """Per candidate, its page's BM25 score over whole pages relative to the best candidate page's
+    (0: not in the top PAGE_TEXT_DEPTH); None if that search failed (logged: the priors go without it)."""
+    if isinstance(found, Exception):
+        log.warning("page text search failed on %s, ranking without it: %s: %s",
+                    index.path, type(found).__name__, found)
+        return None
+    rowids, scores = found
+    codes = index.document_pages(rowids)
+    known = codes >= 0
+    by_page = np.zeros(max(int(pages.max(initial=-1)), int(codes.max(initial=-1))) + 1)
+    by_page[codes[known]] = scores[known]  # one documents row per page
+    out = by_page[pages]
+    top = out.max(initial=0.0)
+    return out / top if top > 0 else out
+
+
+def _signals(index: Index, plan: FilterPlan, positions: np.ndarray, pages: np.ndarray,
+             query_vector: np.ndarray | None, page_text: np.ndarray | None) -> Signals:
     """The priors' inputs for the fused candidates (retrieval/search/priors.py)."""
-    positions = np.fromiter((p for p, _ in items), np.int64, len(items))
-    catalog = index.catalog()
     exact = None
     if plan.auto_included:
         exact = index.filter_mask(plain_where(plan.filters))[positions]
-    pages = catalog.codes("filepath", positions)
     similarity = None
     if query_vector is not None:
         similarity = index.page_similarity(query_vector, pages)
-    return Signals(catalog.numbers("link_share", positions), pages, exact, similarity)
+    return Signals(index.catalog().numbers("link_share", positions), pages, exact, similarity, page_text)
 
 
 def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider | None = None,

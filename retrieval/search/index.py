@@ -61,11 +61,13 @@ class Index:
         self._vectors: Vectors | None = None
         self._catalog: Catalog | None = None
         self._async_chunks = None
-        self._dataset = None
+        self._datasets: dict[str, object] = {}
         self._content: pa.Array | CompressedTexts | None = None
         self._masks: OrderedDict[str, np.ndarray] = OrderedDict()
         self._fts_columns: frozenset[str] | None = None
         self._pages: tuple[np.ndarray, np.ndarray] | None = None
+        self._page_text: bool | None = None
+        self._document_pages: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def chunks(self):
@@ -111,6 +113,31 @@ class Index:
                                           if i.index_type == "FTS" for c in i.columns)
         return self._fts_columns
 
+    @property
+    def has_page_text(self) -> bool:
+        """Whether whole pages have a full-text index (builds made before it lack one)."""
+        if self._page_text is None:
+            self._page_text = any(i.index_type == "FTS" and "content" in i.columns
+                                  for i in self.documents.list_indices())
+        return self._page_text
+
+    def document_pages(self, rowids: np.ndarray) -> np.ndarray:
+        """Page codes (as `catalog().codes("filepath", ...)`) of documents-table row IDs; -1 for a
+        page without chunks. The mapping is read once: a full-text query then returns row IDs only."""
+        if self._document_pages is None:
+            found = self.documents.search().with_row_id(True).select(["filepath"]).limit(None).to_arrow()
+            order = np.argsort(found["_rowid"].to_numpy(), kind="stable")
+            names = self.catalog().table["filepath"].chunk(0).dictionary
+            codes = pc.index_in(found["filepath"].take(pa.array(order)), value_set=names).fill_null(-1)
+            self._document_pages = (np.ascontiguousarray(found["_rowid"].to_numpy()[order], dtype=np.uint64),
+                                    codes.to_numpy(zero_copy_only=False).astype(np.int64))
+        known, codes = self._document_pages
+        rowids = np.asarray(rowids, dtype=np.uint64)
+        at = np.minimum(np.searchsorted(known, rowids), max(len(known) - 1, 0))
+        if not len(known):
+            return np.full(len(rowids), -1, np.int64)
+        return np.where(known[at] == rowids, codes[at], -1)
+
     def async_chunks(self):
         """The chunks table through LanceDB's async API, opened on the process's private loop."""
         if self._async_chunks is None:
@@ -123,16 +150,19 @@ class Index:
                     self._async_chunks = LOOP.run(_open())
         return self._async_chunks
 
-    def dataset(self):
-        """The chunks table as a Lance dataset, which the full-text legs query (retrieval/search/legs.py)."""
-        if self._dataset is None:
+    def dataset(self, table: str = CHUNKS_TABLE):
+        """A table as a Lance dataset, which the full-text legs query (retrieval/search/legs.py)."""
+        found = self._datasets.get(table)
+        if found is None:
             with self._lock:
-                if self._dataset is None:
+                found = self._datasets.get(table)
+                if found is None:
                     try:
-                        self._dataset = storage.dataset(storage.join(self.path, "lancedb", f"{CHUNKS_TABLE}.lance"))
+                        found = storage.dataset(storage.join(self.path, "lancedb", f"{table}.lance"))
                     except Exception as exc:
                         raise IndexUnavailable(f"index at {self.path} cannot be opened: {exc}") from exc
-        return self._dataset
+                    self._datasets[table] = found
+        return found
 
     def catalog(self) -> Catalog:
         """Light columns of every chunk by position (see retrieval/catalog.py)."""

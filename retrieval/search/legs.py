@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval.errors import EmbeddingMismatch
+from retrieval.ingest.layout import DOCUMENTS_TABLE
 from retrieval.ingest.terms import identifier_terms
 
 from . import pool
@@ -111,6 +112,21 @@ def submit_lexical(index: Index, queries: dict[str, object], where: str | None, 
     at once; the caller collects the outcomes when it has done its own work."""
     dataset = index.dataset()
     return [pool.submit(_fts, dataset, name, q, where, depth) for name, q in queries.items()]
+
+
+def page_text(dataset, query: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Whole pages ranked by BM25 over their text (the documents table), for the page-text prior
+    (priors.py): row IDs of the documents table and their scores, best first."""
+    from lance.query import MatchQuery
+
+    found = dataset.to_table(full_text_query=MatchQuery(query, "content"), columns=["_score"], with_row_id=True,
+                             limit=depth)
+    return found["_rowid"].to_numpy(), found["_score"].to_numpy()
+
+
+def submit_page_text(index: Index, query: str, depth: int) -> Future[tuple[np.ndarray, np.ndarray]]:
+    """Starts the whole-page search on the leg pool, beside the legs."""
+    return pool.submit(page_text, index.dataset(DOCUMENTS_TABLE), query, depth)
 
 
 def lexical_results(index: Index, pending: list[Future[FtsOutcome]]) -> list[LegResult]:

@@ -1,6 +1,6 @@
 """What the fused ranking does not know: a chunk's kind, its filter match and its page's evidence.
 
-Reciprocal rank fusion (fusion.py) sees each chunk alone. Three facts about a candidate change
+Reciprocal rank fusion (fusion.py) sees each chunk alone. Four facts about a candidate change
 how useful it is to the person asking, and none is a word list or a corpus rule:
 
 - Navigation (`link_share`, computed at build time by retrieval/ingest/navigation.py): a
@@ -19,6 +19,15 @@ how useful it is to the person asking, and none is a word list or a corpus rule:
   strong keyword hit in an unrelated page does not beat the page that is about the question;
   the page's other chunks keep their score, so one page does not fill the result list. Only
   semantic vectors give it (the engine leaves it out for feature-hash vectors).
+- Page text: a BM25 search over whole pages (the documents table's full-text index) scores
+  each page; its score relative to the best candidate page's multiplies the scores of the
+  page's candidates by up to 1 + `PAGE_TEXT_WEIGHT`. A page that uses the question's words throughout, in its title,
+  lead and several sections, is about it; a page with one section that repeats a rare word is
+  not. BM25 over whole pages weighs that, and chunk-level fusion cannot: each chunk is ranked
+  alone. A factor rather than a bonus, and a relative score rather than a rank: a chunk that
+  barely matches stays low however well its page does, a page that shares one common word with
+  the question gains little even when few pages match at all, and the chunks of one page keep
+  their order, so the section asked for stays above its page's other sections.
 
 Everything here is a pure function of arrays, tested without an index.
 """
@@ -34,6 +43,7 @@ NAVIGATION_FLOOR = 0.5
 NAVIGATION_PENALTY = 0.5
 AUTO_INCLUDED_FACTOR = 0.5
 PAGE_LEG_WEIGHT = 0.5
+PAGE_TEXT_WEIGHT = 0.5
 PAGE_RANK_K = 60
 
 
@@ -45,6 +55,7 @@ class Signals:
     page: np.ndarray  # int, equal for chunks of the same file
     exact: np.ndarray | None = None  # bool, False for chunks only the auto-include rule let in
     page_similarity: np.ndarray | None = None  # float, the page's similarity to the query
+    page_text: np.ndarray | None = None  # float, 0..1, the page's BM25 over whole pages relative to the best page's
 
 
 def navigation_factor(link_share: np.ndarray) -> np.ndarray:
@@ -63,40 +74,54 @@ def _grouped(scores: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return order, np.arange(len(order)) - group_start, group_start
 
 
+def _page_firsts(scores: np.ndarray, page: np.ndarray) -> np.ndarray:
+    """Each page's best candidate (position in the list)."""
+    order, within, _ = _grouped(scores, page)
+    return order[within == 0]
+
+
 def page_leg(scores: np.ndarray, page: np.ndarray, similarity: np.ndarray) -> np.ndarray:
     """The pages ranked by their similarity to the query, as a reciprocal-rank term (scaled so
     rank 1 gives 1) on each page's best candidate; 0 for every other candidate."""
     out = np.zeros(len(scores))
     if not len(scores):
         return out
-    order, within, _ = _grouped(scores, page)
-    firsts = order[within == 0]
+    firsts = _page_firsts(scores, page)
     ranks = np.empty(len(firsts), np.int64)
     ranks[np.lexsort((page[firsts], -similarity[firsts]))] = np.arange(1, len(firsts) + 1)
     out[firsts] = (PAGE_RANK_K + 1) / (PAGE_RANK_K + ranks)
     return out
 
 
+def page_text_factor(page_text: np.ndarray) -> np.ndarray:
+    """1 + PAGE_TEXT_WEIGHT x the page's relative BM25, for every candidate of the page."""
+    return 1.0 + PAGE_TEXT_WEIGHT * np.clip(np.asarray(page_text, dtype=np.float64), 0, 1)
+
+
 def rescore(items: Sequence[tuple[int, float]], signals: Signals) -> list[tuple[int, float]]:
-    """`items` (position, fused score, in fusion's order) re-scored by the three priors above and
+    """`items` (position, fused score, in fusion's order) re-scored by the priors above and
     re-sorted; scores stay in [0, 1] and equal scores keep fusion's order, which is deterministic
     (fusion breaks its ties by chunk ID)."""
     if not items:
         return []
     scores = np.array([s for _, s in items], dtype=np.float64)
     scores *= navigation_factor(signals.link_share)
-    if signals.exact is not None:
-        scores = np.where(signals.exact, scores, scores * AUTO_INCLUDED_FACTOR)
     page = np.asarray(signals.page)
     if signals.page_similarity is not None and PAGE_LEG_WEIGHT:
         scores = scores + PAGE_LEG_WEIGHT * page_leg(scores, page, np.asarray(signals.page_similarity))
-    scores = np.minimum(scores / max_score(signals.page_similarity is not None), 1.0)
+    if signals.page_text is not None and PAGE_TEXT_WEIGHT:
+        scores = scores * page_text_factor(signals.page_text)
+    # Last, so that page evidence does not give part of the demotion back: a guide is often the
+    # page most about the question, which is why the rule lets it in.
+    if signals.exact is not None:
+        scores = np.where(signals.exact, scores, scores * AUTO_INCLUDED_FACTOR)
+    scores = np.minimum(scores / max_score(signals.page_similarity is not None, signals.page_text is not None), 1.0)
     # Rounding makes sums of the same terms in a different order tie exactly (as in fusion.py).
     ranked = np.argsort(-np.round(scores, 12), kind="stable")
     return [(items[i][0], float(scores[i])) for i in ranked]
 
 
-def max_score(page_similarity: bool = True) -> float:
+def max_score(page_similarity: bool = True, page_text: bool = False) -> float:
     """The largest re-scored value (fused 1.0, no penalty, every bonus at its most), so that
     dividing by it keeps scores in [0, 1] without flattening the top of the list."""
-    return 1.0 + (PAGE_LEG_WEIGHT if page_similarity else 0.0)
+    return (1.0 + (PAGE_LEG_WEIGHT if page_similarity else 0.0)) * (1.0 + (PAGE_TEXT_WEIGHT if page_text else 0.0))
