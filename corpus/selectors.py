@@ -119,14 +119,16 @@ def version_choices(name: str | None) -> tuple[str, list[str]]:
         return name, []
     now = time.monotonic()
     cached = _versions.get(name)
+    # The cache is shared by every caller: a key limited to other corpora gets no versions from it.
+    known = cached[1] if cached and visible(cached[1][0]) else (name or "", [])
     if cached and now - cached[0] < POINTER_TTL:
-        return cached[1]
+        return known
     generation = _generation
     try:
         head = (corpus_get(name) if name else default_corpus()).family
         versions = [m.version for m in served_versions(head)]
     except (DatabaseError, CorpusNotFound):
-        return (cached[1] if cached else (name or "", []))
+        return known
     value = (head.name, versions if len(versions) > 1 else [])
     with _pointer_lock:
         if generation == _generation:
