@@ -15,7 +15,6 @@ import asyncio
 import os
 import threading
 from collections.abc import Coroutine
-from concurrent.futures import Future
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -38,13 +37,9 @@ class _LoopThread:
                 self._loop, self._pid = loop, os.getpid()
         return self._loop
 
-    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
-        """Starts `coro` on the loop and returns at once; the caller may do other work meanwhile."""
-        return asyncio.run_coroutine_threadsafe(coro, self._ensure())
-
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Runs `coro` to completion and returns its result (re-raising its exception)."""
-        return self.submit(coro).result()
+        return asyncio.run_coroutine_threadsafe(coro, self._ensure()).result()
 
 
 LOOP = _LoopThread()
