@@ -59,3 +59,21 @@ def test_fuse_tie_break_works_with_positions_and_a_list_of_ids():
 def test_fuse_of_nothing_is_empty():
     assert fuse([], {}) == []
     assert fuse([[], []], {}) == []
+
+
+def test_fuse_positions_equals_fuse_with_chunk_id_tie_breaks():
+    import numpy as np
+
+    from retrieval.search.fusion import fuse_positions
+
+    rng = np.random.default_rng(7)
+    ids = [f"doc{i % 13}.md#s{i}" for i in range(60)]
+    tie_rank = np.argsort(np.argsort(ids, kind="stable"), kind="stable")
+    for _ in range(200):
+        rankings = [rng.integers(0, 60, size=rng.integers(0, 25)) for _ in range(rng.integers(1, 5))]
+        expected = fuse([r.tolist() for r in rankings], ids, k=30)
+        assert fuse_positions(rankings, tie_rank, k=30) == expected
+    # Equal scores: ranked first by one leg each, so the chunk ID decides.
+    assert [p for p, _ in fuse_positions([np.array([5]), np.array([2])], tie_rank)] == sorted(
+        [5, 2], key=lambda p: ids[p])
+    assert fuse_positions([np.array([], np.int64)], tie_rank) == []

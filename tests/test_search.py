@@ -444,3 +444,16 @@ def test_a_corpus_new_build_replaces_its_previous_index_in_the_cache(handwritten
     assert released() is None  # nothing but in-flight requests keeps the old build's memory
     assert cache.get(rebuilt, slot="other") is other_corpus
 
+
+
+def test_catalog_rows_read_every_column_with_missing_values_as_none():
+    catalog = _catalog([
+        {"chunk_id": "b.md#x", "heading": "X", "start_line": 3, "link_share": 0.25, "m_language": "go"},
+        {"chunk_id": "a.md#y", "heading": None, "start_line": 9, "link_share": 0.0, "m_language": None},
+    ])
+    assert catalog.rows([1, 0]) == [
+        {"chunk_id": "a.md#y", "heading": None, "start_line": 9, "link_share": 0.0, "m_language": None},
+        {"chunk_id": "b.md#x", "heading": "X", "start_line": 3, "link_share": 0.25, "m_language": "go"},
+    ]
+    assert catalog.column("m_language", [0, 1, 0]) == ["go", None, "go"]
+    assert catalog.id_order.tolist() == [1, 0]  # "a.md#y" sorts before "b.md#x"

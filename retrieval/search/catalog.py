@@ -10,10 +10,13 @@ strings they would add 20 MB).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 CATALOG_COLUMNS = (
     "chunk_id", "filepath", "title", "heading", "heading_level", "breadcrumb",
@@ -49,12 +52,27 @@ class Catalog:
         return np.searchsorted(self.rowids, rowids).astype(np.int64)
 
     def rows(self, positions: list[int] | np.ndarray) -> list[dict]:
-        taken = self.table.take(_indices(positions))
-        columns = {name: _decoded(taken[name]).to_pylist() for name in taken.column_names}
+        at = np.asarray(positions, dtype=np.int64)
+        columns = {name: read(at) for name, read in self._readers.items()}
         return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
 
     def column(self, name: str, positions: list[int] | np.ndarray) -> list:
-        return _decoded(self.table[name].take(_indices(positions))).to_pylist()
+        return self._readers[name](np.asarray(positions, dtype=np.int64))
+
+    @cached_property
+    def id_order(self) -> np.ndarray:
+        """Each position's rank among the chunk IDs in sorted order: ties between equal scores
+        break by chunk ID (deterministic across processes) without reading the IDs per search."""
+        order = pc.sort_indices(self.table["chunk_id"]).to_numpy()
+        ranks = np.empty(len(order), np.int64)
+        ranks[order] = np.arange(len(order))
+        return ranks
+
+    @cached_property
+    def _readers(self) -> dict[str, Callable[[np.ndarray], list]]:
+        """Per column, values at a handful of positions as Python objects. A page of hits reads
+        ten rows: one Arrow `take` and cast per column cost 0.27 ms on Kubernetes, these 0.08 ms."""
+        return {name: _reader(self.table[name].combine_chunks()) for name in self.table.column_names}
 
     def numbers(self, name: str, positions: np.ndarray) -> np.ndarray:
         """A numeric column's values at `positions`; zeros when the build has no such column."""
@@ -69,13 +87,15 @@ class Catalog:
         return self.table[name].chunk(0).indices.to_numpy(zero_copy_only=False)[positions]
 
 
-def _indices(positions: list[int] | np.ndarray) -> pa.Array:
-    return pa.array(np.asarray(positions, dtype=np.int64))
-
-
-def _decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """A dictionary column as plain values: `to_pylist` on the dictionary costs 10x more."""
-    return column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
+def _reader(column: pa.Array) -> Callable[[np.ndarray], list]:
+    if pa.types.is_dictionary(column.type):
+        codes = pc.fill_null(column.indices, -1).to_numpy()
+        values = column.dictionary
+        return lambda at: [values[code].as_py() if code >= 0 else None for code in codes[at].tolist()]
+    if column.null_count == 0 and (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
+        numbers = column.to_numpy()
+        return lambda at: numbers[at].tolist()
+    return lambda at: column.take(pa.array(at)).to_pylist()
 
 
 def _dictionary_encoded(table: pa.Table) -> pa.Table:

@@ -30,7 +30,7 @@ from retrieval.errors import IndexUnavailable, InvalidArgument
 from .collapse import collapse_variants
 from .cursor import CursorState, decode_cursor, encode_cursor
 from .filters import FilterPlan, plain_where, plan_filters
-from .fusion import fuse
+from .fusion import fuse_positions
 from .hints import SearchHint, zero_hit_hint
 from .index import Index
 from .legs import (
@@ -201,10 +201,8 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
     if results and all(r.error for r in results):
         raise IndexUnavailable(f"every search leg failed on {index.path}: {results[0].error}")
     # Legs that found nothing are left out of the normaliser: they say nothing about any hit.
-    ran = [r for r in results if not r.error and len(r.positions)]
-    rankings = [r.positions.tolist() for r in ran]
-    pool = list(dict.fromkeys(p for ranking in rankings for p in ranking))
-    items = fuse(rankings, dict(zip(pool, index.catalog().column("chunk_id", pool), strict=True)), k=FUSION_K)
+    ran = [r.positions for r in results if not r.error and len(r.positions)]
+    items = fuse_positions(ran, index.catalog().id_order, k=FUSION_K)
     if items:
         semantic = ran_vector and index.metadata.embedding.get("provider") not in WORD_HASH_PROVIDERS
         positions = np.fromiter((p for p, _ in items), np.int64, len(items))

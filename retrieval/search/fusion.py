@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
+import numpy as np
+
 RRF_K = 60
 
 K = TypeVar("K", bound=Hashable)
@@ -63,3 +65,32 @@ def fuse(rankings: Sequence[Sequence[K]], tie_break: Sequence[str] | dict[K, str
     # Rounding makes sums of the same reciprocal ranks in a different order tie exactly.
     ordered = sorted(raw.items(), key=lambda kv: (-round(kv[1], 12), tie_break[kv[0]]))
     return [(item, min(1.0, score / top)) for item, score in ordered]
+
+
+def fuse_positions(rankings: Sequence[np.ndarray], tie_rank: np.ndarray, k: int = RRF_K) -> list[tuple[int, float]]:
+    """`fuse` over integer positions with equal weights, in arrays: what every search calls.
+
+    `tie_rank[p]` orders equal scores (the chunk ID's rank among all chunk IDs), so the result
+    is `fuse(rankings, chunk_ids)` item for item. The dict version costs 0.2-0.3 ms per
+    Kubernetes search, most of it reading up to 400 chunk IDs as strings; this one 0.05 ms.
+    """
+    if k <= 0:
+        raise ValueError(f"RRF constant k must be positive, got {k}")
+    firsts = [_first_occurrences(np.asarray(r, dtype=np.int64)) for r in rankings]
+    if not firsts or not sum(len(r) for r, _ in firsts):
+        return []
+    items = np.concatenate([r for r, _ in firsts])
+    gains = np.concatenate([1.0 / (k + ranks) for _, ranks in firsts])
+    pool, slot = np.unique(items, return_inverse=True)
+    scores = np.zeros(len(pool))
+    np.add.at(scores, slot, gains)  # in leg order, as rrf_scores adds them
+    order = np.lexsort((tie_rank[pool], -np.round(scores, 12)))
+    top = rrf_max([1.0] * len(rankings), k)
+    return list(zip(pool[order].tolist(), np.minimum(1.0, scores[order] / top).tolist(), strict=True))
+
+
+def _first_occurrences(ranking: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ranking without repeats (each item at its best rank) and those 1-based ranks."""
+    _, first = np.unique(ranking, return_index=True)
+    first.sort()
+    return ranking[first], (first + 1).astype(np.float64)
