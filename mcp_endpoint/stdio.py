@@ -13,7 +13,6 @@ it runs as the local operator: a principal holding every scope (docs/clients.md 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -24,6 +23,7 @@ from mcp_endpoint import jsonrpc, profiles, protocol
 from mcp_endpoint.apikeys import Principal
 from mcp_endpoint.calls import answer, client_info
 from mcp_endpoint.jsonrpc import InvalidRequest, JsonRpcError, Notification, Response
+from mcp_endpoint.jsontext import compact
 from mcp_endpoint.models import SCOPES
 
 LOCAL_OPERATOR = Principal(name="stdio (local operator)", scopes=frozenset(SCOPES))
@@ -106,5 +106,5 @@ def serve(session: StdioSession, stdin: IO[bytes], stdout: IO[str],
         before_each()
         reply = session.handle_line(line)
         if reply is not None:
-            stdout.write(json.dumps(reply, ensure_ascii=False, separators=(",", ":")) + "\n")
+            stdout.write(compact(reply).decode() + "\n")
             stdout.flush()

@@ -13,7 +13,6 @@ its traceback and answered -32603 without one.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +36,7 @@ from mcp_endpoint.jsonrpc import (
     Notification,
     Response,
 )
+from mcp_endpoint.jsontext import compact
 
 logger = logging.getLogger("docsmcp.mcp")
 
@@ -85,16 +85,7 @@ class Endpoint:
 
 
 def _json(payload: Any, status: int = 200) -> HttpResponse:
-    return HttpResponse(_encode(payload), status=status, content_type="application/json")
-
-
-def _encode(payload: Any) -> bytes:
-    """UTF-8 JSON; text that UTF-8 cannot carry (a surrogate echoed from somewhere) goes out escaped."""
-    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    try:
-        return body.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(payload, separators=(",", ":")).encode("ascii")
+    return HttpResponse(compact(payload), status=status, content_type="application/json")
 
 
 def _accepted() -> HttpResponse:
@@ -297,9 +288,9 @@ def _handle_batch(endpoint: Endpoint, body: list[Any], version: str) -> HttpResp
             reply = _legacy_message(endpoint, item, version, batch=True)
         if reply is None:
             continue
-        encoded = _encode(reply)
+        encoded = compact(reply)
         if not exhausted and replies and used + len(encoded) > budget:
-            encoded, exhausted = _encode(_budget_exhausted(item, budget, ran=True)), True
+            encoded, exhausted = compact(_budget_exhausted(item, budget, ran=True)), True
         used += len(encoded)
         exhausted = exhausted or used >= budget
         replies.append(encoded)

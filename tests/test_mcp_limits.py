@@ -92,3 +92,15 @@ def test_calls_past_the_response_budget_get_an_error_each_never_silence(docs_ser
     assert all(r["error"]["data"]["ran"] is False and "it was not run" in r["error"]["message"] for r in replies[3:])
     assert len(response.content) <= settings.MCP_MAX_BATCH_RESPONSE_BYTES + 3 * 400
     assert json.loads(one.content)[0]["result"] == replies[0]["result"]
+
+
+def test_replies_encode_what_the_fast_encoder_refuses():
+    from mcp_endpoint.jsontext import compact, indented
+
+    payload = {"hits": [{"title": "Grüße ✓", "score": 0.5, "n": 2**70}], "hint": None}
+    assert json.loads(compact(payload)) == payload  # an integer past 64 bits
+    assert indented(payload) == json.dumps(payload, ensure_ascii=False, indent=2)
+    echoed = {"message": "unknown name '\ud800'"}  # a lone surrogate UTF-8 cannot carry
+    assert compact(echoed) == b'{"message":"unknown name \'\\ud800\'"}'
+    common = {"hits": [{"title": "Pod", "score": 0.889, "metadata": {}}], "next_cursor": None}
+    assert compact(common) == json.dumps(common, separators=(",", ":")).encode()

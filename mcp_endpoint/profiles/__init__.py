@@ -22,11 +22,12 @@ Handlers report failures the agent should read by raising `ToolError` (or any
 from __future__ import annotations
 
 import importlib
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from mcp_endpoint.jsontext import indented
 
 if TYPE_CHECKING:
     from django.http import HttpRequest
@@ -84,9 +85,9 @@ class ToolResult:
         return cls(content=[{"type": "text", "text": text}], structured=structured)
 
     @classmethod
-    def json(cls, obj: Any, indent: int | None = 2) -> ToolResult:
-        """One text block holding `obj` as JSON, and the same object as structured content."""
-        return cls.text(json.dumps(obj, ensure_ascii=False, indent=indent), structured=obj)
+    def json(cls, obj: Any) -> ToolResult:
+        """One text block holding `obj` as indented JSON, and the same object as structured content."""
+        return cls.text(indented(obj), structured=obj)
 
     @classmethod
     def error(cls, message: str) -> ToolResult:

@@ -6,7 +6,6 @@ rebuild that adds a taxonomy value (a new SDK language) shows in the next listin
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from dataclasses import replace
@@ -14,6 +13,7 @@ from typing import Any
 
 from corpus.selectors import active_index, cursor_secret, describe_versions, query_embedder, version_choices
 from mcp_endpoint import budget
+from mcp_endpoint.jsontext import indented
 from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus
 from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA, freshness
 from retrieval.errors import RetrievalError
@@ -300,7 +300,7 @@ def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
 
 def _text(payload: dict[str, Any]) -> str:
     """The text block of a search reply: what ToolResult.json would write."""
-    return json.dumps(payload, ensure_ascii=False, indent=2)
+    return indented(payload)
 
 
 def _size(payload: dict[str, Any]) -> int:

@@ -10,7 +10,6 @@ object. The seed's not-found messages come back word for word as `isError` resul
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +17,7 @@ from corpus.errors import CorpusNotFound, UnknownVersion
 from corpus.models import Corpus
 from corpus.selectors import corpus_serving, cursor_secret
 from mcp_endpoint import budget
+from mcp_endpoint.jsontext import indented
 from mcp_endpoint.profiles import Context, ToolDef, ToolError, ToolResult
 from mcp_endpoint.profiles.documents_schemas import (
     BATCH_SCHEMA,
@@ -127,7 +127,7 @@ def _json(text_value: Any, structured: dict[str, Any]) -> ToolResult:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2)
+    return indented(value)
 
 
 def _size(value: Any) -> int:
