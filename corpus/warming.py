@@ -12,6 +12,7 @@ background and swaps it in only once warm; until then requests finish on the pre
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import threading
@@ -132,6 +133,11 @@ def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> 
         if notify is not None:
             notify()
     close_old_connections()
+    # What is loaded now lives as long as the process: frozen, the collector's full passes skip it.
+    # Unfrozen, one pass over a warm worker's 140k objects took 50-100 ms every few hundred
+    # requests, stalling whichever searches were running (docs/BENCHMARKS.md).
+    gc.collect()
+    gc.freeze()
     INDEXES.warmer = _warm_in_background
     _state["state"] = READY
     _announce_warm()

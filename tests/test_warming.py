@@ -3,6 +3,7 @@ warms what it serves before it answers, and a new build before it replaces the o
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -111,6 +112,7 @@ def cold_process():
     INDEXES.clear()
     forget_active()
     warming._state.update(state=warming.LAZY, corpora={})
+    gc.unfreeze()
 
 
 def test_a_serving_process_loads_every_corpus_before_its_first_request(sample_corpus, cold_process):
@@ -119,6 +121,8 @@ def test_a_serving_process_loads_every_corpus_before_its_first_request(sample_co
     assert state["corpora"]["sample"]["state"] == "ok"
     index = active_index("sample")
     assert index._catalog is not None and index._vectors is not None  # loaded: no request pays for it
+    # ...and frozen: the collector's full passes, which stall every request thread, skip all of it.
+    assert gc.get_freeze_count() > 10 * len(gc.get_objects())
 
 
 def test_health_is_503_starting_while_the_process_warms(sample_corpus, cold_process, client):
