@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from retrieval.search.fusion import RRF_K, fuse, rrf_max, rrf_scores
+from retrieval.search.fusion import RRF_K, fuse, fuse_positions, rrf_max, rrf_scores
 
 
 def test_rrf_scores_sum_reciprocal_ranks_with_k_60():
@@ -62,10 +63,6 @@ def test_fuse_of_nothing_is_empty():
 
 
 def test_fuse_positions_equals_fuse_with_chunk_id_tie_breaks():
-    import numpy as np
-
-    from retrieval.search.fusion import fuse_positions
-
     rng = np.random.default_rng(7)
     ids = [f"doc{i % 13}.md#s{i}" for i in range(60)]
     tie_rank = np.argsort(np.argsort(ids, kind="stable"), kind="stable")

@@ -72,7 +72,7 @@ def fuse_positions(rankings: Sequence[np.ndarray], tie_rank: np.ndarray, k: int 
 
     `tie_rank[p]` orders equal scores (the chunk ID's rank among all chunk IDs), so the result
     is `fuse(rankings, chunk_ids)` item for item. The dict version costs 0.2-0.3 ms per
-    Kubernetes search, most of it reading up to 400 chunk IDs as strings; this one 0.05 ms.
+    Kubernetes search, most of it reading up to 400 chunk IDs as strings; this one 0.09 ms.
     """
     if k <= 0:
         raise ValueError(f"RRF constant k must be positive, got {k}")
