@@ -3,7 +3,8 @@
 A search reply is encoded twice: the indented text block a model reads, then the compact
 JSON-RPC envelope that carries it. The standard library's indented encoder is pure Python
 (0.13 ms for a page of ten Kubernetes hits, and 0.11 ms for its envelope); orjson takes 0.01 ms
-for each, with the same bytes. What orjson refuses (a lone surrogate echoed from somewhere,
+for each, with the same bytes except that a number in exponent form is written `1e-7`, not
+`1e-07` (the same value to any JSON reader). What orjson refuses (a lone surrogate echoed from somewhere,
 integers past 64 bits, keys that are not strings) goes through the standard library.
 """
 
