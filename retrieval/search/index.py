@@ -133,9 +133,9 @@ class Index:
                                     codes.to_numpy(zero_copy_only=False).astype(np.int64))
         known, codes = self._document_pages
         rowids = np.asarray(rowids, dtype=np.uint64)
-        at = np.minimum(np.searchsorted(known, rowids), max(len(known) - 1, 0))
         if not len(known):
             return np.full(len(rowids), -1, np.int64)
+        at = np.minimum(np.searchsorted(known, rowids), len(known) - 1)
         return np.where(known[at] == rowids, codes[at], -1)
 
     def async_chunks(self):

@@ -64,20 +64,11 @@ def navigation_factor(link_share: np.ndarray) -> np.ndarray:
     return 1.0 - NAVIGATION_PENALTY * excess
 
 
-def _grouped(scores: np.ndarray, page: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Candidates ordered by page, best first within a page: the order, each one's rank within its
-    page (0 = best) and the position in `order` where its page starts."""
+def _page_firsts(scores: np.ndarray, page: np.ndarray) -> np.ndarray:
+    """Each page's best candidate (position in the list); ties go to the earlier candidate."""
     order = np.lexsort((-scores, page))
     sorted_pages = page[order]
-    starts = np.flatnonzero(np.r_[True, sorted_pages[1:] != sorted_pages[:-1]])
-    group_start = np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-    return order, np.arange(len(order)) - group_start, group_start
-
-
-def _page_firsts(scores: np.ndarray, page: np.ndarray) -> np.ndarray:
-    """Each page's best candidate (position in the list)."""
-    order, within, _ = _grouped(scores, page)
-    return order[within == 0]
+    return order[np.r_[True, sorted_pages[1:] != sorted_pages[:-1]]]
 
 
 def page_leg(scores: np.ndarray, page: np.ndarray, similarity: np.ndarray) -> np.ndarray:
