@@ -250,7 +250,6 @@ def test_local_truncates_long_text():
     np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)
 
 
-
 def test_local_tokenizes_a_long_text_from_its_prefix_exactly_as_from_the_whole_text():
     tokenizer = local_module.runtime().tokenizer
     prose = " ".join(f"configure{i % 13} the kube-apiserver, then restart it." for i in range(900))

@@ -165,7 +165,6 @@ def test_the_docs_profile_offers_a_version_filter_only_when_there_are_versions(t
     assert "version" not in pinned["search_docs"]["inputSchema"]["properties"]
 
 
-
 def test_a_key_limited_to_other_corpora_gets_no_versions_from_what_another_caller_cached(two_versions, settings):
     from corpus.access import limited_to
     from corpus.selectors import forget_active, version_choices
@@ -177,6 +176,7 @@ def test_a_key_limited_to_other_corpora_gets_no_versions_from_what_another_calle
         assert version_choices(None) == ("", [])
         assert version_choices("skyline") == ("skyline", [])
     assert version_choices(None) == ("skyline", ["v1", "v2"])
+
 
 def test_the_default_version_answers_and_each_hit_says_which(two_versions, client):
     result = call(client, "/mcp/c/skyline/", "search_docs", {"query": "Zephyrstream"})

@@ -445,7 +445,6 @@ def test_a_corpus_new_build_replaces_its_previous_index_in_the_cache(handwritten
     assert cache.get(rebuilt, slot="other") is other_corpus
 
 
-
 def test_catalog_rows_read_every_column_with_missing_values_as_none():
     catalog = _catalog([
         {"chunk_id": "b.md#x", "heading": "X", "start_line": 3, "link_share": 0.25, "m_language": "go"},
