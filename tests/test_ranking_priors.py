@@ -220,6 +220,24 @@ def test_with_a_language_filter_that_languages_page_outranks_the_global_guides(l
     assert any(i.startswith("guides/retries.md") for i in ids)  # auto-include still brings the guide
 
 
+def test_a_filtered_search_goes_without_page_similarity(local_sample_index, monkeypatch):
+    calls = []
+    real = Index.page_similarity
+
+    def counted(self, *args):
+        calls.append(args)
+        return real(self, *args)
+
+    monkeypatch.setattr(Index, "page_similarity", counted)
+    embedder = get_provider("local")
+    search(local_sample_index, SearchRequest("how do I retry a failed request"), embedder=embedder,
+           cursor_secret=SECRET)
+    assert len(calls) == 1
+    filtered = search(local_sample_index, SearchRequest("how do I retry a failed request", {"language": "go"}),
+                      embedder=embedder, cursor_secret=SECRET)
+    assert len(calls) == 1 and filtered.hits
+
+
 def test_the_navigation_section_is_no_longer_the_top_hit(local_sample_index):
     result = search(local_sample_index, SearchRequest("what to read next about webhooks"),
                     embedder=get_provider("local"), cursor_secret=SECRET)

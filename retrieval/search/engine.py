@@ -241,7 +241,10 @@ def _signals(index: Index, plan: FilterPlan, positions: np.ndarray, pages: np.nd
     if plan.auto_included:
         exact = index.filter_mask(plain_where(plan.filters))[positions]
     similarity = None
-    if query_vector is not None:
+    # Unfiltered searches only, like the page-text prior: page evidence picks pages across the
+    # corpus, and inside a filtered slice its bonus to each page's best section mostly spread the
+    # list one section per page, above the sibling a known-item question asked for (docs/search.md).
+    if query_vector is not None and plan.where is None:
         similarity = index.page_similarity(query_vector, pages)
     return Signals(index.catalog().numbers("link_share", positions), pages, exact, similarity, page_text)
 

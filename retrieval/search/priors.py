@@ -18,7 +18,8 @@ how useful it is to the person asking, and none is a word list or a corpus rule:
   of the page's chunks nearest to it, over all its chunks: retrieval/search/index.py), so one
   strong keyword hit in an unrelated page does not beat the page that is about the question;
   the page's other chunks keep their score, so one page does not fill the result list. Only
-  semantic vectors give it (the engine leaves it out for feature-hash vectors).
+  semantic vectors give it (the engine leaves it out for feature-hash vectors), and only
+  unfiltered searches (the engine leaves it out under a filter, as it does page text).
 - Page text: a BM25 search over whole pages (the documents table's full-text index) scores
   each page; its score relative to the best candidate page's multiplies the scores of the
   page's candidates by up to 1 + `PAGE_TEXT_WEIGHT`. A page that uses the question's words throughout, in its title,
