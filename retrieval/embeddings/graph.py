@@ -13,7 +13,8 @@ its scales) and onnxruntime's constant folding turns the results into float32 in
   40 MB lower).
 - Attention, exported as reshapes, transposes, two products, a masked softmax and a NaN guard,
   becomes one `MultiHeadAttention`, without the mask: `local.py` runs one text at a time, so
-  there is no padding to mask. The erf-based GELU becomes one `Gelu`. Together a third faster.
+  there is no padding to mask. The erf-based GELU becomes one `Gelu`. Together about a fifth
+  faster (docs/BENCHMARKS.md).
 
 Each rewrite matches its pattern or leaves the nodes as they were; the weights file itself is
 untouched (its SHA-256 is verified before it is read).
@@ -102,9 +103,9 @@ def _linear_layers(graph: _Graph, replaced: dict[int, list[onnx.NodeProto]]) -> 
         scales = graph.initializers[found[1]] if found else None
         if scales is None or len(scales.dims) != 2 or scales.dims[0] != 1:
             continue
-        weights, out = graph.producers[node.input[1]].input[0], node.output[0]  # the Cast of the int8 weights
+        unscaled, out = graph.producers[node.input[1]].input[0], node.output[0]  # Cast(W)
         replaced[id(node)] = [
-            helper.make_node("MatMul", [node.input[0], weights], [f"{out}/unscaled"], name=node.name),
+            helper.make_node("MatMul", [node.input[0], unscaled], [f"{out}/unscaled"], name=node.name),
             helper.make_node("Mul", [f"{out}/unscaled", found[1]], [out], name=f"{node.name}/scale"),
         ]
 
@@ -130,8 +131,8 @@ def _attention(graph: _Graph, replaced: dict[int, list[onnx.NodeProto]]) -> None
         q = _before_heads(graph, scores.input[0])
         k = _before_heads(graph, scores.input[1])
         v = _before_heads(graph, context.input[1])
-        bias = graph.producers.get(q)
-        hidden = bias and graph.constant(bias.input[-1])
+        bias = graph.producer(q, "Add")
+        hidden = bias and graph.constant(bias.input[1])
         if hidden is None:
             continue
         head_size = round(float(scale) ** -4)
