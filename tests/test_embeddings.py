@@ -262,8 +262,8 @@ def test_local_tokenizes_a_long_text_from_its_prefix_exactly_as_from_the_whole_t
     assert [e.ids for e in local_module.encode(tokenizer, texts)] == [e.ids for e in tokenizer.encode_batch(texts)]
 
 
-def _record_run_shapes(monkeypatch) -> list[tuple[int, int]]:
-    """The real session, recording the (rows, tokens) shape of every run it is given."""
+def _record_batch_shapes(monkeypatch) -> list[tuple[int, int]]:
+    """The real session, recording the (rows, tokens) shape of every batch it is given."""
     real = local_module.runtime()
     shapes: list[tuple[int, int]] = []
 
@@ -277,16 +277,29 @@ def _record_run_shapes(monkeypatch) -> list[tuple[int, int]]:
     return shapes
 
 
-def test_local_runs_each_text_alone_unpadded_and_as_it_would_embed_by_itself(monkeypatch):
-    shapes = _record_run_shapes(monkeypatch)
+def test_local_sorts_by_length_and_pads_per_batch(monkeypatch):
+    widths = _record_batch_shapes(monkeypatch)
     texts = [" ".join(["word"] * n) for n in (3, 300, 9, 1, 40, 12, 2, 70, 5, 6)]
     provider = get_provider("local")
+    provider.batch_size = 4
+    vectors = provider.embed(texts)
+    assert vectors.shape == (10, 384)
+    # [CLS] ... [SEP], longest first: 256 (truncated) and 72 fill the token budget; then batches of 4,
+    # each padded to its own longest text.
+    assert widths == [(2, local_module.MAX_TOKENS), (4, 42), (4, 7)]
+
+
+def test_local_batches_hold_at_most_a_token_budget_and_embed_as_texts_alone_do(monkeypatch):
+    shapes = _record_batch_shapes(monkeypatch)
+    texts = [" ".join([f"term{i}"] * 300) for i in range(12)] + [f"short text {i}" for i in range(40)]
+    provider = get_provider("local")
     together = provider.embed(texts)
-    assert together.shape == (10, 384)
-    # [CLS] ... [SEP]: each run is one text at its own length, up to MAX_TOKENS.
-    assert shapes == [(1, min(n + 2, local_module.MAX_TOKENS)) for n in (3, 300, 9, 1, 40, 12, 2, 70, 5, 6)]
-    alone = np.stack([provider.embed([texts[i]])[0] for i in (0, 1, 7)])
-    np.testing.assert_allclose(together[[0, 1, 7]], alone, atol=1e-6)
+    assert shapes[0] == (2, local_module.MAX_TOKENS)  # 2 x 256 tokens = the budget
+    assert all(rows * width <= local_module.BATCH_TOKENS and rows <= provider.batch_size for rows, width in shapes)
+    assert sum(rows for rows, _ in shapes) == len(texts)
+    alone = np.stack([provider.embed([t])[0] for t in (texts[0], texts[11], texts[12], texts[-1])])
+    # Padding is masked out of attention and pooling: a text's vector does not depend on its batch.
+    np.testing.assert_allclose(together[[0, 11, 12, -1]], alone, atol=1e-5)
 
 
 def test_local_graph_fuses_attention_and_gelu_looks_up_int8_rows_and_embeds_as_the_shipped_graph_does(monkeypatch):

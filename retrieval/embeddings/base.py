@@ -131,7 +131,8 @@ class EmbeddingProvider:
         return self.embed(texts)
 
     def make_batches(self, texts: list[str]) -> list[list[int]]:
-        """Indices of the texts each batch sends, in order."""
+        """Indices of the texts each batch sends; a backend that benefits from grouping similar lengths
+        overrides it."""
         return [list(range(i, min(i + self.batch_size, len(texts)))) for i in range(0, len(texts), self.batch_size)]
 
     def run_batches(

@@ -12,9 +12,9 @@ its scales) and onnxruntime's constant folding turns the results into float32 in
   scales `s`, so folding makes one float copy of each weight instead of two (loading peaks
   40 MB lower).
 - Attention, exported as reshapes, transposes, two products, a masked softmax and a NaN guard,
-  becomes one `MultiHeadAttention`, without the mask: `local.py` runs one text at a time, so
-  there is no padding to mask. The erf-based GELU becomes one `Gelu`. Together about a fifth
-  faster (docs/BENCHMARKS.md).
+  becomes one `MultiHeadAttention` given the attention mask as its key padding mask. The
+  erf-based GELU becomes one `Gelu`. With smaller batches (`local.py`), embedding runs a quarter
+  to a third faster (docs/BENCHMARKS.md).
 
 Each rewrite matches its pattern or leaves the nodes as they were; the weights file itself is
 untouched (its SHA-256 is verified before it is read).
@@ -29,6 +29,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 CONTRIB = "com.microsoft"
+MASK_INPUT = "attention_mask"
 
 
 class _Graph:
@@ -113,8 +114,8 @@ def _linear_layers(graph: _Graph, replaced: dict[int, list[onnx.NodeProto]]) -> 
 def _attention(graph: _Graph, replaced: dict[int, list[onnx.NodeProto]]) -> None:
     """`Reshape(Transpose(Where(IsNaN(p), 0, p) @ V))` with `p = Softmax(Q' @ K'^T + mask)`, where Q' and
     K' are the heads of Q and K each scaled by c (so c^2 = 1/sqrt(head size)), becomes one
-    MultiHeadAttention over the unsplit Q, K and V. The mask is dropped: one text per run has no
-    padding to mask."""
+    MultiHeadAttention over the unsplit Q, K and V and the graph's `attention_mask` input."""
+    mask = f"{MASK_INPUT}/int32"
     for softmax in graph.graph.node:
         if softmax.op_type != "Softmax":
             continue
@@ -137,8 +138,13 @@ def _attention(graph: _Graph, replaced: dict[int, list[onnx.NodeProto]]) -> None
             continue
         head_size = round(float(scale) ** -4)
         replaced[id(merged)] = [helper.make_node(
-            "MultiHeadAttention", [q, k, v], [merged.output[0]], name=f"{softmax.name}/attention",
+            "MultiHeadAttention", [q, k, v, "", mask], [merged.output[0]], name=f"{softmax.name}/attention",
             domain=CONTRIB, num_heads=hidden.size // head_size)]
+        # The mask's own first reader comes before any attention: the cast goes there, once.
+        first = graph.consumers[MASK_INPUT][0]
+        if not any(node.output[0] == mask for node in replaced.get(id(first), [])):
+            replaced[id(first)] = [helper.make_node("Cast", [MASK_INPUT], [mask], to=onnx.TensorProto.INT32,
+                                                    name=mask), *replaced.get(id(first), [first])]
 
 
 def _before_heads(graph: _Graph, name: str) -> str:

@@ -10,6 +10,7 @@ import os
 import re
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -125,6 +126,10 @@ def runtime() -> _Runtime:
     return _runtime
 
 
+# Padded tokens per batch. Fused attention made long texts cheap to run alone, and short ones
+# still gain from company: 512 ran Kubernetes and PowerShell chunks 7-11% faster than one text
+# per run, 2048 no faster than one per run (docs/BENCHMARKS.md).
+BATCH_TOKENS = 512
 # A text longer than this is first tokenized up to its last whitespace before this many characters:
 # when that prefix already fills MAX_TOKENS, the whole text truncates to the same tokens (a word's
 # tokens never depend on the words after it), and half the Kubernetes chunks are that long.
@@ -155,18 +160,57 @@ class LocalEmbeddingProvider(EmbeddingProvider):
     name = "local"
     model = "all-MiniLM-L6-v2"
     dimensions = 384
-    # Texts per progress report. Each runs alone: nothing is padded, so the graph needs no attention
-    # mask (graph.py), and batches of similar lengths were no faster, with an arena twice the size.
     batch_size = 32
 
-    def embed_batch(self, texts: list[str]) -> np.ndarray:
-        return np.stack([self._run(encoding.ids) for encoding in encode(runtime().tokenizer, texts)])
+    def __init__(self) -> None:
+        # make_batches tokenizes every text to size the batches; run_batches reuses those
+        # encodings instead of tokenizing again (per thread: request threads share a provider).
+        self._encoded = threading.local()
 
-    def _run(self, ids: list[int]) -> np.ndarray:
-        input_ids = np.asarray([ids], dtype=np.int64)
-        (hidden,) = runtime().session.run(
+    def make_batches(self, texts: list[str]) -> list[list[int]]:
+        """Longest first, so each batch holds similar lengths and dynamic padding wastes little compute,
+        with at most BATCH_TOKENS (padded) tokens per batch: a text of the full 256 tokens shares its
+        run with at most one other, and before attention was fused, 32 such texts in one batch made
+        onnxruntime's arena grow by 1.2 GB."""
+        encodings = encode(runtime().tokenizer, texts)
+        self._encoded.last = (texts, encodings)
+        lengths = [len(encoding.ids) for encoding in encodings]
+        batches: list[list[int]] = []
+        for index in sorted(range(len(texts)), key=lambda i: -lengths[i]):
+            current = batches[-1] if batches else None
+            # Longest first: the batch's first text sets its padded width.
+            if current is None or len(current) == self.batch_size or \
+                    (len(current) + 1) * lengths[current[0]] > BATCH_TOKENS:
+                batches.append([index])
+            else:
+                current.append(index)
+        return batches
+
+    def run_batches(self, texts: list[str], batches: list[list[int]]) -> Iterator[tuple[list[int], np.ndarray]]:
+        last, self._encoded.last = getattr(self._encoded, "last", None), None
+        encodings = last[1] if last is not None and last[0] is texts else encode(runtime().tokenizer, texts)
+        for indices in batches:
+            yield indices, self._run([encodings[i] for i in indices])
+
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        return self._run(encode(runtime().tokenizer, texts))
+
+    def _run(self, encodings: list[Any]) -> np.ndarray:
+        session = runtime().session
+        width = max(len(encoding.ids) for encoding in encodings)
+        input_ids = np.zeros((len(encodings), width), dtype=np.int64)
+        attention_mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            input_ids[row, : len(encoding.ids)] = encoding.ids
+            attention_mask[row, : len(encoding.ids)] = 1
+        (hidden,) = session.run(
             ["last_hidden_state"],
-            {"input_ids": input_ids, "attention_mask": np.ones_like(input_ids), "token_type_ids": np.zeros_like(input_ids)},
+            {
+                "input_ids": input_ids,
+                "attention_mask": attention_mask,
+                "token_type_ids": np.zeros_like(input_ids),
+            },
         )
-        # Mean over the tokens (sentence-transformers pooling); the base class L2-normalises.
-        return hidden[0].mean(axis=0)
+        # Mean over real tokens only (sentence-transformers pooling); the base class L2-normalises.
+        mask = attention_mask[:, :, None].astype(np.float32)
+        return (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
