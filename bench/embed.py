@@ -37,12 +37,8 @@ def chunk_texts(corpus: Path) -> list[str]:
     return texts
 
 
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
-
-
 def main(argv: list[str] | None = None) -> int:
+    from search import percentile
     from tqdm import tqdm
 
     from retrieval.embeddings import get_provider

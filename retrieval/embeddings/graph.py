@@ -116,6 +116,10 @@ def _attention(graph: _Graph, replaced: dict[int, list[onnx.NodeProto]]) -> None
     K' are the heads of Q and K each scaled by c (so c^2 = 1/sqrt(head size)), becomes one
     MultiHeadAttention over the unsplit Q, K and V and the graph's `attention_mask` input."""
     mask = f"{MASK_INPUT}/int32"
+    readers = graph.consumers.get(MASK_INPUT)
+    if not readers:
+        return
+    fused = False
     for softmax in graph.graph.node:
         if softmax.op_type != "Softmax":
             continue
@@ -140,11 +144,12 @@ def _attention(graph: _Graph, replaced: dict[int, list[onnx.NodeProto]]) -> None
         replaced[id(merged)] = [helper.make_node(
             "MultiHeadAttention", [q, k, v, "", mask], [merged.output[0]], name=f"{softmax.name}/attention",
             domain=CONTRIB, num_heads=hidden.size // head_size)]
-        # The mask's own first reader comes before any attention: the cast goes there, once.
-        first = graph.consumers[MASK_INPUT][0]
-        if not any(node.output[0] == mask for node in replaced.get(id(first), [])):
-            replaced[id(first)] = [helper.make_node("Cast", [MASK_INPUT], [mask], to=onnx.TensorProto.INT32,
-                                                    name=mask), *replaced.get(id(first), [first])]
+        fused = True
+    if fused:
+        # The mask's first reader in the graph comes before any attention: the cast goes there.
+        first = readers[0]
+        replaced[id(first)] = [helper.make_node("Cast", [MASK_INPUT], [mask], to=onnx.TensorProto.INT32, name=mask),
+                               *replaced.get(id(first), [first])]
 
 
 def _before_heads(graph: _Graph, name: str) -> str:
