@@ -64,6 +64,14 @@ def test_page_similarity_lifts_the_page_that_is_about_the_question():
     assert [p for p, _ in rescore(items, signals)] == [1, 0]
 
 
+def test_page_similarity_ranks_pages_apart_rather_than_one_section_each():
+    # The nearest page's best section passes a 5% better keyword match on the next page; a flat
+    # rank (k = 60) gave the two pages nearly the same bonus and kept fusion's order.
+    items = [(0, 1.0), (1, 0.95)]
+    signals = Signals(link_share=np.zeros(2), page=np.array([0, 1]), page_similarity=np.array([0.5, 0.6]))
+    assert [p for p, _ in rescore(items, signals)] == [1, 0]
+
+
 def test_rescored_scores_stay_in_unit_range_at_the_top():
     items = [(i, 1.0) for i in range(5)]
     signals = Signals(link_share=np.zeros(5), page=np.zeros(5, int), page_similarity=np.ones(5))
@@ -236,6 +244,22 @@ def test_a_filtered_search_goes_without_page_similarity(local_sample_index, monk
     filtered = search(local_sample_index, SearchRequest("how do I retry a failed request", {"language": "go"}),
                       embedder=embedder, cursor_secret=SECRET)
     assert len(calls) == 1 and filtered.hits
+
+
+def test_page_similarity_is_the_mean_of_the_pages_nearest_chunks_over_all_of_them(local_sample_index):
+    from retrieval.search.index import PAGE_TOP
+
+    index = local_sample_index
+    query = get_provider("local").embed_query("how do I retry a failed request")
+    catalog = index.catalog()
+    positions = np.arange(len(catalog))
+    pages = catalog.codes("filepath", positions)
+    dots = index.vectors().dots(query)
+    got = index.page_similarity(query, pages)
+    for page in np.unique(pages):
+        nearest = np.sort(dots[pages == page])[::-1][:PAGE_TOP]
+        assert got[pages == page] == pytest.approx(nearest.mean(), abs=1e-5)
+    assert max(np.bincount(pages)) > PAGE_TOP  # some page has more chunks than count towards it
 
 
 def test_the_navigation_section_is_no_longer_the_top_hit(local_sample_index):

@@ -36,7 +36,9 @@ MASK_CACHE_SIZE = 64
 # 30 us per hit to decompress.
 CONTENT_IN_MEMORY_CHARS = 64 * 1024 * 1024
 READ_CHUNKS = 8192
-PAGE_TOP = 5
+# A page is as near the question as its 3 nearest chunks: a module reference of hundreds of
+# entries is about a question when a few of them are, not only when five are (docs/search.md).
+PAGE_TOP = 3
 
 
 class _OutOfOrder(Exception):
