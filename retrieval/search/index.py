@@ -36,8 +36,9 @@ MASK_CACHE_SIZE = 64
 # 30 us per hit to decompress.
 CONTENT_IN_MEMORY_CHARS = 64 * 1024 * 1024
 READ_CHUNKS = 8192
-# A page is as near the question as its 3 nearest chunks: a module reference of hundreds of
-# entries is about a question when a few of them are, not only when five are (docs/search.md).
+# A page is as near the question as the mean of its 3 nearest chunks: one chunk is as noisy as the
+# vector leg itself, five dilute a page whose subject takes 2 or 3 of its many sections
+# (docs/search.md, round five).
 PAGE_TOP = 3
 
 
