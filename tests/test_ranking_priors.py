@@ -262,6 +262,17 @@ def test_page_similarity_is_the_mean_of_the_pages_nearest_chunks_over_all_of_the
     assert max(np.bincount(pages)) > PAGE_TOP  # some page has more chunks than count towards it
 
 
+def test_the_local_models_floor_leaves_off_topic_questions_empty_and_finds_paraphrases(local_sample_index):
+    embedder = get_provider("local")
+    off_topic = search(local_sample_index, SearchRequest("ethereum blockchain wallet"), embedder=embedder,
+                       cursor_secret=SECRET)
+    assert off_topic.hits == [] and off_topic.hint
+    # Shares few words with its answer: the vector leg finds it, and a floor set too high loses it.
+    paraphrase = search(local_sample_index, SearchRequest("why does my endpoint receive the same notification "
+                                                          "again hours later"), embedder=embedder, cursor_secret=SECRET)
+    assert paraphrase.hits[0].chunk_id == "guides/webhooks.md#webhooks/delivery-and-retry-schedule"
+
+
 def test_the_navigation_section_is_no_longer_the_top_hit(local_sample_index):
     result = search(local_sample_index, SearchRequest("what to read next about webhooks"),
                     embedder=get_provider("local"), cursor_secret=SECRET)
