@@ -35,7 +35,8 @@ CHUNK_COLUMNS = [
     "chunk_index", "total_chunks", "start_line", "end_line", "file_key", "link_share", "m_language", "m_scope",
     "vector",
 ]
-DOCUMENT_COLUMNS = ["filepath", "title", "content", "size", "chunk_count", "outline", "file_key", "findings", "metadata"]
+DOCUMENT_COLUMNS = ["filepath", "title", "content", "size", "chunk_count", "outline", "file_key", "findings", "metadata",
+                    "links"]
 
 
 @pytest.fixture(autouse=True)

@@ -276,7 +276,7 @@ def _batch(results: list[FileResult], embeds: bool) -> _Batch:
             columns["file_key"].append(result.key)
             if texts is not None:
                 texts.append(chunk.embed_text)
-    documents = pa.Table.from_pylist([{**_file_record(r), "size": len(r.content)} for r in results],
+    documents = pa.Table.from_pylist([{**_file_record(r), "size": len(r.content), "links": r.links} for r in results],
                                      schema=_DOCUMENT_ROWS)
     return _Batch(pa.table(columns, schema=BASE_CHUNK_SCHEMA), documents,
                   [(r.metadata, r.chunk_count) for r in results], texts)
@@ -364,6 +364,7 @@ DOCUMENT_SCHEMA = pa.schema([
     pa.field("filepath", pa.string()), pa.field("title", pa.string()), pa.field("content", pa.string()),
     pa.field("size", pa.int64()), pa.field("chunk_count", pa.int32()), pa.field("outline", pa.string()),
     pa.field("file_key", pa.string()), pa.field("findings", pa.string()), pa.field("metadata", pa.string()),
+    pa.field("links", pa.list_(pa.string())),  # where the page links to, a ranking prior (retrieval/ingest/links.py)
 ])
 _DOCUMENT_ROWS = DOCUMENT_SCHEMA.remove(DOCUMENT_SCHEMA.get_field_index("content"))
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from retrieval.errors import ConfigError
 
 from .chunking import Chunk, chunk_document
+from .links import link_targets
 from .manifest import (
     MANIFEST_NAME,
     FileConfig,
@@ -72,6 +73,7 @@ class FileResult:
     reused: bool = False  # rows come from the previous build; `chunks` stays empty, `content` may too
     metadata: dict[str, str] = field(default_factory=dict)  # taxonomy values of every chunk of the file
     chunk_count: int = 0
+    links: list[str] = field(default_factory=list)  # link targets within the corpus (retrieval/ingest/links.py)
 
 
 @dataclass
@@ -231,7 +233,7 @@ def process_file(relpath: str, raw: bytes, key: str, manifests: dict[str, Manife
                                 "add content or remove the file"))
     outline = [OutlineEntry(b.level, b.text, b.start + 1) for b in doc.blocks if b.kind == "heading"]
     return FileResult(relpath, key, doc.title or Path(relpath).stem, text, config, chunks, outline, findings,
-                      metadata=dict(config.metadata), chunk_count=len(chunks))
+                      metadata=dict(config.metadata), chunk_count=len(chunks), links=link_targets(doc, relpath))
 
 
 def _resolve_hints(relpath: str, doc: ParsedDocument, findings: list[Finding]) -> tuple[Strategy | None, dict[int, int]]:

@@ -246,7 +246,8 @@ def _signals(index: Index, plan: FilterPlan, positions: np.ndarray, pages: np.nd
     # list one section per page, above the sibling a known-item question asked for (docs/search.md).
     if query_vector is not None and plan.where is None:
         similarity = index.page_similarity(query_vector, pages)
-    return Signals(index.catalog().numbers("link_share", positions), pages, exact, similarity, page_text)
+    links = index.page_links() if plan.where is None else None
+    return Signals(index.catalog().numbers("link_share", positions), pages, exact, similarity, page_text, links)
 
 
 def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider | None = None,

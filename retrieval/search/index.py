@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from retrieval import storage
 from retrieval.errors import IndexUnavailable
 from retrieval.ingest.layout import CHUNKS_TABLE, DOCUMENTS_TABLE, open_tables, taxonomy_column
+from retrieval.ingest.links import PageLinks, resolve_links
 from retrieval.ingest.metadata import BuildMetadata, read_metadata
 from retrieval.memory import release_unused_memory
 from retrieval.storage import Location
@@ -71,6 +72,7 @@ class Index:
         self._pages: tuple[np.ndarray, np.ndarray] | None = None
         self._page_text: bool | None = None
         self._document_pages: tuple[np.ndarray, np.ndarray] | None = None
+        self._links: PageLinks | None | bool = False  # False: not read yet; None: the build stores no links
 
     @property
     def chunks(self):
@@ -217,6 +219,24 @@ class Index:
             flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
             vectors.put(rows, np.asarray(flat, dtype=np.float32).reshape(-1, dims))
         return vectors
+
+    def page_links(self) -> PageLinks | None:
+        """The pages each page links to, by page code (as `catalog().codes("filepath", ...)`); None
+        for builds made before links were stored. Resolved once, on first use (a serving process warms
+        it): 8 ms at 722 pages, 95 ms at 11.1k."""
+        if self._links is False:  # two threads may both resolve; they get equal results
+            links = None
+            if "links" in self.documents.schema.names:
+                found = self.documents.search().select(["filepath", "links"]).limit(None).to_arrow()
+                names = self.catalog().table["filepath"].chunk(0).dictionary.to_pylist()
+                codes = {name: code for code, name in enumerate(names)}
+                written: list[list[str] | None] = [None] * len(names)
+                for path, targets in zip(found["filepath"].to_pylist(), found["links"].to_pylist(), strict=True):
+                    if path in codes:
+                        written[codes[path]] = targets
+                links = resolve_links(names, written)
+            self._links = links
+        return self._links
 
     def _page_members(self) -> tuple[np.ndarray, np.ndarray]:
         if self._pages is None:

@@ -29,6 +29,14 @@ how useful it is to the person asking, and none is a word list or a corpus rule:
   barely matches stays low however well its page does, a page that shares one common word with
   the question gains little even when few pages match at all, and the chunks of one page keep
   their order, so the section asked for stays above its page's other sections.
+- Links: among the `LINKED_PAGES` pages leading the list once the factors above are applied,
+  a page the others link to is where their authors send readers for this topic, as task pages
+  link to the concept page they apply (retrieval/ingest/links.py). Its best candidate gains up
+  to `PAGE_LINK_WEIGHT` of the score range, in proportion to how many of those pages link to it
+  against the most linked one. A bonus on the page's best section only, like page similarity,
+  and among pages already leading only: a page the whole corpus links to (a glossary, an index)
+  gains nothing unless it matches the question. Unfiltered searches only, like the other page
+  evidence.
 
 Everything here is a pure function of arrays, tested without an index.
 """
@@ -40,12 +48,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval.ingest.links import PageLinks
+
 NAVIGATION_FLOOR = 0.5
 NAVIGATION_PENALTY = 0.5
 AUTO_INCLUDED_FACTOR = 0.5
 PAGE_LEG_WEIGHT = 0.5
 PAGE_TEXT_WEIGHT = 0.5
 PAGE_RANK_K = 5  # sharp: at 60 the tenth page by similarity got 0.87 of the first's bonus
+PAGE_LINK_WEIGHT = 0.08
+LINKED_PAGES = 20
 
 
 @dataclass(frozen=True)
@@ -57,6 +69,7 @@ class Signals:
     exact: np.ndarray | None = None  # bool, False for chunks only the auto-include rule let in
     page_similarity: np.ndarray | None = None  # float, the page's similarity to the query
     page_text: np.ndarray | None = None  # float, 0..1, the page's BM25 over whole pages relative to the best page's
+    links: PageLinks | None = None  # the pages each page links to, indexed by `page`
 
 
 def navigation_factor(link_share: np.ndarray) -> np.ndarray:
@@ -90,6 +103,20 @@ def page_text_factor(page_text: np.ndarray) -> np.ndarray:
     return 1.0 + PAGE_TEXT_WEIGHT * np.clip(np.asarray(page_text, dtype=np.float64), 0, 1)
 
 
+def link_votes(scores: np.ndarray, page: np.ndarray, links: PageLinks) -> np.ndarray:
+    """Per candidate: on each of the LINKED_PAGES leading pages' best candidate, how many of the
+    other leading pages link to its page; 0 elsewhere."""
+    firsts = _page_firsts(scores, page)
+    leading = firsts[np.lexsort((firsts, -np.round(scores[firsts], 12)))][:LINKED_PAGES]
+    at = {int(page[i]): i for i in leading}
+    votes = np.zeros(len(scores))
+    for source in at:
+        for target in links.of(source).tolist():
+            if target in at:
+                votes[at[target]] += 1
+    return votes
+
+
 def rescore(items: Sequence[tuple[int, float]], signals: Signals) -> list[tuple[int, float]]:
     """`items` (position, fused score, in fusion's order) re-scored by the priors above and
     re-sorted; scores stay in [0, 1] and equal scores keep fusion's order, which is deterministic
@@ -108,6 +135,9 @@ def rescore(items: Sequence[tuple[int, float]], signals: Signals) -> list[tuple[
     if signals.exact is not None:
         scores = np.where(signals.exact, scores, scores * AUTO_INCLUDED_FACTOR)
     scores = np.minimum(scores / max_score(signals.page_similarity is not None, signals.page_text is not None), 1.0)
+    if signals.links is not None and PAGE_LINK_WEIGHT:
+        votes = link_votes(scores, page, signals.links)
+        scores = (scores + PAGE_LINK_WEIGHT * votes / max(votes.max(), 1.0)) / (1.0 + PAGE_LINK_WEIGHT)
     # Rounding makes sums of the same terms in a different order tie exactly (as in fusion.py).
     ranked = np.argsort(-np.round(scores, 12), kind="stable")
     return [(items[i][0], float(scores[i])) for i in ranked]
