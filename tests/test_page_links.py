@@ -221,3 +221,9 @@ def test_a_hit_best_on_every_signal_scores_one():
     links = resolve_links(["a", "b"], [[], ["a"]])
     ranked = rescore(items, Signals(link_share=np.zeros(2), page=np.array([0, 1]), links=links))
     assert ranked[0] == (0, pytest.approx(1.0))
+
+
+def test_a_target_longer_than_any_page_path_still_finds_its_page():
+    target = "/".join(["x"] * 5000 + ["concepts", "budgets"])
+    links = resolve_links(["concepts/budgets.md", "tasks/drain.md"], [[], [target]])
+    assert links.of(1).tolist() == [0]

@@ -95,12 +95,15 @@ def resolve_links(pages: Sequence[str], targets: Sequence[Sequence[str] | None])
     for page, path in enumerate(pages):
         key = page_key(path)
         keys[key] = page if keys.get(key, page) == page else -1
+    deepest = max((key.count("/") + 1 for key in keys), default=0)
     starts = np.zeros(len(pages) + 1, np.int64)
     found: list[int] = []
     for page, written in enumerate(targets):
         linked: dict[int, None] = {}
         for target in written or ():
             parts = target.split("/")
+            if len(parts) > deepest:
+                parts = parts[-deepest:]  # no page key is longer
             for start in range(len(parts)):
                 hit = keys.get("/".join(parts[start:]))
                 if hit is not None:  # the longest tail that is a page's key decides, even when ambiguous
