@@ -227,3 +227,14 @@ def test_a_target_longer_than_any_page_path_still_finds_its_page():
     target = "/".join(["x"] * 5000 + ["concepts", "budgets"])
     links = resolve_links(["concepts/budgets.md", "tasks/drain.md"], [[], [target]])
     assert links.of(1).tolist() == [0]
+
+
+def test_links_that_cannot_be_read_leave_the_search_answering(budgets, monkeypatch, caplog):
+    index = Index(budgets / "build")
+
+    def broken():
+        raise OSError("documents table unreadable")
+
+    monkeypatch.setattr(index, "page_links", broken)
+    assert _ids(index, QUESTION)[0] == "tasks/set-budget.md#_preamble"
+    assert "reading the links between pages failed" in caplog.text

@@ -26,6 +26,7 @@ import numpy as np
 from retrieval.embeddings import EmbeddingSpec, check_compatible, similarity_floor
 from retrieval.embeddings.base import EmbeddingProvider
 from retrieval.errors import IndexUnavailable, InvalidArgument
+from retrieval.ingest.links import PageLinks
 
 from .collapse import collapse_variants
 from .cursor import CursorState, decode_cursor, encode_cursor
@@ -246,8 +247,19 @@ def _signals(index: Index, plan: FilterPlan, positions: np.ndarray, pages: np.nd
     # list one section per page, above the sibling a known-item question asked for (docs/search.md).
     if query_vector is not None and plan.where is None:
         similarity = index.page_similarity(query_vector, pages)
-    links = index.page_links() if plan.where is None else None
+    links = _page_links(index) if plan.where is None else None
     return Signals(index.catalog().numbers("link_share", positions), pages, exact, similarity, page_text, links)
+
+
+def _page_links(index: Index) -> PageLinks | None:
+    """The build's links between pages; None if they cannot be read (logged: the priors go without
+    them, and the next search tries again), as for the page-text search."""
+    try:
+        return index.page_links()
+    except Exception as exc:  # never fail a search for a prior
+        log.warning("reading the links between pages failed on %s, ranking without them: %s: %s",
+                    index.path, type(exc).__name__, exc)
+        return None
 
 
 def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider | None = None,
