@@ -11,7 +11,8 @@ import pytest
 
 from retrieval.ingest.links import link_targets, page_key, resolve_links
 from retrieval.ingest.parsing import parse_markdown
-from retrieval.search import engine, priors
+from retrieval.search import engine, priors, warm
+from retrieval.search import index as index_module
 from retrieval.search.engine import SearchRequest, search
 from retrieval.search.filters import FilterPlan
 from retrieval.search.index import Index
@@ -238,3 +239,14 @@ def test_links_that_cannot_be_read_leave_the_search_answering(budgets, monkeypat
     monkeypatch.setattr(index, "page_links", broken)
     assert _ids(index, QUESTION)[0] == "tasks/set-budget.md#_preamble"
     assert "reading the links between pages failed" in caplog.text
+
+
+def test_warming_resolves_the_links_even_when_its_searches_find_nothing(budgets, monkeypatch):
+    index = Index(budgets / "build")
+    monkeypatch.setattr(warm, "WARM_QUERIES", ("zyxwvut",))
+    warm.warm_index(index)
+    resolved = []
+    real = index_module.resolve_links
+    monkeypatch.setattr(index_module, "resolve_links", lambda *a: resolved.append(a) or real(*a))
+    assert _ids(index, QUESTION)[0] == "concepts/budgets.md#limiting-voluntary-disruptions"
+    assert resolved == []

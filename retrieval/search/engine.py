@@ -247,13 +247,13 @@ def _signals(index: Index, plan: FilterPlan, positions: np.ndarray, pages: np.nd
     # list one section per page, above the sibling a known-item question asked for (docs/search.md).
     if query_vector is not None and plan.where is None:
         similarity = index.page_similarity(query_vector, pages)
-    links = _page_links(index) if plan.where is None else None
+    links = page_links(index) if plan.where is None else None
     return Signals(index.catalog().numbers("link_share", positions), pages, exact, similarity, page_text, links)
 
 
-def _page_links(index: Index) -> PageLinks | None:
+def page_links(index: Index) -> PageLinks | None:
     """The build's links between pages; None if they cannot be read (logged: the priors go without
-    them, and the next search tries again), as for the page-text search."""
+    them, and the next search tries again), as for the page-text search. Warming calls it too."""
     try:
         return index.page_links()
     except Exception as exc:  # never fail a search for a prior

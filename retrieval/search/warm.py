@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from retrieval.embeddings.base import EmbeddingProvider
 
-from .engine import SearchRequest, search
+from .engine import SearchRequest, page_links, search
 from .index import Index
 
 WARM_QUERIES = ("configure", "how to install and configure the client")  # one word, and a phrase
@@ -21,6 +21,7 @@ def warm_index(index: Index, embedder: EmbeddingProvider | None = None) -> None:
     """Loads what a search holds in memory and runs a search per lexical shape through every leg."""
     index.catalog()
     index.documents  # noqa: B018 - opens the documents table, which get_doc and outlines read
+    page_links(index)  # resolved here even when the warm queries below find nothing to rank
     secret = b"docsmcp-warm"
     for query in WARM_QUERIES:
         search(index, SearchRequest(query=query, limit=10), embedder=embedder, cursor_secret=secret)
