@@ -86,6 +86,10 @@ class Catalog:
             return np.zeros(0, np.int64)
         return self.table[name].chunk(0).indices.to_numpy(zero_copy_only=False)[positions]
 
+    def values(self, name: str) -> pa.Array:
+        """A dictionary-encoded column's distinct values; value i is the one `codes` calls i."""
+        return self.table[name].chunk(0).dictionary
+
 
 def _reader(column: pa.Array) -> Callable[[np.ndarray], list]:
     if pa.types.is_dictionary(column.type):

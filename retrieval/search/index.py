@@ -132,7 +132,7 @@ class Index:
         if self._document_pages is None:
             found = self.documents.search().with_row_id(True).select(["filepath"]).limit(None).to_arrow()
             order = np.argsort(found["_rowid"].to_numpy(), kind="stable")
-            names = self.catalog().table["filepath"].chunk(0).dictionary
+            names = self.catalog().values("filepath")
             codes = pc.index_in(found["filepath"].take(pa.array(order)), value_set=names).fill_null(-1)
             self._document_pages = (np.ascontiguousarray(found["_rowid"].to_numpy()[order], dtype=np.uint64),
                                     codes.to_numpy(zero_copy_only=False).astype(np.int64))
@@ -228,7 +228,7 @@ class Index:
             links = None
             if "links" in self.documents.schema.names:
                 found = self.documents.search().select(["filepath", "links"]).limit(None).to_arrow()
-                names = self.catalog().table["filepath"].chunk(0).dictionary.to_pylist()
+                names = self.catalog().values("filepath").to_pylist()
                 codes = {name: code for code, name in enumerate(names)}
                 written: list[list[str] | None] = [None] * len(names)
                 for path, targets in zip(found["filepath"].to_pylist(), found["links"].to_pylist(), strict=True):
