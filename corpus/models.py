@@ -199,3 +199,75 @@ class FixDecision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.username} {self.action} #{self.proposal_id}"
+
+
+class QueryRecord(models.Model):
+    """One agent call of a search or read tool, written in batches off the request path (corpus/querylog.py).
+
+    Corpora are named, not referenced: a record outlives neither retention nor a deleted corpus's
+    purge, but writing it never needs a lookup, so a search never waits on the database for it.
+    """
+
+    SURFACE_HTTP = "http"
+    SURFACE_STDIO = "stdio"
+    SURFACE_REST = "rest"
+    SURFACE_EVAL = "eval"
+    SURFACE_CHOICES = [(SURFACE_HTTP, "MCP over HTTP"), (SURFACE_STDIO, "MCP over stdio"),
+                       (SURFACE_REST, "REST API"), (SURFACE_EVAL, "Eval run")]
+
+    at = models.DateTimeField(db_index=True)
+    corpus = models.CharField(max_length=100, help_text="The corpus as served: its name, without the version.")
+    version = models.CharField(max_length=100, blank=True)
+    build_id = models.CharField(max_length=64, blank=True)
+    profile = models.CharField(max_length=40, blank=True)
+    tool = models.CharField(max_length=64)
+    surface = models.CharField(max_length=10, choices=SURFACE_CHOICES, default=SURFACE_HTTP)
+    query = models.TextField(blank=True, help_text="Empty when DOCSMCP_QUERY_LOG=no-text, and for reads.")
+    filters = models.JSONField(default=dict, blank=True)
+    target = models.CharField(max_length=1000, blank=True, help_text="What a read tool opened: a chunk ID or a path.")
+    hits = models.IntegerField(default=0, help_text="Hits returned (reads: 1 when found).")
+    top = models.JSONField(default=list, blank=True, help_text="The first hits as [id, score] pairs.")
+    top_score = models.FloatField(null=True, blank=True)
+    latency_ms = models.FloatField(default=0)
+    is_error = models.BooleanField(default=False)
+    client = models.CharField(max_length=200, blank=True, help_text="MCP clientInfo name/version, else User-Agent.")
+    key_name = models.CharField(max_length=100, blank=True, help_text="The API key's name; never the key.")
+    is_eval = models.BooleanField(default=False, help_text="Made by an eval run: left out of the analytics.")
+
+    class Meta:
+        indexes = [models.Index(fields=["corpus", "is_eval", "at"]),
+                   models.Index(fields=["corpus", "tool", "at"])]
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.query or self.target!r} on {self.corpus}"
+
+
+class Feedback(models.Model):
+    """An agent's report on an answer (the docs_feedback tool and its equivalents), with a logged call's context."""
+
+    HELPFUL, NOT_HELPFUL, WRONG, OUTDATED, MISSING = "helpful", "not_helpful", "wrong", "outdated", "missing"
+    VERDICTS = (HELPFUL, NOT_HELPFUL, WRONG, OUTDATED, MISSING)
+    VERDICT_CHOICES = [(v, v.replace("_", " ")) for v in VERDICTS]
+
+    at = models.DateTimeField(db_index=True)
+    corpus = models.CharField(max_length=100)
+    version = models.CharField(max_length=100, blank=True)
+    build_id = models.CharField(max_length=64, blank=True)
+    profile = models.CharField(max_length=40, blank=True)
+    tool = models.CharField(max_length=64, blank=True)
+    surface = models.CharField(max_length=10, choices=QueryRecord.SURFACE_CHOICES, default=QueryRecord.SURFACE_HTTP)
+    verdict = models.CharField(max_length=20, choices=VERDICT_CHOICES, db_index=True)
+    chunk_id = models.CharField(max_length=1000, blank=True)
+    filepath = models.CharField(max_length=1000, blank=True, help_text="The page of chunk_id, for grouping by page.")
+    query = models.TextField(blank=True)
+    comment = models.TextField(blank=True)
+    client = models.CharField(max_length=200, blank=True)
+    key_name = models.CharField(max_length=100, blank=True)
+    dismissed_at = models.DateTimeField(null=True, blank=True)
+    dismissed_reason = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["corpus", "at"])]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} on {self.chunk_id or self.corpus}"
