@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from django.db.models import Count, F, Window
+from django.db.models import Count, F, Q, Window
 from django.db.models.functions import RowNumber
 
 from corpus.access import visible_only
@@ -69,16 +69,26 @@ def latest_scores_for_builds(build_ids: Iterable[int]) -> dict[int, list[dict]]:
     return dict(out)
 
 
+def _visible_suites():
+    """Suites written for a corpus the caller may see, and those written for none: a key limited to
+    some corpora learns neither the names nor the cases of another corpus's suites."""
+    suites = EvalSuite.objects.all()
+    narrowed = visible_only(suites, "corpus__name")
+    if narrowed is suites:
+        return suites
+    return suites.filter(Q(corpus__isnull=True) | Q(pk__in=narrowed.values("pk")))
+
+
 def suite_get(name: str) -> EvalSuite:
-    suite = EvalSuite.objects.filter(name=name).select_related("corpus").first()
+    suite = _visible_suites().filter(name=name).select_related("corpus").first()
     if suite is None:
-        names = ", ".join(EvalSuite.objects.order_by("name").values_list("name", flat=True)[:50]) or "none yet"
+        names = ", ".join(_visible_suites().order_by("name").values_list("name", flat=True)[:50]) or "none yet"
         raise SuiteNotFound(f"eval suite {name!r} not found; available: {names} (import one with --cases FILE)")
     return suite
 
 
 def suite_list():
-    return EvalSuite.objects.select_related("corpus").annotate(case_count=Count("cases")).order_by("name")
+    return _visible_suites().select_related("corpus").annotate(case_count=Count("cases")).order_by("name")
 
 
 def suite_export(*, suite: EvalSuite, fmt: str = "jsonl", style: str | None = None) -> str:
@@ -116,7 +126,8 @@ def run_list(*, corpus=None, suite=None, status: str | None = None):
 
 def compare_choices(run: EvalRun, limit: int = 50) -> list[EvalRun]:
     """Other complete runs of the same suite, newest first, to compare this run against."""
-    return list(EvalRun.objects.filter(suite_id=run.suite_id, status=EvalRun.COMPLETE).exclude(pk=run.pk)
+    return list(visible_only(EvalRun.objects, "corpus__name")
+                .filter(suite_id=run.suite_id, status=EvalRun.COMPLETE).exclude(pk=run.pk)
                 .select_related("corpus").only("id", "created_at", "build_label", "mode", "corpus__name")
                 .order_by("-created_at", "-pk")[:limit])
 

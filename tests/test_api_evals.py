@@ -175,3 +175,24 @@ def test_scopes(suite, auth_required, method, path, scope):
 def test_runs_record_who_requested_them(client, suite, auth_required):
     _row, key = create_api_key("ci-bot", ["build"])
     assert trigger(client, key=key).json()["requested_by"] == "api:ci-bot"
+
+
+def test_a_key_limited_to_one_corpus_sees_only_that_corpus_suites_and_runs(
+        client, suite, django_capture_on_commit_callbacks, tmp_path):
+    from corpus.models import Corpus
+
+    other = Corpus.objects.create(name="other", source_dir=str(tmp_path))
+    suite_import(name="other-suite", path=SAMPLE_SUITE, corpus=other)
+    suite_import(name="shared-suite", path=SAMPLE_SUITE, corpus=None)
+    run = complete_run(client, django_capture_on_commit_callbacks)
+    _row, key = create_api_key("other-only", ["read", "build"], corpora=["other"])
+
+    suites = call(client, "get", "/evals/suites", key=key).json()
+    assert [s["name"] for s in suites["items"]] == ["other-suite", "shared-suite"] and suites["total"] == 2
+    assert call(client, "get", "/evals/runs", key=key).json()["total"] == 0
+    assert_error(call(client, "get", f"/evals/runs/{run['id']}", key=key), 404, "run_not_found")
+    hidden = trigger(client, {"corpus": "other", "suite": "sample-suite"}, key=key)
+    assert_error(hidden, 404, "suite_not_found")
+    assert hidden.json()["error"]["message"].endswith("available: other-suite, shared-suite (import one with --cases FILE)")
+    assert [s["name"] for s in call(client, "get", "/evals/suites").json()["items"]] == [
+        "other-suite", "sample-suite", "shared-suite"]
