@@ -358,6 +358,7 @@ BASE_CHUNK_SCHEMA = pa.schema([
     pa.field("chunk_index", pa.int32()), pa.field("total_chunks", pa.int32()),
     pa.field("start_line", pa.int32()), pa.field("end_line", pa.int32()), pa.field("file_key", pa.string()),
     pa.field("link_share", pa.float32()),
+    pa.field("keywords", pa.string()),  # the page's front matter keywords (retrieval/ingest/keywords.py)
 ])
 _FROM_CHUNK = [name for name in BASE_CHUNK_SCHEMA.names if name not in ("title", "total_chunks", "file_key")]
 DOCUMENT_SCHEMA = pa.schema([
@@ -500,6 +501,7 @@ def _create_indexes(chunks, documents, taxonomy: dict[str, TaxonomyField], progr
     wanted = [
         (chunks, "heading", FTS(with_position=False)),
         (chunks, "title", FTS(with_position=False)),
+        (chunks, "keywords", FTS(with_position=False)),
         (chunks, "content", FTS(with_position=True)),
         (chunks, "ident", FTS(base_tokenizer="whitespace", stem=False, remove_stop_words=False,
                               max_token_length=80, with_position=False)),

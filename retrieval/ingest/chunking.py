@@ -38,10 +38,14 @@ class Chunk:
     chunk_index: int  # 0-based position in the file
     context: str  # "Title > Ancestor > Heading", prefixed to the embedding input only
     ident: str = ""  # identifier terms (retrieval/terms.py) for the whitespace-tokenised FTS column
+    keywords: str = ""  # the page's front matter keywords, comma-separated (retrieval/ingest/keywords.py)
 
     @property
     def embed_text(self) -> str:
-        return f"{self.context}\n\n{self.content}" if self.context else self.content
+        head = self.context
+        if self.keywords and self.chunk_index == 0:  # once per page: it describes the page, not each section
+            head = f"{head}\nKeywords: {self.keywords}" if head else f"Keywords: {self.keywords}"
+        return f"{head}\n\n{self.content}" if head else self.content
 
     @property
     def link_share(self) -> float:

@@ -19,6 +19,7 @@ from pathlib import Path
 from retrieval.errors import ConfigError
 
 from .chunking import Chunk, chunk_document
+from .keywords import MAX_KEYWORD_CHARS, MAX_KEYWORDS, add_keywords, page_keywords
 from .links import link_targets
 from .manifest import (
     MANIFEST_NAME,
@@ -226,6 +227,12 @@ def process_file(relpath: str, raw: bytes, key: str, manifests: dict[str, Manife
                                 f"add a {MANIFEST_NAME} with \"strategy\": {{\"chunk_by\": \"h2\"}}"))
     _check_taxonomy(relpath, config.metadata, taxonomy, findings)
     chunks = chunk_document(relpath, doc, config.strategy, section_hints)
+    keywords = page_keywords(doc.frontmatter, doc.lines, doc.frontmatter_end)
+    add_keywords(chunks, keywords.terms)
+    findings.extend(Finding("warning", "keywords-invalid", relpath, keywords.line, f"{problem}; ignored",
+                            "write keywords: [term, another term], each at most "
+                            f"{MAX_KEYWORD_CHARS} characters, at most {MAX_KEYWORDS} of them")
+                    for problem in keywords.problems)
     _check_hints_used(relpath, doc, section_hints, findings)
     _check_chunks(relpath, chunks, config.strategy, findings)
     if not doc.blocks:

@@ -66,7 +66,7 @@ MAX_QUERY_CHARS = 2000
 
 __all__ = [
     "DEFAULT_DEPTH", "DEFAULT_LIMIT", "MAX_LIMIT", "LegReport", "SearchHint", "SearchHit",
-    "SearchRequest", "SearchResult", "make_hits", "rank", "search", "search_batch",
+    "SearchRequest", "SearchResult", "cursor_after", "make_hits", "rank", "search", "search_batch",
 ]
 
 
@@ -116,6 +116,7 @@ class SearchResult:
     legs: tuple[LegReport, ...]
     offset: int
     limit: int
+    depth: int = DEFAULT_DEPTH  # candidates fused: every page of one search slices the same ranking
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,8 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
     # A first search loads the index before the embedding model: the index's loads peak highest
     # and are best taken while the process is small (see Index._load).
     index.catalog()
-    queries = lexical_queries(query, legs, title="title" in index.fts_columns)
+    queries = lexical_queries(query, legs, title="title" in index.fts_columns,
+                              keywords="keywords" in index.fts_columns)
     pending = submit_lexical(index, queries, plan.where, depth) if queries else None
     # Unfiltered searches only: the documents table has no taxonomy columns, and at 11.1k
     # pages (124.5k chunks) the search costs 2.6 ms alone, about 5 ms in a filtered search
@@ -298,6 +300,7 @@ def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider 
         legs=tuple(LegReport(r.name, len(r.positions), r.seconds, r.error) for r in ranking.legs),
         offset=offset,
         limit=limit,
+        depth=depth,
     )
 
 
@@ -343,6 +346,15 @@ def titled_breadcrumb(title: str, breadcrumb: str) -> str:
 def _found_by(page: list[tuple[int, float]], legs: list[LegResult]) -> dict[int, tuple[str, ...]]:
     leg_sets = [(r.name, set(r.positions.tolist())) for r in legs]
     return {p: tuple(name for name, members in leg_sets if p in members) for p, _ in page}
+
+
+def cursor_after(index: Index, request: SearchRequest, result: SearchResult, kept: int, *,
+                 cursor_secret: bytes) -> str:
+    """A cursor for the page that starts after the first `kept` hits of `result` (the answer to
+    `request`), with the page's size: a caller that shows fewer hits than it got (a response budget)
+    hands this on instead of searching again with a smaller page."""
+    return encode_cursor(cursor_secret, query=check_query(request.query), filters=result.filters,
+                         build_id=index.build_id, state=CursorState(result.offset + kept, result.limit, result.depth))
 
 
 def search_batch(index: Index, requests: Sequence[SearchRequest], *, embedder: EmbeddingProvider | None = None,

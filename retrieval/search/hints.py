@@ -38,7 +38,7 @@ def _no_match(query: str, plan: FilterPlan) -> SearchHint:
 
 
 def zero_hit_hint(index: Index, query: str, plan: FilterPlan) -> SearchHint:
-    queries = lexical_queries(query, (TEXT, IDENT))
+    queries = lexical_queries(query, (TEXT, IDENT), keywords="keywords" in index.fts_columns)
     if not plan.filters or not queries:
         return _no_match(query, plan)
     keys = list(plan.filters)

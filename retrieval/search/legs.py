@@ -4,7 +4,9 @@
   and title boosted (a plain-string FTS query would search every FTS column with equal weight,
   `ident` included). The title is on every chunk of its page, so a chunk of the page whose
   title names the question outranks a chunk that only mentions it; builds made before the
-  title was indexed search heading and body only.
+  title was indexed search heading and body only. The page's front matter `keywords`
+  (retrieval/ingest/keywords.py) are a fourth field, boosted like the heading; every chunk of
+  a page without keywords has it empty, which adds nothing to any score.
 - `ident`: the query's identifier terms (retrieval/terms.py) against the `ident` column,
   which keeps `get_queryset` and `client.list_users` whole; the stemming tokenizer of the
   other columns splits them into common words. Every identifier occurs once per chunk in
@@ -46,6 +48,7 @@ LEGS = (TEXT, IDENT, PHRASE, VECTOR)
 LEXICAL_LEGS = (TEXT, IDENT, PHRASE)
 HEADING_BOOST = 2.0
 TITLE_BOOST = 1.5
+KEYWORDS_BOOST = HEADING_BOOST  # the author named the page's subject, as a heading does
 IDENT_HEADING_BOOST = 3.0
 PHRASE_WORDS = (2, 8)
 _WORD = re.compile(r"\w+")
@@ -61,9 +64,11 @@ class LegResult:
     error: str | None = None  # set when the leg failed and was left out
 
 
-def lexical_queries(query: str, legs: tuple[str, ...], *, title: bool = False) -> dict[str, object]:
+def lexical_queries(query: str, legs: tuple[str, ...], *, title: bool = False,
+                    keywords: bool = False) -> dict[str, object]:
     """The full-text query object of each requested lexical leg that can match this query;
-    `title`: the build has a full-text index on the document title."""
+    `title`, `keywords`: the build has a full-text index on the document title, on the page's
+    front matter keywords."""
     # imported by the first search, not with the engine: a tools/list never loads Lance
     from lance.query import BooleanQuery, MatchQuery, MultiMatchQuery, Occur, PhraseQuery
 
@@ -72,6 +77,8 @@ def lexical_queries(query: str, legs: tuple[str, ...], *, title: bool = False) -
         fields, boosts = ["heading", "content"], [HEADING_BOOST, 1.0]
         if title:
             fields, boosts = [*fields, "title"], [*boosts, TITLE_BOOST]
+        if keywords:
+            fields, boosts = [*fields, "keywords"], [*boosts, KEYWORDS_BOOST]
         out[TEXT] = MultiMatchQuery(query, fields, boosts=boosts)
     if IDENT in legs:
         terms = " ".join(dict.fromkeys(identifier_terms(query)))
