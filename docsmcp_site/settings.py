@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "corpus",
     "mcp_endpoint",
     "evals",
+    "insights",
 ]
 
 MIDDLEWARE = [
@@ -194,6 +195,9 @@ MCP_MAX_BATCH = int(os.environ.get("MCP_MAX_BATCH", "20"))
 MCP_MAX_BATCH_RESPONSE_BYTES = int(os.environ.get("MCP_MAX_BATCH_RESPONSE_BYTES", str(1024 * 1024)))
 # Eval runs over HTTP may target this server's own /mcp/ URLs and these URL prefixes only.
 DOCSMCP_EVAL_ALLOWED_URLS = env_list("DOCSMCP_EVAL_ALLOWED_URLS", "")
+# Insights (docs/feedback.md): a search whose best hit scores below this counts as low-score; a corpus's
+# settings {"low_score": 0.3} override it. Scores are fused ranks in [0, 1]: 1 = first in every leg.
+DOCSMCP_INSIGHTS_LOW_SCORE = float(os.environ.get("DOCSMCP_INSIGHTS_LOW_SCORE", "0.4"))
 # The tool profile served at /mcp and /mcp/ (docs, documents, techdoc, citeloom); /mcp/<profile>/ always works.
 DOCSMCP_DEFAULT_PROFILE = os.environ.get("DOCSMCP_DEFAULT_PROFILE", "docs")
 
