@@ -15,6 +15,11 @@ the indexes, and keeps its last known active builds while the database is down, 
 `ready` says whether this process has warmed what it serves (corpus/warming.py): a server started
 by `manage.py serve` answers only once its active builds are loaded; while it is still warming,
 `health` is `starting` (503). A process that opens indexes on first use (runserver) is ready.
+
+With MCP_AUTH_REQUIRED, corpus names and build IDs are not for strangers: an anonymous caller (or
+one whose key does not check out) gets the status words and the checks, not `corpora`; a valid
+key sees the corpora it may read, a staff session sees them all. A health check never answers
+401: a load balancer has no key, and an invalid one still learns only what anonymous callers do.
 """
 
 from __future__ import annotations
@@ -30,9 +35,12 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
-from corpus.selectors import health_summary, known_active_paths
+from corpus.access import limited_to, visible
+from corpus.selectors import health_summary
 from corpus.services import expire_builds
+from corpus.serving import known_active_paths
 from corpus.warming import WARMING, warm_state
+from mcp_endpoint.apikeys import AuthUnavailable, InvalidApiKey, authenticate
 from mcp_endpoint.protocol import LATEST_VERSION, SUPPORTED_VERSIONS
 from retrieval.errors import IndexUnavailable
 from retrieval.search.index import check_index
@@ -142,10 +150,35 @@ def health_payload() -> tuple[dict[str, Any], str]:
     return payload, status
 
 
+EVERY_CORPUS: frozenset[str] = frozenset()
+
+
+def _corpora_shown(request: HttpRequest) -> frozenset[str] | None:
+    """The corpora this caller may see named: EVERY_CORPUS, those its key is limited to, or None."""
+    if not settings.MCP_AUTH_REQUIRED:
+        return EVERY_CORPUS  # anyone may list the corpora already (GET /api/v1/corpora)
+    try:
+        principal = authenticate(request)
+    except (InvalidApiKey, AuthUnavailable):
+        return None
+    if principal is not None:
+        return principal.corpora if principal.has_scope("read") else None
+    user = getattr(request, "user", None)
+    if user is not None and user.is_active and user.is_staff:
+        return EVERY_CORPUS
+    return None
+
+
 @csrf_exempt  # read-only; lets a stray POST get 405 rather than a CSRF page
 @require_safe
 def health(request: HttpRequest) -> JsonResponse:
     """GET /health/ and GET /: 200 while the documentation can be served (ok or degraded), 503 otherwise
     (unhealthy, or starting: still warming)."""
+    shown = _corpora_shown(request)
     payload, status = health_payload()
+    if shown is None:
+        del payload["corpora"]
+    elif shown:
+        with limited_to(shown):
+            payload["corpora"] = [c for c in payload["corpora"] if visible(c["corpus"])]
     return JsonResponse(payload, status=503 if status in (UNHEALTHY, STARTING) else 200)
