@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
 from corpus.models import BuildRun
 from tests.api_helpers import assert_error, call
@@ -84,6 +85,22 @@ def test_a_failed_validation_reports_findings_with_file_and_line(client, sample_
     assert findings["total"] == status["error_count"]
     assert findings["items"][0] == error
     assert findings["limit"] == 1
+
+
+def test_findings_name_the_file_never_where_a_link_points(client, sample_corpus, index_root,
+                                                         django_capture_on_commit_callbacks, copy_sample_docs):
+    (copy_sample_docs / "guides" / "passwords.md").symlink_to("/etc/passwd")
+    call(client, "patch", "/corpora/sample", {"source_dir": str(copy_sample_docs)})
+    with django_capture_on_commit_callbacks(execute=True):
+        build_id = trigger(client, {"kind": "validate"}).json()["build_id"]
+    assert "/etc/passwd" in str(BuildRun.objects.get(build_id=build_id).findings)  # the operator's record keeps it
+    anonymous = Client()
+    for path in (f"/corpora/sample/builds/{build_id}", f"/corpora/sample/builds/{build_id}/findings"):
+        response = call(anonymous, "get", path)
+        assert response.status_code == 200 and b"/etc/passwd" not in response.content, response.content
+    escape = next(f for f in call(anonymous, "get", f"/corpora/sample/builds/{build_id}").json()["findings"]
+                  if f["code"] == "path-escape")
+    assert (escape["file"], escape["message"]) == ("guides/passwords.md", "symlink points outside the corpus root")
 
 
 def test_status_of_a_build_in_progress_shows_stage_done_total_and_percent(client, sample_corpus):

@@ -24,6 +24,7 @@ Severity = Literal["error", "warning"]
 SECRET_KEY_RE = re.compile(r"key|secret|token|password", re.IGNORECASE)
 REDACTED = "***"
 FINDINGS_IN_STATUS = 50
+LINK_TARGET_RE = re.compile(r"\s*\(to [^()]*\)")
 
 NAME_HELP = "A slug: lowercase letters, digits, '-' and '_', starting with a letter or digit (e.g. payments-docs)."
 SOURCE_HELP = ("Directory holding the corpus's markdown; must exist on the server and sit inside one of "
@@ -230,9 +231,18 @@ def build_out(build: BuildRun) -> dict:
     }
 
 
+def public_finding(finding: dict) -> dict:
+    """A finding as API callers see it: it names the file, not where a link points (a build stores
+    "symlink points outside the corpus root (to /etc/passwd)" for the operator's `validate_docs`)."""
+    message = finding.get("message")
+    if not isinstance(message, str) or not LINK_TARGET_RE.search(message):
+        return finding
+    return {**finding, "message": LINK_TARGET_RE.sub("", message)}
+
+
 def findings_sorted(build: BuildRun, severity: str | None = None) -> list[dict]:
     """Errors before warnings, each in the order validate reported them."""
-    findings = [f for f in (build.findings or []) if severity is None or f.get("severity") == severity]
+    findings = [public_finding(f) for f in (build.findings or []) if severity is None or f.get("severity") == severity]
     return sorted(findings, key=lambda f: f.get("severity") != "error")
 
 
