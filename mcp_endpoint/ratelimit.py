@@ -4,6 +4,10 @@ With `MCP_RATE_LIMIT_REDIS_URL` every worker shares one counter per caller (INCR
 without it each process counts on its own, which is right for a single machine. A Redis that
 cannot be reached fails open (the request is served, a warning is logged): a broken limiter
 must not take the documentation offline.
+
+The transport counts every JSON-RPC message; a tool that does the work of several searches in one
+call (documents_search_batch) charges the rest with `charge_extra`, so a batch costs what its
+queries cost.
 """
 
 from __future__ import annotations
@@ -13,8 +17,14 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+
+    from mcp_endpoint.apikeys import Principal
 
 logger = logging.getLogger("docsmcp.mcp.ratelimit")
 
@@ -98,3 +108,29 @@ def hit(identity: str, limit: int | None = None, cost: int = 1) -> Decision:
         return Decision(True, limit, limit - count, 0)
     retry_after = max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
     return Decision(False, limit, 0, retry_after)
+
+
+def identity(request: HttpRequest, principal: Principal | None) -> str:
+    """Whom a request is counted against: its key, or its address when it has none."""
+    from mcp_endpoint.security import client_ip
+
+    return principal.rate_limit_identity if principal is not None else f"ip:{client_ip(request)}"
+
+
+class RateLimited(Exception):
+    """The caller went past its per-minute limit partway through a call; the message says when to retry."""
+
+    def __init__(self, decision: Decision, what: str):
+        self.decision = decision
+        super().__init__(f"Rate limit exceeded: {decision.limit} requests per minute, and {what}. "
+                         f"Retry after {decision.retry_after} seconds, or send fewer at a time.")
+
+
+def charge_extra(request: HttpRequest | None, principal: Principal | None, calls: int, what: str) -> None:
+    """Count `calls` more requests for the caller (the message itself was counted already); raise
+    RateLimited past the limit. Calls without an HTTP request (stdio, in-process evals) are not limited."""
+    if request is None or calls <= 0:
+        return
+    decision = hit(identity(request, principal), cost=calls)
+    if not decision.allowed:
+        raise RateLimited(decision, what)

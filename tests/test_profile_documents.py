@@ -217,6 +217,29 @@ def test_search_batch_limits(doc_corpora, live_url):
     assert "at most 10 item" in eleven[1]
 
 
+def test_each_query_of_a_batch_counts_against_the_rate_limit(doc_corpora, live_url, http, settings, monkeypatch):
+    from mcp_endpoint import ratelimit
+
+    monkeypatch.setattr(ratelimit, "_now", lambda: 1_800_000_030.0)  # mid-window: never straddles a minute
+    settings.MCP_RATE_LIMIT_PER_MINUTE = 15
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-06-18"}
+
+    def batch(n: int) -> httpx.Response:
+        arguments = {"queries": [{"query": f"index {i}"} for i in range(n)]}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "documents_search_batch", "arguments": arguments}}
+        return http.post(url_of(live_url), json=body, headers=headers)
+
+    first = batch(10)  # ten searches: ten of the fifteen
+    assert first.status_code == 200 and first.json()["result"]["isError"] is False
+    refused = batch(10).json()["result"]
+    assert refused["isError"] is True
+    assert refused["content"][0]["text"].startswith("Rate limit exceeded: 15 requests per minute, and each query "
+                                                    "of documents_search_batch counts as one. Retry after 30 seconds")
+    assert batch(1).status_code == 429
+
+
 # --- documents --------------------------------------------------------------------------------------
 
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from corpus.errors import CorpusNotFound, UnknownVersion
 from corpus.models import Corpus
-from corpus.selectors import corpus_serving, cursor_secret
-from mcp_endpoint import budget
+from corpus.selectors import corpus_serving
+from corpus.serving import active_index, corpus_search_batch, embedder_for, freshness
+from mcp_endpoint import budget, ratelimit
 from mcp_endpoint.jsontext import indented
 from mcp_endpoint.profiles import Context, ToolDef, ToolError, ToolResult
 from mcp_endpoint.profiles.documents_schemas import (
@@ -34,17 +35,13 @@ from mcp_endpoint.profiles.documents_schemas import (
 from mcp_endpoint.profiles.shared import (
     CorpusHit,
     corpora_freshness,
-    embedder_for,
-    freshness,
-    index_of,
     markdown_corpora,
     merge_hits,
     served_corpora,
-    vector_only_legs,
 )
 from retrieval.errors import NotFound
 from retrieval.search.documents import get_document, get_outline, get_section, list_documents
-from retrieval.search.engine import SearchHit, SearchRequest, search, search_batch
+from retrieval.search.engine import SearchHit, SearchRequest
 from retrieval.search.index import Index
 from retrieval.search.related import find_related
 
@@ -75,8 +72,13 @@ class Collection:
             out["collectionId"] = self.corpus.name
         return out
 
+    @property
+    def serving_name(self) -> str:
+        """The name as the client wrote it (`<corpus>@<version>` pins a version), else the corpus's own."""
+        return self.shown or self.corpus.name
+
     def index(self) -> Index:
-        return index_of(self.corpus, self.shown)
+        return active_index(self.serving_name)
 
 
 def _available() -> str:
@@ -179,19 +181,13 @@ def _search(
         for position, collection in enumerate(collections):
             by_corpus.setdefault(collection.corpus.name, []).append((qi, position, collection))
     for wanted in by_corpus.values():
-        index = wanted[0][2].index()
-        embedder = embedder_for(index)
-        legs = None if hybrid else vector_only_legs(index, embedder)
-        requests = [SearchRequest(query=queries[qi][0], limit=limit, legs=legs) for qi, _, _ in wanted]
-        if len(requests) == 1:
-            results = [search(index, requests[0], embedder=embedder, cursor_secret=cursor_secret())]
-        else:
-            results = search_batch(index, requests, embedder=embedder, cursor_secret=cursor_secret())
-        for (qi, position, collection), result in zip(wanted, results, strict=True):
+        requests = [SearchRequest(query=queries[qi][0], limit=limit) for qi, _, _ in wanted]
+        served = corpus_search_batch(wanted[0][2].serving_name, requests, hybrid=hybrid)
+        for (qi, position, collection), one in zip(wanted, served, strict=True):
             per_query[qi].append(
                 [
-                    CorpusHit(collection.corpus, hit, (position, rank), freshness(index))
-                    for rank, hit in enumerate(result.hits)
+                    CorpusHit(collection.corpus, hit, (position, rank), one.freshness)
+                    for rank, hit in enumerate(one.result.hits)
                     if max_distance is None or 1.0 - hit.score <= max_distance
                 ]
             )
@@ -238,6 +234,11 @@ def _search_documents(context: Context, args: dict[str, Any]) -> ToolResult:
 
 
 def _search_batch(context: Context, args: dict[str, Any]) -> ToolResult:
+    try:  # each query costs a search: the tools/call itself was counted as the first
+        ratelimit.charge_extra(context.request, context.principal, len(args["queries"]) - 1,
+                               "each query of documents_search_batch counts as one")
+    except ratelimit.RateLimited as exc:
+        raise ToolError(str(exc)) from None
     queries = [(q["query"], _targets(q.get("collections"))) for q in args["queries"]]
     found = _search(queries, args["limit"], args.get("maxDistance"), args["hybridSearch"])
     share = max(1, budget.budget_chars() // max(1, len(found)))
