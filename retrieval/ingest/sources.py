@@ -33,6 +33,7 @@ from .manifest import (
     resolve_file_config,
 )
 from .parsing import ParsedDocument, parse_markdown
+from .pool import exit_with
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 
@@ -347,7 +348,8 @@ def process_files(scan: CorpusScan, todo: list[tuple[str, str]], *, workers: int
     with _pools_lock:
         _pools += 1
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"),
+                                 initializer=exit_with, initargs=(os.getpid(),)) as pool:
             yield from pool.map(_process_args, args, chunksize=32)
     finally:
         with _pools_lock:
