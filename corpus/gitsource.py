@@ -9,6 +9,8 @@ files changed.
 from __future__ import annotations
 
 import logging
+import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -16,6 +18,7 @@ from urllib.parse import unquote, urlsplit
 from django.conf import settings
 from django.utils import timezone
 
+from retrieval.allowlist import url_allowed
 from retrieval.ingest import git
 from retrieval.ingest.sources import CorpusScan, scan_tree
 
@@ -68,11 +71,12 @@ def check_git_url(url: str, *, any_url: bool = False) -> str:
                                   "put the repository under one of DOCSMCP_SOURCE_ROOTS, or register it with "
                                   "`manage.py build_index --git URL`")
     allowed = settings.DOCSMCP_GIT_ALLOWED_URLS
-    if any(url.startswith(prefix) for prefix in allowed):
+    if url_allowed(url, allowed):
         return url
-    raise SourceDirNotAllowed(f"git_url {git.redact_url(url)} does not start with an allowed prefix "
-                              f"({', '.join(allowed) or 'none configured'}); add one to DOCSMCP_GIT_ALLOWED_URLS, "
-                              "or register the corpus with `manage.py build_index --git URL`")
+    raise SourceDirNotAllowed(f"git_url {git.redact_url(url)} is not under an allowed prefix "
+                              f"({', '.join(allowed) or 'none configured'}) once `..`, `%2e` and default ports are "
+                              "resolved; add one to DOCSMCP_GIT_ALLOWED_URLS, or register the corpus with "
+                              "`manage.py build_index --git URL`")
 
 
 def check_git_fields(*, url: str, ref: str, subdir: str, any_url: bool = False) -> tuple[str, str, str]:
@@ -112,3 +116,16 @@ def remote_commit(corpus: Corpus) -> str:
     commit = git.remote_commit(git_source(corpus), timeout=settings.DOCSMCP_GIT_TIMEOUT)
     note_latest(corpus, commit)
     return commit
+
+
+def caches_remove(urls: Iterable[str]) -> list[Path]:
+    """Remove the cache repositories of `urls` that no remaining corpus builds from (versions of one
+    repository share a cache); called once their corpus is deleted. Returns the directories removed."""
+    in_use = {git.redact_url(url) for url in Corpus.objects.exclude(git_url="").values_list("git_url", flat=True)}
+    removed = []
+    for url in dict.fromkeys(urls):
+        repo = git.cache_path(cache_dir(), url)
+        if url and git.redact_url(url) not in in_use and repo.is_dir():
+            shutil.rmtree(repo, ignore_errors=True)
+            removed.append(repo)
+    return removed

@@ -30,6 +30,7 @@ from .errors import (
     TaskQueueUnavailable,
 )
 from .execution import corpus_dir
+from .gitsource import caches_remove
 from .models import BuildRun, Corpus
 from .providers import check_embedding_options, check_provider_name, corpus_embedding
 from .queue import enqueue
@@ -165,11 +166,13 @@ def corpus_delete(*, corpus: Corpus) -> None:
     if BuildRun.objects.filter(corpus__in=rows, status__in=BuildRun.IN_FLIGHT).exists():
         raise BuildInProgress(f"corpus {corpus.name!r} has a build in progress; cancel it before deleting")
     paths = [corpus_dir(row) for row in rows]
+    git_urls = [row.git_url for row in rows if row.git_url]
     if corpus.version_of_id and corpus.version_of.default_version == corpus.version:
         Corpus.objects.filter(pk=corpus.version_of_id).update(default_version="")
     corpus.delete()
     for path in paths:
         storage.delete_tree(path)
+    caches_remove(git_urls)
 
 
 def _new_build_id() -> str:

@@ -167,7 +167,7 @@ def test_the_docs_profile_offers_a_version_filter_only_when_there_are_versions(t
 
 def test_a_key_limited_to_other_corpora_gets_no_versions_from_what_another_caller_cached(two_versions, settings):
     from corpus.access import limited_to
-    from corpus.selectors import forget_active, version_choices
+    from corpus.serving import forget_active, version_choices
 
     settings.DOCSMCP_DEFAULT_CORPUS = "skyline"
     forget_active()
@@ -326,3 +326,59 @@ def test_other_profiles_instructions_name_versions_and_build_times(two_versions,
     init = mcp(client, f"/mcp/{profile}/", "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                                          "clientInfo": {"name": "t", "version": "1"}})
     assert "skyline (versions v1, v2, default v2, last built 20" in init["result"]["instructions"]
+
+
+@pytest.mark.parametrize("spelling", [
+    "http://git.example.com/allowed/../other/repo.git",
+    "http://git.example.com/allowed/%2e%2e/other/repo.git",
+    "http://git.example.com/allowed/%2E%2e/other/repo.git",
+    "http://git.example.com/allowed/%252e%252e/other/repo.git",
+    "http://git.example.com/allowed/..%2fother/repo.git",
+    "http://git.example.com/allowed\\..\\other/repo.git",
+    "http://git.example.com:8080/allowed/repo.git",
+    "http://git.example.com/allowed-not/repo.git",
+])
+def test_dot_segments_and_escapes_cannot_widen_the_allowed_git_urls(writer_client, settings, spelling):
+    settings.DOCSMCP_GIT_ALLOWED_URLS = ["http://git.example.com/allowed/"]
+    body = {"name": "widened", "git_url": spelling}
+    refused = writer_client.post("/api/v1/corpora", data=json.dumps(body), content_type="application/json")
+    assert refused.status_code == 400, refused.content
+    assert "DOCSMCP_GIT_ALLOWED_URLS" in refused.json()["error"]["message"]
+    assert not Corpus.objects.filter(name="widened").exists()
+
+
+@pytest.mark.parametrize("spelling", ["HTTP://Git.Example.com:80/allowed/repo.git",
+                                      "http://git.example.com/allowed/sub/../repo.git",
+                                      "http://git.example.com/allowed//repo.git"])
+def test_other_spellings_of_an_allowed_url_are_allowed(settings, spelling):
+    settings.DOCSMCP_GIT_ALLOWED_URLS = ["http://git.example.com/allowed/"]
+    assert check_git_url(spelling) == spelling
+
+
+def test_the_users_git_configuration_cannot_turn_on_the_ext_transport(tmp_path, git_cache, monkeypatch):
+    from retrieval.ingest import git as gitlib
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text('[protocol "ext"]\n\tallow = always\n')
+    marker = tmp_path / "helper-ran"
+    helper = tmp_path / "helper.sh"
+    helper.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    helper.chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    with pytest.raises(gitlib.GitError):
+        gitlib.fetch(gitlib.GitSource(f"ext::{helper}"), git_cache)
+    assert not marker.exists(), "git ran an ext:: helper because ~/.gitconfig allowed it"
+
+
+def test_deleting_a_git_corpus_removes_its_cache_once_no_corpus_uses_it(repo, git_cache, index_root, writer_client):
+    assert build_cmd("--corpus", "first", "--git", repo.url, "--subdir", "docs")[0] == 0
+    assert build_cmd("--corpus", "second", "--git", repo.url, "--subdir", "docs")[0] == 0
+    caches = list(git_cache.glob("*.git"))
+    assert len(caches) == 1
+    assert writer_client.delete("/api/v1/corpora/first").status_code == 204
+    assert caches[0].is_dir(), "the other corpus still builds from this repository"
+    assert writer_client.delete("/api/v1/corpora/second").status_code == 204
+    assert not list(git_cache.glob("*.git"))

@@ -2,11 +2,16 @@
 
 The `git` command line does the work, so docsmcp needs no git library and speaks every URL git
 speaks (`file://`, SSH with a deploy key through `GIT_SSH_COMMAND`, HTTPS with credentials from the
-environment or a credential helper). One bare repository per URL lives under the cache directory on
-the building host's own disk; the index root may be object storage and never holds a repository.
+environment or a credential helper set there). One bare repository per URL lives under the cache
+directory on the building host's own disk; the index root may be object storage and never holds a
+repository.
 
 Every git process runs with a timeout, without a terminal prompt and with the user's and system's
-git configuration ignored, so a build never hangs on a password prompt or a slow remote.
+git configuration files ignored (GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM point at /dev/null), so a
+build never hangs on a password prompt or a slow remote, and a developer's `~/.gitconfig` (an
+`insteadOf`, `protocol.ext.allow=always`) never decides what a build fetches or runs. Configuration
+the operator sets on purpose comes from the environment (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_0, ...);
+the `ext::` transport stays off even there.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ DEFAULT_TIMEOUT = 120.0
 FETCH_DEPTH = 50  # enough history that the last built commit is usually still there to diff against
 MODE_LINK = "120000"
 MODE_SUBMODULE = "160000"
+# after every configuration file and GIT_CONFIG_COUNT: no URL runs a command through a transport helper
+NO_HELPERS = ("-c", "protocol.ext.allow=never")
 SHA_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
@@ -99,8 +106,8 @@ def cache_path(cache_dir: Path, url: str) -> Path:
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(extra or {})
-    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_ASKPASS": "",
-                "LC_ALL": "C"})
+    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_SYSTEM": os.devnull,
+                "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ASKPASS": "", "LC_ALL": "C"})
     key = os.environ.get("DOCSMCP_GIT_SSH_KEY", "")
     if key and "GIT_SSH_COMMAND" not in os.environ:
         env["GIT_SSH_COMMAND"] = f"ssh -i {shlex.quote(key)} -o IdentitiesOnly=yes -o BatchMode=yes"
@@ -111,7 +118,7 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
 def _git(args: list[str], *, cwd: Path | None = None, timeout: float = DEFAULT_TIMEOUT,
          stdin: bytes | None = None, what: str = "", env: dict[str, str] | None = None) -> bytes:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, timeout=timeout,
+        done = subprocess.run(["git", *NO_HELPERS, *args], cwd=cwd, input=stdin, capture_output=True, timeout=timeout,
                               env=_env(env), check=False)
     except FileNotFoundError:
         raise GitError("the `git` program is not installed on this host; install git to build git sources") from None

@@ -1,0 +1,388 @@
+"""Serving the active build of each corpus: every surface (the MCP profiles, the REST search, warming)
+answers through this module, so "which index, which query embedder, which cursor key" is decided once.
+
+A worker caches each corpus's active-build pointer for POINTER_TTL seconds and opens each build
+once (retrieval.search.index.INDEXES). While the database cannot be reached it keeps the last
+pointer it saw, however old, so searches and reads keep answering from the index on disk.
+
+`corpus_search` and `corpus_read` are the operations; they return what every surface shows beside
+the engine's answer (the build and its freshness). `serve_warm` loads every active build before a
+serving process takes requests and then watches for activations (the process's state is in
+corpus/warming.py).
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import hmac
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections, connections
+
+from retrieval.embeddings import check_compatible
+from retrieval.embeddings.base import EmbeddingProvider, EmbeddingSpec
+from retrieval.errors import IndexUnavailable, RetrievalError
+from retrieval.storage import Location
+from retrieval.storage.cache import BuildCache
+
+from . import warming
+from .access import visible
+from .errors import CorpusError, CorpusNotFound, DatabaseUnavailable
+from .providers import cached_provider
+from .selectors import active_index_path, corpus_get, default_corpus, served_corpus_names, version_labels
+
+if TYPE_CHECKING:  # the search modules load Arrow: only a process that opens an index pays for it
+    from retrieval.search.documents import ChunkWindow
+    from retrieval.search.engine import SearchRequest, SearchResult
+    from retrieval.search.index import Index
+
+logger = logging.getLogger("docsmcp.corpus")
+
+# Seconds a worker trusts its cached active-build pointer. While the database cannot be reached the
+# last known pointer is kept, however old, so search and get_doc keep answering from the index on disk.
+POINTER_TTL = 1.0
+# corpus name -> (when, active index path); the key None holds the default corpus's name.
+_pointers: dict[str | None, tuple[float, str]] = {}
+_pointer_lock = threading.Lock()
+_versions: dict[str | None, tuple[float, tuple[str, list[str]]]] = {}  # version_choices, by name
+_generation = 0  # bumped by forget_active, so a lookup that raced an activation is not cached
+_last_stale_warning = 0.0
+
+
+# --- the active build ---------------------------------------------------------------------------
+
+
+def _pointer(key: str | None, load: Callable[[], str]) -> str:
+    """`load()`, cached for POINTER_TTL; the last known value while the database is unreachable."""
+    global _last_stale_warning
+    now = time.monotonic()
+    cached = _pointers.get(key)
+    if cached and now - cached[0] < POINTER_TTL:
+        return cached[1]
+    generation = _generation
+    try:
+        value = load()
+    except DatabaseError as exc:
+        if cached is None:
+            raise DatabaseUnavailable("the database is unavailable and this server has not served this corpus "
+                                      "since it started; retry shortly") from exc
+        if now - _last_stale_warning > 60:
+            _last_stale_warning = now
+            logger.warning("database unavailable (%s); serving the last known active builds", exc)
+        return cached[1]
+    with _pointer_lock:
+        if generation == _generation:
+            _pointers[key] = (now, value)
+    return value
+
+
+def forget_active(name: str | None = None) -> None:
+    """Drop the cached pointers of `name` (every version of it), or of every corpus: an activation
+    calls this so the process that made it serves the new build at once."""
+    global _generation
+    with _pointer_lock:
+        _generation += 1
+        _versions.clear()
+        if name is None:
+            _pointers.clear()
+        else:
+            head = name.partition("@")[0]  # every version of a corpus: its bare name may serve any of them
+            for key in [k for k in _pointers if k is not None and k.partition("@")[0] == head]:
+                _pointers.pop(key, None)
+            _pointers.pop(None, None)
+
+
+def known_active_paths() -> dict[str, str]:
+    """The active index path this process last saw per corpus (what it serves while the database is down)."""
+    return {name: path for name, (_, path) in _pointers.items() if name is not None}
+
+
+def active_index(name: str | None = None) -> Index:
+    """The active index of a corpus (default corpus when name is None), opened once per process.
+
+    The default corpus's name is cached like the pointers: a server asks for it on every request, and
+    the query (a join on the active build) would cost more than the search it precedes.
+    """
+    corpus_name = name or _pointer(None, lambda: default_corpus().name)
+    if not visible(corpus_name):
+        corpus_get(corpus_name)  # raises CorpusNotFound, unless `name` is an alias of a visible corpus
+    path = _pointer(corpus_name, lambda: active_index_path(corpus_name))
+    if "://" not in path and not Path(path).is_dir():
+        raise IndexUnavailable(f"the active index of corpus {corpus_name!r} is missing its files; an operator "
+                               f"must rebuild it (manage.py build_index --corpus {corpus_name}) or activate "
+                               "another build")
+    from retrieval.search.index import INDEXES
+
+    return INDEXES.get(build_location(path), slot=corpus_name)
+
+
+def version_choices(name: str | None) -> tuple[str, list[str]]:
+    """(the corpus's name, its versions with an active build) when an agent has a version to choose:
+    more than one version, and the name does not pin one already. Otherwise (name, []).
+
+    Cached like the active pointers (every tools/list and search asks), and forgotten with them."""
+    if name and "@" in name:
+        return name, []
+    now = time.monotonic()
+    cached = _versions.get(name)
+    # The cache is shared by every caller: a key limited to other corpora gets no versions from it.
+    known = cached[1] if cached and visible(cached[1][0]) else (name or "", [])
+    if cached and now - cached[0] < POINTER_TTL:
+        return known
+    generation = _generation
+    try:
+        value = version_labels(name)
+    except (DatabaseError, CorpusNotFound):
+        return known
+    with _pointer_lock:
+        if generation == _generation:
+            _versions[name] = (now, value)
+    return value
+
+
+def serving_name(name: str | None, version: str | None = None) -> str | None:
+    """The name that serves `version` of the corpus called `name` (`<corpus>@<version>`), else `name`."""
+    if not version:
+        return name
+    head, _versions = version_choices(name)
+    return f"{head}@{version}"
+
+
+def check_served(name: str) -> None:
+    """Raises CorpusNotFound (or UnknownVersion) when `name` names no corpus the caller may see.
+
+    While the database is unreachable, a name this process has served passes: its last known build
+    answers, as the default corpus's does. Any other name re-raises the DatabaseError (503)."""
+    try:
+        corpus_get(name)
+    except DatabaseError:
+        if not (visible(name) and name in _pointers):
+            raise
+
+
+@lru_cache(maxsize=1)
+def build_cache() -> BuildCache:
+    return BuildCache(Path(settings.DOCSMCP_INDEX_CACHE_DIR))
+
+
+def build_location(index_path: str) -> Location:
+    """Where this host opens a build from: a local root's directory as is; for an object-store root
+    the host's local copy once fetched (retrieval/storage/cache.py), the store itself until then."""
+    return build_cache().resolve(index_path)
+
+
+# --- what a search needs beside the index ---------------------------------------------------------
+
+
+def query_embedder(index: Index) -> EmbeddingProvider | None:
+    """The provider that embeds queries for this index, or None for an FTS-only index; raises when the
+    provider cannot serve this index (a build and a server configured differently)."""
+    spec = index.metadata.embedding
+    if not spec:
+        return None
+    embedder = cached_provider(spec["provider"], spec["model"], int(spec["dimensions"]), index.metadata.corpus)
+    check_compatible(EmbeddingSpec.from_dict(spec), embedder)
+    return embedder
+
+
+def embedder_for(index: Index) -> EmbeddingProvider | None:
+    """`query_embedder`, except that a misconfigured one costs the vector leg, never the search."""
+    try:
+        return query_embedder(index)
+    except RetrievalError as exc:
+        logger.warning("no query embedder for %s: %s", index.path, exc)
+        return None
+
+
+@lru_cache(maxsize=1)
+def cursor_secret() -> bytes:
+    """Key for cursor HMACs, derived from the Django secret so it is shared by every worker."""
+    return hmac.new(settings.SECRET_KEY.encode(), b"docsmcp-cursor-v1", hashlib.sha256).digest()
+
+
+def freshness(index: Index) -> dict[str, Any]:
+    """Which version, revision and build time an answer comes from: every hit carries them, so an
+    agent can tell a stale or other-version answer apart."""
+    stats = index.metadata.stats
+    return {"version": stats.get("version") or None, "revision": stats.get("revision") or None,
+            "indexed_at": stats.get("indexed_at") or None}
+
+
+# --- the operations -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServedSearch:
+    """A search of one corpus's active build, with the build it came from."""
+
+    result: SearchResult
+    index: Index
+    request: SearchRequest
+    freshness: dict[str, Any]
+
+    @property
+    def build_id(self) -> str:
+        return self.index.build_id
+
+    @property
+    def corpus(self) -> str:
+        return self.index.metadata.corpus
+
+    def cursor_after(self, kept: int) -> str:
+        """A cursor whose page starts after the first `kept` hits of this page: a surface that shows
+        fewer hits than it got (the response budget) continues there, skipping none."""
+        from retrieval.search.engine import cursor_after
+
+        return cursor_after(self.index, self.request, self.result, kept, cursor_secret=cursor_secret())
+
+
+@dataclass(frozen=True)
+class ServedRead:
+    """A chunk and its neighbours from one corpus's active build."""
+
+    window: ChunkWindow
+    index: Index
+    freshness: dict[str, Any]
+
+    @property
+    def build_id(self) -> str:
+        return self.index.build_id
+
+
+def _legs(index: Index, embedder: EmbeddingProvider | None, hybrid: bool) -> tuple[str, ...] | None:
+    """None (every leg) for a hybrid search; else the vector leg alone when the corpus has vectors and a
+    query embedder, or the full-text legs (an FTS-only corpus has nothing else to offer)."""
+    if hybrid:
+        return None
+    from retrieval.search.legs import LEXICAL_LEGS, VECTOR
+
+    return (VECTOR,) if index.has_vectors and embedder is not None else LEXICAL_LEGS
+
+
+def corpus_search(name: str | None, request: SearchRequest, *, version: str | None = None,
+                  hybrid: bool = True) -> ServedSearch:
+    """`request` on the active build serving `name` (None: the default corpus; `<corpus>@<version>`, or
+    `version`, one version); `hybrid=False` asks for the vector leg alone where there is one."""
+    return corpus_search_batch(name, [request], version=version, hybrid=hybrid)[0]
+
+
+def corpus_search_batch(name: str | None, requests: Sequence[SearchRequest], *, version: str | None = None,
+                        hybrid: bool = True) -> list[ServedSearch]:
+    """Several searches of one corpus; their queries are embedded together."""
+    from retrieval.search.engine import search, search_batch
+
+    index = active_index(serving_name(name, version))
+    embedder = embedder_for(index)
+    legs = _legs(index, embedder, hybrid)
+    if legs is not None:
+        requests = [replace(r, legs=legs) for r in requests]
+    if len(requests) == 1:
+        results = [search(index, requests[0], embedder=embedder, cursor_secret=cursor_secret())]
+    else:
+        results = search_batch(index, requests, embedder=embedder, cursor_secret=cursor_secret())
+    fresh = freshness(index)
+    return [ServedSearch(result, index, request, fresh) for request, result in zip(requests, results, strict=True)]
+
+
+def corpus_read(name: str | None, chunk_id: str, context: int = 0, *, version: str | None = None) -> ServedRead:
+    """The chunk `chunk_id` of the active build serving `name`, with `context` neighbours each side."""
+    from retrieval.search.documents import get_chunk
+
+    index = active_index(serving_name(name, version))
+    window = get_chunk(index, chunk_id, context)
+    return ServedRead(window, index, freshness(index))
+
+
+# --- warming --------------------------------------------------------------------------------------
+
+
+def warm(index: Index) -> None:
+    """Loads an opened build and the embedding model its queries need, through a real search."""
+    from retrieval.search.warm import warm_index
+
+    warm_index(index, query_embedder(index))
+
+
+def _warm_in_background(index: Index) -> None:
+    """`warm` on IndexCache's thread, which then ends: its database connection must not outlive it."""
+    try:
+        warm(index)
+    finally:
+        connections.close_all()
+
+
+def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> dict:
+    """Warms the active build of every corpus; then (with `watch`) warms new activations as they come.
+
+    `notify` is called between corpora, so a supervisor that expects signs of life (gunicorn's
+    worker timeout) does not kill a process warming a large corpus.
+    """
+    from retrieval.embeddings.local import set_intra_op_threads
+    from retrieval.search.index import INDEXES
+
+    warming.begin()
+    started = time.perf_counter()
+    set_intra_op_threads(warming.model_threads())
+    try:
+        names = served_corpus_names()
+    except Exception as exc:  # no database at start: serve what requests bring, opened on first use
+        logger.warning("warming skipped: the corpora cannot be listed (%s)", exc)
+        names = []
+    for name in names:
+        began = time.perf_counter()
+        try:
+            warm(active_index(name))
+            warming.record(name, {"state": "ok", "seconds": round(time.perf_counter() - began, 3)})
+        except (RetrievalError, CorpusError) as exc:
+            warming.record(name, {"state": "error", "error": str(exc)})
+            logger.warning("corpus %s not warmed: %s", name, exc)
+        except Exception as exc:  # never keep a worker from serving: its requests report what is wrong
+            warming.record(name, {"state": "error", "error": str(exc)})
+            logger.exception("corpus %s not warmed", name)
+        if notify is not None:
+            notify()
+    close_old_connections()
+    # What is loaded now lives as long as the process: frozen, the collector's full passes skip it.
+    # Unfrozen, one pass over a warm worker's 140k objects took 50-100 ms every few hundred
+    # requests, stalling whichever searches were running (docs/BENCHMARKS.md).
+    gc.collect()
+    gc.freeze()
+    INDEXES.warmer = _warm_in_background
+    warming.ready()
+    logger.info("warmed %d corpora in %.2fs", len(names), time.perf_counter() - started)
+    if watch:
+        start_watcher()
+    return warming.warm_state()
+
+
+_watcher: threading.Thread | None = None
+
+
+def start_watcher(interval: float = POINTER_TTL) -> None:
+    """A daemon thread that notices activations without waiting for a request to ask."""
+    global _watcher
+    if _watcher is not None and _watcher.is_alive():
+        return
+    _watcher = threading.Thread(target=_watch, args=(interval,), name="docsmcp-activation-watcher", daemon=True)
+    _watcher.start()
+
+
+def _watch(interval: float) -> None:
+    while True:
+        time.sleep(interval)
+        try:
+            for name in served_corpus_names():
+                active_index(name)  # a changed build starts warming in the background (IndexCache)
+        except Exception as exc:  # the database may be down: requests keep the last known builds
+            logger.debug("activation watcher: %s", exc)
+        finally:
+            close_old_connections()
