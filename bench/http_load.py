@@ -325,7 +325,7 @@ def load_queries(path: Path, taxonomy: dict) -> list[dict]:
 
 
 def engine_row(index_path: Path, queries: list[dict], requests: int, limit: int) -> Row:
-    from corpus.selectors import active_index, cursor_secret, query_embedder
+    from corpus.serving import active_index, cursor_secret, query_embedder
     from retrieval.search.engine import SearchRequest, search
 
     index = active_index()
@@ -582,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     env = configure_django(workdir, index_root, name)
     index_path = prepare_index(corpus, name, args.provider, index_root)
 
-    from corpus.selectors import active_index
+    from corpus.serving import active_index
 
     index = active_index()
     queries = load_queries(args.queries, index.metadata.taxonomy)

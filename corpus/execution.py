@@ -29,7 +29,7 @@ from .errors import BuildStateConflict, CorpusError
 from .gitsource import read_source
 from .models import BuildRun, Corpus, TaxonomyKey
 from .providers import provider_for
-from .selectors import forget_active
+from .serving import forget_active
 
 log = logging.getLogger("docsmcp.build")
 Progress = Callable[[str, int, int], None]

@@ -1,45 +1,13 @@
-"""Reads of the corpus app, including the one other apps need most: the active index of a corpus."""
+"""Reads of the corpus app's database. What a serving process caches of them (active-build pointers,
+version lists) and the indexes it opens are corpus/serving.py's."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import logging
-import threading
-import time
-from collections.abc import Callable
-from functools import lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 from django.conf import settings
-from django.db import DatabaseError
-
-from retrieval.embeddings import check_compatible
-from retrieval.embeddings.base import EmbeddingProvider, EmbeddingSpec
-from retrieval.errors import IndexUnavailable
-from retrieval.storage import Location
-from retrieval.storage.cache import BuildCache
 
 from .access import visible, visible_only
-from .errors import CorpusNotFound, DatabaseUnavailable, NoActiveBuild, UnknownVersion
+from .errors import CorpusNotFound, NoActiveBuild, UnknownVersion
 from .models import BuildRun, Corpus
-from .providers import cached_provider
-
-if TYPE_CHECKING:  # the index module loads Arrow: only a process that opens an index pays for it
-    from retrieval.search.index import Index
-
-logger = logging.getLogger("docsmcp.corpus")
-
-# Seconds a worker trusts its cached active-build pointer. While the database cannot be reached the
-# last known pointer is kept, however old, so search and get_doc keep answering from the index on disk.
-POINTER_TTL = 1.0
-# corpus name -> (when, active index path); the key None holds the default corpus's name.
-_pointers: dict[str | None, tuple[float, str]] = {}
-_pointer_lock = threading.Lock()
-_versions: dict[str | None, tuple[float, tuple[str, list[str]]]] = {}  # version_choices, by name
-_generation = 0  # bumped by forget_active, so a lookup that raced an activation is not cached
-_last_stale_warning = 0.0
 
 
 def corpus_list() -> list[Corpus]:
@@ -110,30 +78,11 @@ def corpus_serving(name: str) -> Corpus:
     return corpus if "@" in name or corpus.version_of_id else default_version(corpus)
 
 
-def version_choices(name: str | None) -> tuple[str, list[str]]:
-    """(the corpus's name, its versions with an active build) when an agent has a version to choose:
-    more than one version, and the name does not pin one already. Otherwise (name, []).
-
-    Cached like the active pointers (every tools/list and search asks), and forgotten with them."""
-    if name and "@" in name:
-        return name, []
-    now = time.monotonic()
-    cached = _versions.get(name)
-    # The cache is shared by every caller: a key limited to other corpora gets no versions from it.
-    known = cached[1] if cached and visible(cached[1][0]) else (name or "", [])
-    if cached and now - cached[0] < POINTER_TTL:
-        return known
-    generation = _generation
-    try:
-        head = (corpus_get(name) if name else default_corpus()).family
-        versions = [m.version for m in served_versions(head)]
-    except (DatabaseError, CorpusNotFound):
-        return known
-    value = (head.name, versions if len(versions) > 1 else [])
-    with _pointer_lock:
-        if generation == _generation:
-            _versions[name] = (now, value)
-    return value
+def version_labels(name: str | None) -> tuple[str, list[str]]:
+    """(the corpus's name, its versions with an active build when there are several, else [])."""
+    head = (corpus_get(name) if name else default_corpus()).family
+    versions = [m.version for m in served_versions(head)]
+    return head.name, versions if len(versions) > 1 else []
 
 
 def default_corpus() -> Corpus:
@@ -149,31 +98,8 @@ def default_corpus() -> Corpus:
     return corpus
 
 
-def _pointer(key: str | None, load: Callable[[], str]) -> str:
-    """`load()`, cached for POINTER_TTL; the last known value while the database is unreachable."""
-    global _last_stale_warning
-    now = time.monotonic()
-    cached = _pointers.get(key)
-    if cached and now - cached[0] < POINTER_TTL:
-        return cached[1]
-    generation = _generation
-    try:
-        value = load()
-    except DatabaseError as exc:
-        if cached is None:
-            raise DatabaseUnavailable("the database is unavailable and this server has not served this corpus "
-                                      "since it started; retry shortly") from exc
-        if now - _last_stale_warning > 60:
-            _last_stale_warning = now
-            logger.warning("database unavailable (%s); serving the last known active builds", exc)
-        return cached[1]
-    with _pointer_lock:
-        if generation == _generation:
-            _pointers[key] = (now, value)
-    return value
-
-
-def _load_active_path(name: str) -> str:
+def active_index_path(name: str) -> str:
+    """Where the active build serving `name` lies (corpus_serving); NoActiveBuild before its first build."""
     corpus = corpus_serving(name)
     build = corpus.active_build
     if build is None or not build.index_path:
@@ -182,69 +108,10 @@ def _load_active_path(name: str) -> str:
     return build.index_path
 
 
-def forget_active(name: str | None = None) -> None:
-    global _generation
-    with _pointer_lock:
-        _generation += 1
-        _versions.clear()
-        if name is None:
-            _pointers.clear()
-        else:
-            head = name.partition("@")[0]  # every version of a corpus: its bare name may serve any of them
-            for key in [k for k in _pointers if k is not None and k.partition("@")[0] == head]:
-                _pointers.pop(key, None)
-            _pointers.pop(None, None)
-
-
-def known_active_paths() -> dict[str, str]:
-    """The active index path this process last saw per corpus (what it serves while the database is down)."""
-    return {name: path for name, (_, path) in _pointers.items() if name is not None}
-
-
-def active_index(name: str | None = None) -> Index:
-    """The active index of a corpus (default corpus when name is None), opened once per process.
-
-    The default corpus's name is cached like the pointers: a server asks for it on every request, and
-    the query (a join on the active build) would cost more than the search it precedes.
-    """
-    corpus_name = name or _pointer(None, lambda: default_corpus().name)
-    if not visible(corpus_name):
-        corpus_get(corpus_name)  # raises CorpusNotFound, unless `name` is an alias of a visible corpus
-    path = _pointer(corpus_name, lambda: _load_active_path(corpus_name))
-    if "://" not in path and not Path(path).is_dir():
-        raise IndexUnavailable(f"the active index of corpus {corpus_name!r} is missing its files; an operator "
-                               f"must rebuild it (manage.py build_index --corpus {corpus_name}) or activate "
-                               "another build")
-    from retrieval.search.index import INDEXES
-
-    return INDEXES.get(build_location(path), slot=corpus_name)
-
-
-@lru_cache(maxsize=1)
-def build_cache() -> BuildCache:
-    return BuildCache(Path(settings.DOCSMCP_INDEX_CACHE_DIR))
-
-
-def build_location(index_path: str) -> Location:
-    """Where this host opens a build from: a local root's directory as is; for an object-store root
-    the host's local copy once fetched (retrieval/storage/cache.py), the store itself until then."""
-    return build_cache().resolve(index_path)
-
-
-def query_embedder(index: Index) -> EmbeddingProvider | None:
-    """The provider that embeds queries for this index, or None for an FTS-only index."""
-    spec = index.metadata.embedding
-    if not spec:
-        return None
-    embedder = cached_provider(spec["provider"], spec["model"], int(spec["dimensions"]), index.metadata.corpus)
-    check_compatible(EmbeddingSpec.from_dict(spec), embedder)
-    return embedder
-
-
-@lru_cache(maxsize=1)
-def cursor_secret() -> bytes:
-    """Key for cursor HMACs, derived from the Django secret so it is shared by every worker."""
-    return hmac.new(settings.SECRET_KEY.encode(), b"docsmcp-cursor-v1", hashlib.sha256).digest()
+def served_corpus_names() -> list[str]:
+    """Every markdown corpus with an active build, by name: what a serving process warms."""
+    return list(Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, active_build__isnull=False)
+                .order_by("name").values_list("name", flat=True))
 
 
 def health_summary() -> list[dict]:

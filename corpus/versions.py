@@ -114,7 +114,7 @@ def version_set_default(corpus: Corpus) -> Corpus:
     head = corpus.family
     head.default_version = corpus.version if corpus.pk != head.pk else ""
     head.save(update_fields=["default_version", "updated_at"])
-    from .selectors import forget_active
+    from .serving import forget_active
 
     forget_active(head.name)
     return head

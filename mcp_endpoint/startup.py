@@ -3,7 +3,7 @@ in docsmcp_site/gunicorn_conf.py): import everything a request reaches, then war
 
 Django imports the URL configuration, and with it the REST API's schemas, on the first request,
 and each tool profile's module on the first call to it: a second or more, paid by whichever agent
-came first, on top of opening the indexes (corpus/warming.py).
+came first, on top of opening the indexes (corpus/serving.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from django.urls import get_resolver
 
-from corpus.warming import serve_warm
+from corpus.serving import serve_warm
 from mcp_endpoint import profiles
 
 

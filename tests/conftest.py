@@ -65,7 +65,7 @@ def s3_index_root(s3_endpoint, settings, monkeypatch, tmp_path) -> str:
     root = s3_server.new_root()
     settings.DOCSMCP_INDEX_ROOT = root
     settings.DOCSMCP_INDEX_CACHE_DIR = tmp_path / "index-cache"
-    from corpus.selectors import build_cache
+    from corpus.serving import build_cache
 
     build_cache.cache_clear()
     yield root
@@ -85,7 +85,7 @@ def sample_corpus(db, sample_build_dir, settings):
     """A registered `sample` corpus whose active build is the session's prebuilt index."""
     from corpus.execution import build_activate
     from corpus.models import BuildRun, Corpus
-    from corpus.selectors import forget_active
+    from corpus.serving import forget_active
     from retrieval.ingest.metadata import read_metadata
 
     metadata = read_metadata(sample_build_dir)

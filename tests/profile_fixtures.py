@@ -71,7 +71,7 @@ def register_build(name: str, build_dir: Path, **fields: Any):
     """A markdown corpus called `name` whose active build is `build_dir`."""
     from corpus.execution import build_activate
     from corpus.models import BuildRun, Corpus
-    from corpus.selectors import forget_active
+    from corpus.serving import forget_active
     from retrieval.ingest.metadata import read_metadata
 
     metadata = read_metadata(build_dir)

@@ -17,8 +17,8 @@ from django.core.management.base import CommandError
 from corpus.errors import BuildInProgress, BuildStateConflict
 from corpus.execution import build_activate, build_execute, builds_prune
 from corpus.models import BuildRun, Corpus, TaxonomyKey
-from corpus.selectors import active_index, forget_active, query_embedder
 from corpus.services import build_cancel, build_request, build_start, corpus_create
+from corpus.serving import active_index, forget_active, query_embedder
 from retrieval import storage
 from retrieval.embeddings import EmbeddingSpec, check_compatible, get_provider
 from retrieval.errors import EmbeddingMismatch

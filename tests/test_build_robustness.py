@@ -20,8 +20,8 @@ from corpus.errors import CorpusError, EmbeddingChangeRefused
 from corpus.execution import build_execute, builds_prune
 from corpus.models import BuildRun, Corpus
 from corpus.providers import cached_provider
-from corpus.selectors import active_index, forget_active, query_embedder
 from corpus.services import build_cancel, build_request, corpus_create, corpus_update, expire_builds
+from corpus.serving import active_index, forget_active, query_embedder
 from retrieval.ingest.sources import validate_corpus
 from tests.cli_helpers import build_cmd
 from tests.openai_stub import openai_stub

@@ -21,8 +21,8 @@ from django.db import connection
 from corpus.errors import BuildInProgress
 from corpus.execution import build_execute
 from corpus.models import BuildRun, Corpus
-from corpus.selectors import forget_active
 from corpus.services import build_request, build_start, corpus_create
+from corpus.serving import forget_active
 
 pytestmark = pytest.mark.worker
 

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from corpus.models import Corpus
-from corpus.selectors import active_index, forget_active
+from corpus.serving import active_index, forget_active
 from mcp_endpoint.profiles import Context, docs
 
 

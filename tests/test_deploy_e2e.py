@@ -21,8 +21,8 @@ import pytest
 from django.db import connection
 
 from corpus.models import BuildRun, Corpus
-from corpus.selectors import forget_active
 from corpus.services import build_start, corpus_create
+from corpus.serving import forget_active
 from mcp_endpoint.apikeys import create_api_key
 from tests.test_celery_worker import REDIS_URL, _database_url, _redis_unreachable_reason, _wait_until_ready
 

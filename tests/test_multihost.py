@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from corpus.models import BuildRun
-from corpus.selectors import forget_active
+from corpus.serving import forget_active
 from mcp_endpoint.apikeys import create_api_key
 from retrieval import storage
 from tests import s3_server

@@ -13,8 +13,8 @@ from django.utils import timezone
 from corpus.errors import BuildStateConflict
 from corpus.execution import build_activate, builds_prune
 from corpus.models import BuildRun, Corpus
-from corpus.selectors import active_index, build_cache, forget_active
 from corpus.services import corpus_create, expire_builds
+from corpus.serving import active_index, build_cache, forget_active
 from retrieval import storage
 from retrieval.errors import IndexUnavailable
 from retrieval.storage.cache import BuildCache, CopyIncomplete

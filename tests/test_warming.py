@@ -15,10 +15,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from corpus import warming
+from corpus import serving, warming
 from corpus.execution import build_activate
 from corpus.models import BuildRun
-from corpus.selectors import active_index, forget_active
+from corpus.serving import active_index, forget_active
 from retrieval.embeddings import get_provider
 from retrieval.ingest.build import BuildRequest, build_index
 from retrieval.search.index import INDEXES, IndexCache
@@ -116,7 +116,7 @@ def cold_process():
 
 
 def test_a_serving_process_loads_every_corpus_before_its_first_request(sample_corpus, cold_process):
-    state = warming.serve_warm(watch=False)
+    state = serving.serve_warm(watch=False)
     assert state["state"] == warming.READY
     assert state["corpora"]["sample"]["state"] == "ok"
     index = active_index("sample")

@@ -13,12 +13,12 @@ import logging
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
-from corpus import selectors
+from corpus.serving import corpus_read, corpus_search
 from docsmcp_site.api.auth import READ
 from docsmcp_site.api.pagination import Input
-from retrieval.errors import InvalidFilter, RetrievalError
-from retrieval.search.documents import MAX_CONTEXT, MAX_ID_LENGTH, get_chunk, render_chunk_window
-from retrieval.search.engine import MAX_LIMIT, MAX_QUERY_CHARS, SearchRequest, search
+from retrieval.errors import InvalidFilter
+from retrieval.search.documents import MAX_CONTEXT, MAX_ID_LENGTH, render_chunk_window
+from retrieval.search.engine import MAX_LIMIT, MAX_QUERY_CHARS, SearchRequest
 
 log = logging.getLogger("docsmcp.api")
 router = Router(tags=["search"])
@@ -122,17 +122,9 @@ def _parse_filters(raw: str | None) -> dict[str, str]:
 
 
 def _search(name: str, query: str, limit: int | None, cursor: str | None, filters: dict[str, str]) -> dict:
-    index = selectors.active_index(name)  # resolves aliases and key limits; no database query once warm
-    try:
-        embedder = selectors.query_embedder(index)
-    except RetrievalError as exc:  # the engine answers from its full-text legs without one
-        log.warning("query embedder unavailable for %s: %s", index.metadata.corpus, exc)
-        embedder = None
-    result = search(index, SearchRequest(query=query, filters=filters, limit=limit, cursor=cursor),
-                    embedder=embedder, cursor_secret=selectors.cursor_secret())
-    stats = index.metadata.stats
-    fresh = {"version": stats.get("version") or None, "revision": stats.get("revision") or None,
-             "indexed_at": stats.get("indexed_at") or None}
+    # Resolves aliases and key limits; no database query once warm.
+    served = corpus_search(name, SearchRequest(query=query, filters=filters, limit=limit, cursor=cursor))
+    result, fresh = served.result, served.freshness
     return {
         "hits": [{"chunk_id": h.chunk_id, "score": h.score, "heading": h.heading, "breadcrumb": h.breadcrumb,
                   "snippet": h.snippet, "filepath": h.filepath, "metadata": h.metadata, "title": h.title,
@@ -140,8 +132,8 @@ def _search(name: str, query: str, limit: int | None, cursor: str | None, filter
         "next_cursor": result.next_cursor,
         "hint": None if result.hint is None else {"message": result.hint.message,
                                                   "suggested_filters": result.hint.suggested_filters},
-        "corpus": index.metadata.corpus,
-        "build_id": index.build_id,
+        "corpus": served.corpus,
+        "build_id": served.build_id,
         "filters": result.filters,
         "auto_included": [dict(part) for part in result.auto_included],
     }
@@ -160,11 +152,11 @@ def search_post(request: HttpRequest, name: str, payload: SearchIn):
 
 
 def _chunk(name: str, chunk_id: str, context: int) -> dict:
-    index = selectors.active_index(name)
-    window = get_chunk(index, chunk_id, context=context)
+    served = corpus_read(name, chunk_id, context)
+    window = served.window
     target = window.target.chunk_index
     return {
-        "corpus": index.metadata.corpus, "build_id": index.build_id, "chunk_id": window.target.chunk_id,
+        "corpus": served.index.metadata.corpus, "build_id": served.build_id, "chunk_id": window.target.chunk_id,
         "text": render_chunk_window(window),
         "chunks": [{**vars(c), "offset": c.chunk_index - target} for c in window.chunks],
     }

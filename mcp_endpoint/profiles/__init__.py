@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from mcp_endpoint.jsontext import indented
@@ -82,6 +82,12 @@ class ToolResult:
 
     @classmethod
     def text(cls, text: str, structured: Any = None) -> ToolResult:
+    # Set by a handler that fitted the result to the response budget itself, where it knows what can go
+    # (shorter snippets, fewer hits with a cursor to the rest); see mcp_endpoint/budget.py.
+    fitted: bool = False
+
+    def as_fitted(self) -> ToolResult:
+        return replace(self, fitted=True)
         return cls(content=[{"type": "text", "text": text}], structured=structured)
 
     @classmethod

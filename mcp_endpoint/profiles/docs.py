@@ -11,15 +11,25 @@ import threading
 from dataclasses import replace
 from typing import Any
 
-from corpus.selectors import active_index, cursor_secret, describe_versions, query_embedder, version_choices
+from corpus.selectors import describe_versions
+from corpus.serving import (
+    ServedSearch,
+    active_index,
+    check_served,
+    corpus_read,
+    corpus_search,
+    freshness,
+    serving_name,
+    version_choices,
+)
 from mcp_endpoint import budget
 from mcp_endpoint.jsontext import indented
 from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus
-from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA, freshness
+from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA
 from retrieval.errors import RetrievalError
 from retrieval.ingest.metadata import BuildMetadata
-from retrieval.search.documents import ChunkWindow, get_chunk, render_chunk_window
-from retrieval.search.engine import MAX_LIMIT, SearchRequest, SearchResult, search
+from retrieval.search.documents import ChunkWindow, render_chunk_window
+from retrieval.search.engine import MAX_LIMIT, SearchRequest, SearchResult
 from retrieval.search.index import Index
 
 log = logging.getLogger("docsmcp.mcp")
@@ -44,20 +54,18 @@ DROPPED = (
 
 def _index(context: Context, version: str | None = None) -> Index:
     """The active index of the context's corpus, or of one of its versions when `version` is given."""
-    if version:
-        name, _versions = version_choices(context.corpus)
-        return active_index(f"{name}@{version}")
-    return active_index(context.corpus)
+    return active_index(serving_name(context.corpus, version))
 
 
 def check_context(context: Context) -> None:
+    """A corpus named in the URL must exist; while the database is unreachable, one this process has
+    served passes (its last known build answers), as /mcp/ does."""
     if context.corpus is None:
         return
     from corpus.errors import CorpusNotFound, UnknownVersion
-    from corpus.selectors import corpus_get
 
     try:
-        corpus_get(context.corpus)
+        check_served(context.corpus)
     except UnknownVersion:
         return  # the corpus exists: each tool call answers isError, listing the versions it has
     except CorpusNotFound as exc:
@@ -66,9 +74,10 @@ def check_context(context: Context) -> None:
 
 def instructions(context: Context) -> str:
     try:
-        metadata = _index(context).metadata
+        index = _index(context)
     except RetrievalError as exc:
         return f"docsmcp documentation server. {exc}"
+    metadata = index.metadata
     text = (
         f"This server searches the {describe(metadata)}. Call search_docs with a question or "
         "identifier, then get_doc with a returned chunk_id to read the chunk and its neighbours."
@@ -79,15 +88,15 @@ def instructions(context: Context) -> str:
             + "; ".join(f"{k} ({', '.join(v.values)})" for k, v in metadata.taxonomy.items())
             + "."
         )
-    text += " " + _freshness_sentence(context, metadata)
+    text += " " + _freshness_sentence(context, index)
     if metadata.instructions:
         text += "\n\n" + metadata.instructions
     return text
 
 
-def _freshness_sentence(context: Context, metadata: BuildMetadata) -> str:
+def _freshness_sentence(context: Context, index: Index) -> str:
     """Which version answers by default and when it was built, so an agent knows how current answers are."""
-    fresh = freshness_of(metadata)
+    fresh = freshness(index)
     built = f"last built {fresh['indexed_at']}" + (f" from revision {fresh['revision']}" if fresh["revision"] else "")
     name, versions = version_choices(context.corpus)
     if versions:
@@ -99,12 +108,6 @@ def _freshness_sentence(context: Context, metadata: BuildMetadata) -> str:
     if fresh["version"]:
         return f"Version {fresh['version']}, {built}."
     return f"The index was {built}."
-
-
-def freshness_of(metadata: BuildMetadata) -> dict[str, Any]:
-    stats = metadata.stats
-    return {"version": stats.get("version") or None, "revision": stats.get("revision") or None,
-            "indexed_at": stats.get("indexed_at") or None}
 
 
 def describe(metadata: BuildMetadata) -> str:
@@ -260,8 +263,6 @@ def search_result_json(result: SearchResult, snippet_chars: int | None = None,
 
 def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
     _name, versions = version_choices(context.corpus)
-    index = _index(context, arguments.get("version") if versions else None)
-    fresh = freshness(index)
     filters = {k: v for k, v in arguments.items() if k not in BASE_PROPERTIES and not (versions and k == "version")}
     request = SearchRequest(
         query=arguments["query"],
@@ -269,33 +270,38 @@ def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
         limit=arguments.get("limit"),
         cursor=arguments.get("cursor"),
     )
-    result = search(index, request, embedder=_embedder(index), cursor_secret=cursor_secret())
+    served = corpus_search(context.corpus, request, version=arguments.get("version") if versions else None)
+    result, fresh = served.result, served.freshness
     payload = search_result_json(result, fresh=fresh)
     limit = budget.budget_chars()
     # The common case, a page within budget, encodes the payload once: that text is also the reply.
     text = _text(payload)
     if len(text) + budget.NOTICE_ROOM <= limit:
-        return ToolResult.text(text, structured=payload)
+        return ToolResult.text(text, structured=payload).as_fitted()
     # Over budget: shorter snippets first, since get_doc returns any chunk in full...
     for chars in SNIPPET_STEPS:
         payload = search_result_json(result, chars, fresh)
         if _size(payload) <= limit:
             payload["notice"] = TRIMMED.format(chars=chars)
-            return ToolResult.json(payload)
-    # ...then fewer hits: searching again with a smaller page size makes next_cursor start at
-    # the first hit left out, so paging on loses nothing.
-    hits = result.hits
-    keep = len(hits)
+            return ToolResult.json(payload).as_fitted()
+    # ...then fewer hits: the page ends early and its next_cursor starts at the first hit left out,
+    # so paging on loses nothing (and the search is not run again).
+    keep = max(1, len(result.hits) - 1)
     while True:
-        while keep > 1 and _size(search_result_json(replace(result, hits=hits[:keep]), SNIPPET_STEPS[-1], fresh)) > limit:
-            keep -= 1
-        shorter = search(index, replace(request, limit=keep), embedder=_embedder(index), cursor_secret=cursor_secret())
-        payload = search_result_json(shorter, SNIPPET_STEPS[-1], fresh)
-        payload["notice"] = DROPPED.format(kept=keep, chars=SNIPPET_STEPS[-1])
-        # A shorter page may gain the next_cursor the full one (the last page) did not need.
+        payload = _first_hits(served, keep)
         if keep == 1 or _size(payload) <= limit:
-            return ToolResult.json(payload)
+            return ToolResult.json(payload).as_fitted()
         keep -= 1
+
+
+def _first_hits(served: ServedSearch, keep: int) -> dict[str, Any]:
+    """The page cut to its first `keep` hits at the shortest snippets, continuing at the next one."""
+    result = served.result
+    if keep < len(result.hits):
+        result = replace(result, hits=result.hits[:keep], next_cursor=served.cursor_after(keep))
+    payload = search_result_json(result, SNIPPET_STEPS[-1], served.freshness)
+    payload["notice"] = DROPPED.format(kept=len(result.hits), chars=SNIPPET_STEPS[-1])
+    return payload
 
 
 def _text(payload: dict[str, Any]) -> str:
@@ -307,19 +313,10 @@ def _size(payload: dict[str, Any]) -> int:
     return len(_text(payload)) + budget.NOTICE_ROOM
 
 
-def _embedder(index: Index):
-    """A misconfigured query embedder costs the vector leg, never the search."""
-    try:
-        return query_embedder(index)
-    except RetrievalError as exc:
-        log.warning("no query embedder for %s: %s", index.path, exc)
-        return None
-
-
 def _get_doc(context: Context, arguments: dict[str, Any]) -> ToolResult:
-    index = _index(context, arguments.get("version"))
-    window = get_chunk(index, arguments["chunk_id"], int(arguments.get("context", 0)))
-    return ToolResult.text(fit_window(window, budget.budget_chars(), freshness(index)))
+    served = corpus_read(context.corpus, arguments["chunk_id"], int(arguments.get("context", 0)),
+                         version=arguments.get("version"))
+    return ToolResult.text(fit_window(served.window, budget.budget_chars(), served.freshness)).as_fitted()
 
 
 def fit_window(window: ChunkWindow, limit: int, fresh: dict[str, Any] | None = None) -> str:

@@ -1,4 +1,4 @@
-"""Helpers the documents and techdoc profiles share: which corpora they serve, and their query embedders.
+"""Helpers the documents and techdoc profiles share: which corpora they serve, and merging their hits.
 
 Not a profile itself (the registry never names it). Both profiles serve every markdown corpus;
 corpora of kind "chunks" belong to the citeloom profile and are invisible here.
@@ -6,19 +6,14 @@ corpora of kind "chunks" belong to the citeloom profile and are invisible here.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from corpus.models import Corpus
-from corpus.selectors import active_index, corpus_list, query_embedder, version_choices
-from retrieval.embeddings.base import EmbeddingProvider
+from corpus.selectors import corpus_list
+from corpus.serving import active_index, freshness, version_choices
 from retrieval.errors import RetrievalError
 from retrieval.search.engine import SearchHit
-from retrieval.search.index import Index
-from retrieval.search.legs import LEXICAL_LEGS, VECTOR
-
-log = logging.getLogger("docsmcp.mcp")
 
 
 def markdown_corpora() -> list[Corpus]:
@@ -32,27 +27,6 @@ def served_corpora() -> list[Corpus]:
     return [c for c in markdown_corpora() if c.active_build_id is not None]
 
 
-def index_of(corpus: Corpus, name: str | None = None) -> Index:
-    """The active index serving `name` (as the client wrote it: `<corpus>@<version>` pins a version),
-    else the corpus's own name, which serves its default version."""
-    return active_index(name or corpus.name)
-
-
-def embedder_for(index: Index) -> EmbeddingProvider | None:
-    """A misconfigured query embedder costs the vector leg, never the search (as in the docs profile)."""
-    try:
-        return query_embedder(index)
-    except RetrievalError as exc:
-        log.warning("no query embedder for %s: %s", index.path, exc)
-        return None
-
-
-def vector_only_legs(index: Index, embedder: EmbeddingProvider | None) -> tuple[str, ...]:
-    """Seed 002's `hybridSearch: false`: the vector leg alone when the corpus has vectors and a query
-    embedder, else the full-text legs (an FTS-only corpus has nothing else to offer)."""
-    return (VECTOR,) if index.has_vectors and embedder is not None else LEXICAL_LEGS
-
-
 @dataclass(frozen=True)
 class CorpusHit:
     """A hit and the corpus it came from, for merging the results of several corpora."""
@@ -63,20 +37,12 @@ class CorpusHit:
     freshness: dict[str, Any] = field(default_factory=dict)
 
 
-def freshness(index: Index) -> dict[str, Any]:
-    """Which version, revision and build time an answer comes from: every hit carries them, so an
-    agent can tell a stale or other-version answer apart."""
-    stats = index.metadata.stats
-    return {"version": stats.get("version") or None, "revision": stats.get("revision") or None,
-            "indexed_at": stats.get("indexed_at") or None}
-
-
 def corpora_freshness() -> str:
     """One sentence for server instructions: each corpus's default version and when it was last built."""
     parts = []
     for corpus in served_corpora():
         try:
-            fresh = freshness(index_of(corpus))
+            fresh = freshness(active_index(corpus.name))
         except RetrievalError:
             continue
         _name, versions = version_choices(corpus.name)

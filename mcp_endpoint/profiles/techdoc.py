@@ -23,7 +23,8 @@ from typing import Any
 
 from corpus.errors import CorpusNotFound, UnknownVersion
 from corpus.models import Corpus
-from corpus.selectors import corpus_serving, cursor_secret, version_choices
+from corpus.selectors import corpus_serving
+from corpus.serving import active_index, corpus_search, version_choices
 from mcp_endpoint import budget
 from mcp_endpoint.jsonrpc import InvalidParams
 from mcp_endpoint.profiles import (
@@ -38,15 +39,12 @@ from mcp_endpoint.profiles import (
 from mcp_endpoint.profiles.shared import (
     CorpusHit,
     corpora_freshness,
-    embedder_for,
-    freshness,
-    index_of,
     merge_hits,
     served_corpora,
 )
 from retrieval.errors import RetrievalError
 from retrieval.search.documents import get_document, get_outline, list_documents
-from retrieval.search.engine import SearchRequest, search
+from retrieval.search.engine import SearchRequest
 
 SEARCH_DESCRIPTION = (
     "Search technical documentation using semantic similarity. Returns relevant document chunks."
@@ -138,14 +136,9 @@ def _search_documentation(context: Context, args: dict[str, Any]) -> ToolResult:
     per_corpus = []
     pinned = args["doc_type"] if "@" in args["doc_type"] else None
     for position, corpus in enumerate(corpora):
-        index = index_of(corpus, pinned)
-        result = search(
-            index,
-            SearchRequest(query=query, limit=limit),
-            embedder=embedder_for(index),
-            cursor_secret=cursor_secret(),
-        )
-        per_corpus.append([CorpusHit(corpus, hit, (position, rank), freshness(index)) for rank, hit in enumerate(result.hits)])
+        served = corpus_search(pinned or corpus.name, SearchRequest(query=query, limit=limit))
+        per_corpus.append([CorpusHit(corpus, hit, (position, rank), served.freshness)
+                           for rank, hit in enumerate(served.result.hits)])
     items, notice = budget.fit_items([_item(h, pinned) for h in merge_hits(per_corpus, limit)], ("text",), _size)
     if notice:
         items.append({"type": "text", "text": f"[{notice}]"})
@@ -188,14 +181,14 @@ def resolve_document(document_id: str) -> tuple[Corpus, str, str]:
     corpus = _served(head) if rest else None
     if corpus is not None:
         name = head if "@" in head else corpus.name  # an alias answers under the corpus's own name
-        path = _match(index_of(corpus, name).metadata.files, rest)
+        path = _match(active_index(name).metadata.files, rest)
         if path is not None:
             return corpus, path, name
         if "@" in head:
             raise _NotFound(document_id)
     found = []
     for candidate in served_corpora():
-        path = _match(index_of(candidate).metadata.files, document_id)
+        path = _match(active_index(candidate.name).metadata.files, document_id)
         if path is not None:
             found.append((candidate, path))
     if len(found) == 1:
@@ -222,7 +215,7 @@ def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
         corpus, path, name = resolve_document(document_id.strip())
     except _NotFound as exc:
         return _tool_error(str(exc), NOT_FOUND)
-    index = index_of(corpus, name)
+    index = active_index(name)
     document = get_document(index, path)
     text, next_line = _fit_document(document.content)
     if next_line is not None:
@@ -352,7 +345,7 @@ def read_resource(context: Context, uri: str) -> list[ResourceContents]:
     corpus = next((c for c in served_corpora() if _uri(c) == uri), None)
     if corpus is None:
         raise ResourceNotFound(uri)
-    page = list_documents(index_of(corpus), 1000, 0)
+    page = list_documents(active_index(corpus.name), 1000, 0)
     listing = {
         "uri": uri,
         "doc_type": corpus.name,

@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from corpus.errors import CorpusError
-from corpus.selectors import active_index
+from corpus.serving import active_index
 
 
 class Command(BaseCommand):
