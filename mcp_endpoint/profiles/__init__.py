@@ -80,14 +80,15 @@ class ToolResult:
     # `is_error`/`error`); merged after the spec's fields and never replacing one of them.
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def text(cls, text: str, structured: Any = None) -> ToolResult:
     # Set by a handler that fitted the result to the response budget itself, where it knows what can go
     # (shorter snippets, fewer hits with a cursor to the rest); see mcp_endpoint/budget.py.
     fitted: bool = False
 
     def as_fitted(self) -> ToolResult:
         return replace(self, fitted=True)
+
+    @classmethod
+    def text(cls, text: str, structured: Any = None) -> ToolResult:
         return cls(content=[{"type": "text", "text": text}], structured=structured)
 
     @classmethod
