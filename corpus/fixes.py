@@ -25,10 +25,22 @@ from django.utils import timezone
 from retrieval.errors import ConfigError
 from retrieval.fixes.apply import UnsafeTarget, atomic_write, current_hash, resolve_target
 from retrieval.fixes.base import ProposedFix, Thresholds
+from retrieval.fixes.content import (
+    MAX_FEEDBACK,
+    MAX_FEEDBACK_CHARS,
+    MAX_QUESTION_CHARS,
+    MAX_QUESTIONS,
+    ContentFixError,
+    clean_texts,
+    keywords_fix,
+    llm_content_fix,
+    page_context,
+)
 from retrieval.fixes.edits import content_hash
 from retrieval.fixes.heuristics import analyse_corpus, heuristic_fixes
 from retrieval.fixes.llm import LLMFixer, LLMFixError, llm_candidates
 from retrieval.fixes.preview import Preview, preview_change
+from retrieval.ingest.sources import MARKDOWN_SUFFIXES
 
 from .errors import FixError, UnsafeFixTarget
 from .gitfixes import commit_fix, export_tree, fix_branch
@@ -163,6 +175,40 @@ def fix_scan(*, corpus: Corpus, use_llm: bool = False, model: str | None = None,
              progress: Progress | None = None) -> list[FixProposal]:
     """The corpus's current proposals: newly created ones and identical ones already pending."""
     return fix_scan_report(corpus=corpus, use_llm=use_llm, model=model, progress=progress).proposals
+
+
+def content_fix_propose(*, corpus: Corpus, filepath: str, questions: list[str], feedback: list[str],
+                        use_llm: bool = False) -> FixProposal:
+    """A pending proposal that makes `filepath` answer `questions` (a gap group's, a feedback item's):
+    the questions' missing words as front matter keywords, or with `use_llm` the LLM fixer's new
+    section and/or keywords. Reviewed and applied like every proposal; the same change still pending
+    is returned again rather than duplicated. FixError says why no proposal could be made."""
+    root = _root(corpus)
+    try:
+        target = resolve_target(root, filepath)
+    except UnsafeTarget as exc:
+        raise FixError(str(exc)) from exc
+    if not target.is_file() or not filepath.endswith(MARKDOWN_SUFFIXES):
+        raise FixError(f"{filepath!r} is not a markdown page of corpus {corpus.name!r}")
+    asked = clean_texts(questions, limit=MAX_QUESTIONS, max_chars=MAX_QUESTION_CHARS)
+    said = clean_texts(feedback, limit=MAX_FEEDBACK, max_chars=MAX_FEEDBACK_CHARS)
+    if not asked:
+        raise FixError("a content fix needs at least one question the page should answer")
+    fixer = llm_fixer(corpus=corpus) if use_llm else None
+    try:
+        ctx = page_context(root, filepath)
+        fix = llm_content_fix(fixer, ctx, filepath, asked, said) if fixer else keywords_fix(ctx, filepath, asked, said)
+    except LLMFixError as exc:
+        raise FixError(f"the LLM fixer made no proposal for {filepath}: {exc}") from exc
+    except (ContentFixError, ConfigError) as exc:
+        raise FixError(str(exc)) from exc
+    report = FixScanReport()
+    _store(corpus, root, fix, report)
+    if not report.proposals:
+        raise FixError(report.skipped[0] if report.skipped else f"no proposal stored for {filepath}")
+    log.info("content fix for %s of %s: proposal #%s (%s, %s)", filepath, corpus.name, report.proposals[0].pk,
+             fix.kind, fix.source)
+    return report.proposals[0]
 
 
 def _store(corpus: Corpus, root: Path, fix: ProposedFix, report: FixScanReport) -> None:

@@ -38,7 +38,8 @@ from retrieval.ingest.sources import (
 from .edits import content_hash, frontmatter_set, json_append, json_set, replace_span, unified_diff
 
 # Every kind a proposal can have; the admin's filter and the docs are generated from this tuple.
-KINDS = ("bootstrap-manifest", "deeper-split", "shallower-split", "strategy-tune", "taxonomy-value", "hint-fix")
+KINDS = ("bootstrap-manifest", "deeper-split", "shallower-split", "strategy-tune", "taxonomy-value", "hint-fix",
+         "content-keywords", "content-section")
 UNBOUNDED = 10**9
 
 

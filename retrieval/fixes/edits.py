@@ -316,6 +316,50 @@ def frontmatter_set(text: str, key: str, value: object, *, subkey: str | None = 
     return preserving_newlines(text, fallback)
 
 
+def frontmatter_extend(text: str, key: str, items: list[str]) -> str:
+    """Add `items` to the list, or the comma-separated string, at front matter `key` (created when
+    missing). A block list gains `- item` lines in its own indentation and nothing else moves; a flow
+    list or a string is rewritten on its own line."""
+    parts = split_frontmatter(text.lstrip("\ufeff").replace("\r\n", "\n"))
+    current = _load_yaml(parts[0]).get(key) if parts else None
+    if current is None:
+        return frontmatter_set(text, key, list(items))
+    if isinstance(current, str):
+        head = current.strip().rstrip(",").strip()
+        expected: object = ", ".join([head, *items]) if head else ", ".join(items)
+
+        def edit(body: str) -> str:  # `keywords: a, b` stays a plain one-line string
+            lines, rest = split_frontmatter(body)
+            at = _top_key_line(lines, key)
+            if _block_end(lines, at) != at + 1:
+                raise ValueError("not a one-line string")
+            return "---\n" + "\n".join([*lines[:at], f"{key}: {expected}", *lines[at + 1:]]) + "\n---" + rest
+    elif isinstance(current, list):
+        expected = [*current, *items]
+
+        def edit(body: str) -> str:  # a block list gains `- item` lines; nothing else moves
+            lines, rest = split_frontmatter(body)
+            at = _top_key_line(lines, key)
+            end = _block_end(lines, at)
+            entries = [n for n in range(at + 1, end) if re.match(r"[ \t]*- ", lines[n])]
+            if lines[at].split(":", 1)[1].split(" #")[0].strip() or not entries:
+                raise ValueError("not a block list")
+            indent = re.match(r"[ \t]*- ", lines[entries[0]]).group(0)
+            added = [f"{indent}{yaml_scalar(item)}" for item in items]
+            return "---\n" + "\n".join([*lines[:end], *added, *lines[end:]]) + "\n---" + rest
+    else:
+        raise ValueError(f"front matter {key} is neither a list nor a string")
+
+    try:
+        result = preserving_newlines(text, edit)
+        got = split_frontmatter(result.lstrip("\ufeff").replace("\r\n", "\n"))
+        if got and _load_yaml(got[0]).get(key) == expected:
+            return result
+    except (yaml.YAMLError, ValueError, TypeError, AttributeError):
+        pass
+    return frontmatter_set(text, key, expected)
+
+
 def _apply(data: dict, key: str, value: object, subkey: str | None) -> None:
     if subkey is None:
         data[key] = value

@@ -188,11 +188,12 @@ class LLMFixer:
         self.retry_base_delay = retry_base_delay
         self._sleep = sleep
 
-    def complete(self, outline: dict) -> str:
-        """The answer's text; raises LLMFixError when the endpoint fails or the answer is incomplete."""
+    def complete(self, outline: dict, *, system: str = SYSTEM_PROMPT) -> str:
+        """The answer's text; raises LLMFixError when the endpoint fails or the answer is incomplete.
+        `system`: another task's instructions (retrieval/fixes/content.py drafts page content)."""
         import openai
 
-        messages = [{"role": "system", "content": SYSTEM_PROMPT},
+        messages = [{"role": "system", "content": system},
                     {"role": "user", "content": json.dumps(outline, ensure_ascii=False, separators=(",", ":"))}]
         attempt = 0
         while True:

@@ -1,0 +1,301 @@
+"""Content fixes from the questions a page could not answer, and front matter keywords in ranking:
+the heuristic keywords proposal, the LLM's section (against a local OpenAI-protocol server), review
+as for every proposal (stale detection, a patch for git sources), and a real rebuild that makes the
+question find the page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from corpus.errors import FixError
+from corpus.fixes import content_fix_propose, fix_approve, fix_preview
+from corpus.models import Corpus, FixProposal
+from retrieval.fixes.content import CONTENT_PROMPT, missing_terms
+from retrieval.fixes.edits import content_hash, frontmatter_extend
+from retrieval.ingest.build import BuildRequest, build_index
+from retrieval.ingest.sources import validate_corpus
+from retrieval.search.engine import SearchRequest, search
+from retrieval.search.index import Index
+from tests.openai_stub import openai_stub
+
+SECRET = b"test-cursor-secret"
+QUESTIONS = ["How do I handle a 429 rate limit error?", "rate limit exceeded", "What is the rate limit?"]
+THROTTLING = ("# Request throttling\n\nThe API slows clients that send too many requests at once.\n\n"
+              "## Quotas\n\nEach key may send 600 requests a minute; bursts above that wait in a queue.\n\n"
+              "## Backing off\n\nWait for the time the Retry-After header gives, then send again.\n")
+ERRORS = ("# Errors\n\nEvery failed call answers with a JSON error body.\n\n"
+          "## Error format\n\nAn error has a code and a message you can show to users.\n\n"
+          "## Limits on payload size\n\nA body over one megabyte is refused with an error.\n")
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for relpath, text in files.items():
+        path = root / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def api_docs(tmp_path) -> Path:
+    return write_tree(tmp_path / "docs", {
+        ".docs-mcp.json": json.dumps({"version": "1", "strategy": {"chunk_by": "h2"}}),
+        "guides/throttling.md": THROTTLING,
+        "reference/errors.md": ERRORS,
+        "guides/start.md": "# Getting started\n\nCreate a key, then call the API with it.\n\n"
+                           "## Your first call\n\nSend a GET request to /v1/status.\n",
+    })
+
+
+@pytest.fixture
+def corpus(db, api_docs) -> Corpus:
+    return Corpus.objects.create(name="api", source_dir=str(api_docs))
+
+
+@pytest.fixture
+def llm_settings(settings):
+    settings.OPENAI_API_KEY = "sk-test"
+    settings.DOCSMCP_FIX_MODEL = "stub-model"
+    return settings
+
+
+def top_files(index_dir: Path, query: str) -> list[str]:
+    result = search(Index(index_dir), SearchRequest(query), cursor_secret=SECRET)
+    return list(dict.fromkeys(hit.filepath for hit in result.hits))
+
+
+def build(source: Path, out: Path) -> Path:
+    build_index(BuildRequest(source, out, out.name, "api", workers=1))
+    return out
+
+
+# --- which terms ---------------------------------------------------------------------------------
+
+
+def test_missing_terms_are_the_questions_words_the_page_lacks_most_asked_first():
+    terms = missing_terms(QUESTIONS, THROTTLING)
+    assert terms == ["rate", "limit", "handle", "429", "error", "exceeded"]
+    assert missing_terms(list(reversed(QUESTIONS)), THROTTLING)[:2] == ["rate", "limit"]  # counts first
+    assert missing_terms(QUESTIONS, THROTTLING, limit=2) == ["rate", "limit"]
+
+
+def test_missing_terms_leave_out_stop_words_words_the_page_has_and_keep_identifiers_whole():
+    page = "# Pool\n\nSet the retries and the request timeout.\n"
+    terms = missing_terms(["How do I set max_connections for requests?", "what does a retry do",
+                           "Where is the client.connect() timeout?"], page)
+    assert terms == ["max_connections", "client.connect"]  # `requests`, `retry`: the page has them
+
+
+def test_missing_terms_are_empty_when_the_page_has_every_word():
+    assert missing_terms(["how do I send requests"], THROTTLING) == []
+
+
+# --- the heuristic proposal ------------------------------------------------------------------------
+
+
+def test_a_heuristic_proposal_adds_the_missing_terms_as_keywords(corpus, api_docs):
+    proposal = content_fix_propose(corpus=corpus, filepath="guides/throttling.md", questions=QUESTIONS,
+                                   feedback=["The 429 answer was missing."])
+    assert (proposal.kind, proposal.status, proposal.source) == ("content-keywords", FixProposal.PENDING, "heuristic")
+    assert proposal.target_path == "guides/throttling.md"
+    assert proposal.new_content == (
+        "---\nkeywords: [rate, limit, handle, '429', error, exceeded]\n---\n" + THROTTLING)
+    assert '"How do I handle a 429 rate limit error?"' in proposal.rationale
+    assert proposal.finding["questions"] == QUESTIONS and proposal.finding["feedback"] == ["The 429 answer was missing."]
+    assert proposal.base_hash == content_hash((api_docs / "guides/throttling.md").read_bytes())
+    again = content_fix_propose(corpus=corpus, filepath="guides/throttling.md", questions=QUESTIONS, feedback=[])
+    assert again.pk == proposal.pk  # the same change pending is not proposed twice
+    preview = fix_preview(proposal=proposal)
+    (page,) = preview.files
+    assert [c.chunk_id for c in page.before] == [c.chunk_id for c in page.after]  # chunks are the same
+
+
+def test_keywords_are_merged_into_the_pages_own_list_keeping_its_format(corpus, api_docs):
+    path = api_docs / "guides/throttling.md"
+    path.write_text("---\ntitle: Throttling\nkeywords:\n  - quota\n  - Rate\n---\n" + THROTTLING)
+    proposal = content_fix_propose(corpus=corpus, filepath="guides/throttling.md", questions=QUESTIONS, feedback=[])
+    body = proposal.diff.splitlines()[2:]
+    assert sum(line.startswith("+") for line in body) == 5 and not any(line.startswith("-") for line in body)
+    assert proposal.new_content.startswith(
+        "---\ntitle: Throttling\nkeywords:\n  - quota\n  - Rate\n  - limit\n  - handle\n  - '429'\n  - error\n"
+        "  - exceeded\n---\n")
+
+
+def test_front_matter_keyword_edits_keep_strings_flow_lists_and_crlf():
+    assert frontmatter_extend("---\nkeywords: quota, burst\n---\nx\n", "keywords", ["rate"]) == \
+        "---\nkeywords: quota, burst, rate\n---\nx\n"
+    assert frontmatter_extend("---\nkeywords: [quota]\ntitle: T\n---\nx\n", "keywords", ["rate"]) == \
+        "---\nkeywords: [quota, rate]\ntitle: T\n---\nx\n"
+    assert frontmatter_extend("---\r\ntitle: T\r\n---\r\nx\r\n", "keywords", ["rate"]) == \
+        "---\r\ntitle: T\r\nkeywords: [rate]\r\n---\r\nx\r\n"
+
+
+def test_no_proposal_when_the_page_already_has_every_word(corpus):
+    with pytest.raises(FixError, match="already contains every word"):
+        content_fix_propose(corpus=corpus, filepath="guides/throttling.md", questions=["send requests"], feedback=[])
+
+
+@pytest.mark.parametrize("filepath, why", [("../outside.md", "'..'"), ("guides/none.md", "not a markdown page"),
+                                           (".docs-mcp.json", "not a markdown page")])
+def test_a_content_fix_needs_a_page_of_the_corpus(corpus, filepath, why):
+    with pytest.raises(FixError, match=why):
+        content_fix_propose(corpus=corpus, filepath=filepath, questions=QUESTIONS, feedback=[])
+
+
+def test_a_content_fix_needs_a_question(corpus):
+    with pytest.raises(FixError, match="at least one question"):
+        content_fix_propose(corpus=corpus, filepath="guides/throttling.md", questions=["  "], feedback=[])
+
+
+def test_a_content_proposal_goes_stale_when_the_page_changed(corpus, api_docs):
+    proposal = content_fix_propose(corpus=corpus, filepath="guides/throttling.md", questions=QUESTIONS, feedback=[])
+    path = api_docs / "guides/throttling.md"
+    path.write_text(THROTTLING + "\nAn author's edit.\n")
+    result = fix_approve(proposal=proposal, user="api-key:ci")
+    assert result.status == FixProposal.STALE and "changed since" in result.decision_note
+    assert path.read_text() == THROTTLING + "\nAn author's edit.\n"
+
+
+# --- keywords in ranking (real builds) ------------------------------------------------------------
+
+
+def test_an_approved_keywords_fix_makes_the_question_find_the_page_first(corpus, api_docs, tmp_path):
+    question = QUESTIONS[0]
+    before = top_files(build(api_docs, tmp_path / "build-1"), question)
+    assert before[:1] != ["guides/throttling.md"]
+    proposal = content_fix_propose(corpus=corpus, filepath="guides/throttling.md", questions=QUESTIONS, feedback=[])
+    assert fix_approve(proposal=proposal, user="api-key:ci").status == FixProposal.APPLIED
+    after_dir = build(api_docs, tmp_path / "build-2")
+    assert top_files(after_dir, question)[0] == "guides/throttling.md"
+    assert top_files(after_dir, "rate limit exceeded")[0] == "guides/throttling.md"
+    chunks = Index(after_dir).chunks.search().select(["chunk_id", "keywords", "content"]).to_list()
+    throttling = [c for c in chunks if c["chunk_id"].startswith("guides/throttling.md")]
+    assert throttling and all(c["keywords"] == "rate, limit, handle, 429, error, exceeded" for c in throttling)
+    assert all("keywords" not in c["content"] for c in throttling)  # the page's text is served unchanged
+    assert all(c["keywords"] == "" for c in chunks if not c["chunk_id"].startswith("guides/throttling.md"))
+
+
+def test_identifier_keywords_join_the_ident_column_and_the_first_chunk_embeds_them(tmp_path):
+    from retrieval.ingest.sources import process_file
+
+    raw = b"---\nkeywords: [max_connections, pool size]\n---\n# Pool\n\nIntro.\n\n## Tuning\n\nText.\n"
+    result = process_file("pool.md", raw, "", {}, {})
+    first, second = result.chunks
+    assert "max_connections" in first.ident.split() and "max_connections" in second.ident.split()
+    assert first.embed_text.startswith("Pool\nKeywords: max_connections, pool size\n\n")
+    assert "Keywords" not in second.embed_text
+
+
+# --- validation ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("front, message", [
+    ("keywords: {rate: limit}", "keywords is a mapping"),
+    ("keywords: [rate, {a: b}]", "is a mapping, not a string"),
+    ("keywords: [" + "x" * 61 + "]", "longer than 60 characters"),
+    ("keywords: [" + ", ".join(f"k{n}" for n in range(25)) + "]", "only the first 20"),
+])
+def test_invalid_keywords_are_a_validate_warning_with_file_and_line(tmp_path, front, message):
+    write_tree(tmp_path, {"page.md": f"---\ntitle: Page\n{front}\n---\n# Page\n\nText.\n"})
+    _scan, _results, findings = validate_corpus(tmp_path, workers=1)
+    (finding,) = [f for f in findings if f.code == "keywords-invalid"]
+    assert finding.severity == "warning" and finding.location() == "page.md:3"
+    assert message in finding.message
+
+
+def test_valid_keywords_give_no_finding(tmp_path):
+    write_tree(tmp_path, {"a.md": "---\nkeywords: rate limit, 429\n---\n# A\n\nText.\n",
+                          "b.md": "---\nkeywords: [rate limit, 429, '']\n---\n# B\n\nText.\n"})
+    _scan, results, findings = validate_corpus(tmp_path, workers=1)
+    assert not [f for f in findings if f.code == "keywords-invalid"]
+    assert [r.chunks[0].keywords for r in results] == ["rate limit, 429", "rate limit, 429"]
+
+
+# --- the LLM ---------------------------------------------------------------------------------------
+
+
+def section_answer(**section) -> str:
+    return json.dumps({"section": {"heading": "Rate limit errors (429)",
+                                   "body": "A call over the quota gets HTTP 429. Wait for Retry-After.", **section},
+                       "keywords": ["rate limit"], "rationale": "The page never says 429."})
+
+
+def test_an_llm_section_becomes_a_proposal_that_only_adds_to_the_page(corpus, api_docs, llm_settings):
+    with openai_stub(chat_reply=section_answer(after="Quotas")) as stub:
+        llm_settings.OPENAI_BASE_URL = stub.base_url
+        proposal = content_fix_propose(corpus=corpus, filepath="guides/throttling.md", questions=QUESTIONS,
+                                       feedback=["It never mentions 429."], use_llm=True)
+    assert (proposal.kind, proposal.source, proposal.status) == ("content-section", "stub-model", FixProposal.PENDING)
+    assert "The page never says 429." in proposal.rationale and "rate limit error" in proposal.rationale
+    (request,) = stub.chat_requests
+    assert request.body["messages"][0]["content"] == CONTENT_PROMPT
+    sent = json.loads(request.body["messages"][1]["content"])
+    assert sent["questions"] == QUESTIONS and sent["feedback"] == ["It never mentions 429."]
+    assert sent["text"] == THROTTLING and "rate" in sent["missing_words"]
+    assert "errors.md" not in request.body["messages"][1]["content"]  # one page, never the corpus
+    assert proposal.new_content == (
+        "---\nkeywords: [rate limit]\n---\n# Request throttling\n\nThe API slows clients that send too many "
+        "requests at once.\n\n## Quotas\n\nEach key may send 600 requests a minute; bursts above that wait in a "
+        "queue.\n\n## Rate limit errors (429)\n\nA call over the quota gets HTTP 429. Wait for Retry-After.\n\n"
+        "## Backing off\n\nWait for the time the Retry-After header gives, then send again.\n")
+    (page,) = fix_preview(proposal=proposal).files
+    assert "guides/throttling.md#request-throttling/rate-limit-errors-429" in {c.chunk_id for c in page.after} - \
+        {c.chunk_id for c in page.before}
+    assert fix_approve(proposal=proposal, user="reviewer").status == FixProposal.APPLIED
+    assert (api_docs / "guides/throttling.md").read_text() == proposal.new_content
+
+
+def test_a_keywords_only_llm_answer_is_a_keywords_proposal(corpus, llm_settings):
+    answer = json.dumps({"keywords": ["throttle", "HTTP 429"], "rationale": "Aliases readers use."})
+    with openai_stub(chat_reply=answer) as stub:
+        llm_settings.OPENAI_BASE_URL = stub.base_url
+        proposal = content_fix_propose(corpus=corpus, filepath="guides/throttling.md", questions=QUESTIONS,
+                                       feedback=[], use_llm=True)
+    assert (proposal.kind, proposal.source) == ("content-keywords", "stub-model")
+    assert proposal.new_content.startswith("---\nkeywords: [throttle, HTTP 429]\n---\n# Request throttling")
+
+
+@pytest.mark.parametrize("reply, why", [
+    ("not json", "not JSON"),
+    (json.dumps({"rationale": "nothing"}), "neither a section nor keywords"),
+    (json.dumps({"section": {"heading": "X", "body": "y"}, "rationale": "r", "extra": 1}), "unknown key"),
+    (section_answer(body="## Quotas\n\nRewritten."), "heading of level 2 or above"),
+    (section_answer(body="Text\n\n```\nan unclosed fence"), "leaves a code fence"),
+    (section_answer(after="No such heading"), "no such heading"),
+    (json.dumps({"keywords": ["x" * 80], "rationale": "r"}), "at most 60 characters"),
+])
+def test_an_llm_draft_that_is_not_a_valid_addition_makes_no_proposal(corpus, llm_settings, reply, why):
+    with openai_stub(chat_reply=reply) as stub:
+        llm_settings.OPENAI_BASE_URL = stub.base_url
+        with pytest.raises(FixError, match=why):
+            content_fix_propose(corpus=corpus, filepath="guides/throttling.md", questions=QUESTIONS, feedback=[],
+                                use_llm=True)
+    assert not corpus.fix_proposals.exists()
+
+
+# --- git sources ---------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_content_fix_on_a_git_source_is_applied_as_a_patch(tmp_path, settings, index_root, client):
+    from tests.cli_helpers import build_cmd
+    from tests.git_helpers import Repo
+
+    settings.DOCSMCP_GIT_CACHE_DIR = tmp_path / "git-cache"
+    repo = Repo(tmp_path / "bare-docs")
+    repo.write(".docs-mcp.json", json.dumps({"version": "1", "strategy": {"chunk_by": "h2"}}))
+    repo.write("guides/throttling.md", THROTTLING)
+    repo.commit("docs")
+    assert build_cmd("--corpus", "gitapi", "--git", repo.url)[0] == 0
+    corpus = Corpus.objects.get(name="gitapi")
+    proposal = content_fix_propose(corpus=corpus, filepath="guides/throttling.md", questions=QUESTIONS, feedback=[])
+    applied = fix_approve(proposal=proposal, user=None)
+    assert applied.status == FixProposal.APPLIED and f"docsmcp/fix-{applied.pk}" in applied.decision_note
+    assert (repo.path / "guides/throttling.md").read_text() == THROTTLING  # nothing written into a checkout
+    response = client.get(f"/api/v1/corpora/gitapi/fixes/{applied.pk}/patch")
+    assert response.status_code == 200, response.content
+    patch = response.content.decode()
+    assert "+++ b/guides/throttling.md" in patch and "+keywords: [rate, limit, handle, '429', error, exceeded]" in patch
