@@ -194,6 +194,10 @@ MCP_TRUST_X_FORWARDED_FOR = env_bool("MCP_TRUST_X_FORWARDED_FOR", False)
 MCP_MAX_BATCH = int(os.environ.get("MCP_MAX_BATCH", "20"))
 MCP_MAX_BATCH_RESPONSE_BYTES = int(os.environ.get("MCP_MAX_BATCH_RESPONSE_BYTES", str(1024 * 1024)))
 # Eval runs over HTTP may target this server's own /mcp/ URLs and these URL prefixes only.
+# Admin login throttling (docsmcp_site/login_throttle.py): this many failed logins for one username, or from
+# one address, within the window, and the login page refuses every attempt until the oldest one ages out.
+DOCSMCP_ADMIN_LOGIN_MAX_FAILURES = int(os.environ.get("DOCSMCP_ADMIN_LOGIN_MAX_FAILURES", "10"))
+DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES = int(os.environ.get("DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES", "15"))
 DOCSMCP_EVAL_ALLOWED_URLS = env_list("DOCSMCP_EVAL_ALLOWED_URLS", "")
 # Insights (docs/feedback.md): a search whose best hit scores below this counts as low-score; a corpus's
 # settings {"low_score": 0.3} override it. Scores are fused ranks in [0, 1]: 1 = first in every leg.

@@ -2,8 +2,10 @@ from django.contrib import admin
 from django.urls import include, path
 
 from docsmcp_site.api.assembly import api
+from docsmcp_site.login_throttle import ThrottledAdminAuthenticationForm
 
 admin.autodiscover()  # the admin app is SimpleAdminConfig (settings.INSTALLED_APPS)
+admin.site.login_form = ThrottledAdminAuthenticationForm  # repeated failed logins are refused for a while
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -1,0 +1,89 @@
+"""Admin login throttling: too many failed logins for one username, or from one address, and the
+login page refuses every attempt (the right password too) until the oldest failure is older than
+the window.
+
+Both counts matter: per username stops a slow guess at one account from many addresses, per
+address stops one machine trying many accounts. Failures live in the database (LoginFailure), so
+every worker and every web node counts them together. A username is counted whether or not the
+account exists, so the refusal says nothing about which accounts there are. A successful login
+clears its username's failures.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+from django import forms
+from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.utils import timezone
+
+from mcp_endpoint.models import LoginFailure
+from mcp_endpoint.security import client_ip
+
+
+def _limits() -> tuple[int, timedelta]:
+    failures = int(getattr(settings, "DOCSMCP_ADMIN_LOGIN_MAX_FAILURES", 10))
+    minutes = int(getattr(settings, "DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES", 15))
+    return failures, timedelta(minutes=max(1, minutes))
+
+
+def _key(username: str, address: str) -> tuple[str, str]:
+    return (username or "").strip().lower()[:150], (address or "unknown")[:100]
+
+
+def seconds_blocked(username: str, address: str) -> int:
+    """0 when a login may be tried, else the seconds until one may."""
+    limit, window = _limits()
+    if limit <= 0:
+        return 0
+    username, address = _key(username, address)
+    now = timezone.now()
+    recent = LoginFailure.objects.filter(at__gt=now - window)
+    wait = 0
+    for failures in (recent.filter(username=username), recent.filter(address=address)):
+        if failures.count() >= limit:
+            # the attempt that brings the count back under the limit: when the oldest that matters expires
+            oldest = failures.order_by("-at").values_list("at", flat=True)[limit - 1]
+            wait = max(wait, math.ceil((oldest + window - now).total_seconds()))
+    return max(wait, 0)
+
+
+def record_failure(username: str, address: str) -> None:
+    _limit, window = _limits()
+    username, address = _key(username, address)
+    now = timezone.now()
+    LoginFailure.objects.filter(at__lte=now - window).delete()
+    LoginFailure.objects.create(username=username, address=address, at=now)
+
+
+def forget_failures(username: str) -> None:
+    LoginFailure.objects.filter(username=_key(username, "")[0]).delete()
+
+
+class ThrottledAdminAuthenticationForm(AdminAuthenticationForm):
+    """The admin's login form, refusing attempts while the username or the address is throttled."""
+
+    error_messages = {
+        **AdminAuthenticationForm.error_messages,
+        "throttled": "Too many failed logins for this account or from this address (%(limit)s in "
+                     "%(window)s minutes). Try again in %(minutes)s minute(s), or ask another administrator "
+                     "to reset the password.",
+    }
+
+    def clean(self):
+        username = self.cleaned_data.get("username") or ""
+        address = client_ip(self.request) if self.request is not None else "unknown"
+        wait = seconds_blocked(username, address)
+        if wait:
+            limit, window = _limits()
+            raise forms.ValidationError(self.error_messages["throttled"], code="throttled", params={
+                "limit": limit, "window": int(window.total_seconds() // 60), "minutes": max(1, math.ceil(wait / 60))})
+        try:
+            cleaned = super().clean()
+        except forms.ValidationError:
+            record_failure(username, address)
+            raise
+        forget_failures(username)
+        return cleaned
