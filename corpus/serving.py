@@ -34,7 +34,7 @@ from retrieval.errors import IndexUnavailable, RetrievalError
 from retrieval.storage import Location
 from retrieval.storage.cache import BuildCache
 
-from . import warming
+from . import querylog, warming
 from .access import visible
 from .errors import CorpusError, CorpusNotFound, DatabaseUnavailable
 from .providers import cached_provider
@@ -290,6 +290,9 @@ def corpus_search_batch(name: str | None, requests: Sequence[SearchRequest], *, 
     else:
         results = search_batch(index, requests, embedder=embedder, cursor_secret=cursor_secret())
     fresh = freshness(index)
+    for request, result in zip(requests, results, strict=True):  # the query log: one record per query
+        querylog.observe_index(index, [(h.chunk_id, h.score) for h in result.hits],
+                               query=request.query if len(requests) > 1 else None)
     return [ServedSearch(result, index, request, fresh) for request, result in zip(requests, results, strict=True)]
 
 
@@ -299,6 +302,7 @@ def corpus_read(name: str | None, chunk_id: str, context: int = 0, *, version: s
 
     index = active_index(serving_name(name, version))
     window = get_chunk(index, chunk_id, context)
+    querylog.observe_index(index, [(window.target.chunk_id, None)], target=window.target.chunk_id)
     return ServedRead(window, index, freshness(index))
 
 

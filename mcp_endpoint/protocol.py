@@ -24,6 +24,7 @@ from mcp_endpoint.jsonrpc import InvalidParams, MethodNotFound
 from mcp_endpoint.pagination import paginate
 from mcp_endpoint.profiles import (
     Context,
+    Profile,
     PromptDef,
     PromptResult,
     ResourceContents,
@@ -32,6 +33,7 @@ from mcp_endpoint.profiles import (
     ToolError,
     ToolResult,
 )
+from mcp_endpoint.recording import recorded
 from retrieval.errors import RetrievalError
 
 logger = logging.getLogger("docsmcp.mcp")
@@ -66,7 +68,7 @@ class Call:
     method: str
     params: dict[str, Any]
     context: Context
-    profile: Any
+    profile: Profile
     modern: bool
 
     @property
@@ -88,7 +90,7 @@ def _at_least(version: str, minimum: str) -> bool:
 
 
 def server_info(call: Call) -> dict[str, Any]:
-    name = getattr(call.profile, "SERVER_NAME", "docsmcp")
+    name = call.profile.server_name
     info: dict[str, Any] = {"name": name, "version": settings.VERSION}
     if _at_least(call.version, "2025-06-18"):
         info["title"] = f"{name} ({call.context.profile} profile)"
@@ -109,13 +111,7 @@ def capabilities(call: Call) -> dict[str, Any]:
 
 
 def instructions(call: Call) -> str | None:
-    hook = getattr(call.profile, "instructions", None)
-    return hook(call.context) if callable(hook) else None
-
-
-def _list(call: Call, hook_name: str) -> list[Any]:
-    hook = getattr(call.profile, hook_name, None)
-    return list(hook(call.context)) if callable(hook) else []
+    return call.profile.instructions(call.context)
 
 
 def _scope(call: Call) -> str:
@@ -197,11 +193,11 @@ def _with_extra(wire: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def handle_tools_list(call: Call) -> dict[str, Any]:
-    return _paged(call, "tools", _list(call, "tools"), lambda tool: tool_to_wire(tool, call.version))
+    return _paged(call, "tools", call.profile.tools(call.context), lambda tool: tool_to_wire(tool, call.version))
 
 
 def find_tool(call: Call, name: str) -> ToolDef:
-    tools = _list(call, "tools")
+    tools = call.profile.tools(call.context)
     for tool in tools:
         if tool.name == name:
             return tool
@@ -236,7 +232,7 @@ def handle_tools_call(call: Call) -> dict[str, Any]:
             raise
         # SEP-1303: the model sees this text and can retry with corrected arguments.
         result = ToolResult.error(exc.message)
-    return tool_result_to_wire(tool, budget.fit_result(result), call.version)
+    return tool_result_to_wire(tool, budget.fit(result), call.version)
 
 
 def argument_errors_are_results(version: str) -> bool:
@@ -247,7 +243,17 @@ def argument_errors_are_results(version: str) -> bool:
 
 
 def run_tool(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> ToolResult:
-    """Run a handler; failures it reports become isError results, never JSON-RPC errors."""
+    """Run a handler; failures it reports become isError results, never JSON-RPC errors.
+
+    A search or read tool's call is recorded in the query log as it ends (mcp_endpoint/recording.py)."""
+    with recorded(tool, context, arguments) as logged:
+        result = _run_handler(tool, context, arguments)
+        if logged is not None:
+            logged.is_error = result.is_error
+    return result
+
+
+def _run_handler(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> ToolResult:
     try:
         result = tool.handler(context, arguments)
     except InvalidParams:
@@ -316,22 +322,19 @@ def _contents_to_wire(item: ResourceContents) -> dict[str, Any]:
 
 
 def handle_resources_list(call: Call) -> dict[str, Any]:
-    return _paged(call, "resources", _list(call, "resources"), _resource_to_wire)
+    return _paged(call, "resources", call.profile.resources(call.context), _resource_to_wire)
 
 
 def handle_resource_templates_list(call: Call) -> dict[str, Any]:
-    return _paged(call, "resourceTemplates", _list(call, "resource_templates"), _template_to_wire)
+    return _paged(call, "resourceTemplates", call.profile.resource_templates(call.context), _template_to_wire)
 
 
 def handle_resources_read(call: Call) -> dict[str, Any]:
     uri = call.params.get("uri")
     if not isinstance(uri, str) or not uri:
         raise InvalidParams("Invalid params: resources/read requires params.uri (a string)")
-    hook = getattr(call.profile, "read_resource", None)
     try:
-        if not callable(hook):
-            raise ResourceNotFound(uri)
-        contents = list(hook(call.context, uri))
+        contents = list(call.profile.read_resource(call.context, uri))
         if not contents:
             raise ResourceNotFound(uri)
     except ResourceNotFound as exc:
@@ -354,14 +357,14 @@ def _prompt_to_wire(prompt: PromptDef) -> dict[str, Any]:
 
 
 def handle_prompts_list(call: Call) -> dict[str, Any]:
-    return _paged(call, "prompts", _list(call, "prompts"), _prompt_to_wire)
+    return _paged(call, "prompts", call.profile.prompts(call.context), _prompt_to_wire)
 
 
 def handle_prompts_get(call: Call) -> dict[str, Any]:
     name = call.params.get("name")
     if not isinstance(name, str) or not name:
         raise InvalidParams("Invalid params: prompts/get requires params.name (a string)")
-    prompts = _list(call, "prompts")
+    prompts = call.profile.prompts(call.context)
     prompt = next((p for p in prompts if p.name == name), None)
     if prompt is None:
         available = ", ".join(p.name for p in prompts) or "none"

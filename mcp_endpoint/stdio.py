@@ -38,6 +38,7 @@ class StdioSession:
         self.corpus = corpus
         self.principal = principal
         self.version: str | None = None  # set by a successful initialize
+        self.client_info: dict[str, Any] | None = None  # initialize's clientInfo, named in the query log
 
     def context(self, version: str | None, info: dict[str, Any] | None = None) -> profiles.Context:
         return profiles.Context(
@@ -51,9 +52,7 @@ class StdioSession:
 
     def check_corpus(self) -> None:
         """Raises profiles.UnknownCorpus when --corpus names no corpus this profile serves."""
-        check = getattr(self.profile, "check_context", None)
-        if callable(check):
-            check(self.context(None))
+        self.profile.check_context(self.context(None))
 
     def handle_line(self, line: bytes) -> dict[str, Any] | list[dict[str, Any]] | None:
         """The reply to one line of input, or None when it needs none (notifications, responses)."""
@@ -87,13 +86,14 @@ class StdioSession:
             params.pop("_meta", None)
             context = self.context(envelope.protocol_version, envelope.client_info)
         else:
-            context = self.context(self.version or protocol.DEFAULT_VERSION, client_info(message))
+            context = self.context(self.version or protocol.DEFAULT_VERSION, client_info(message) or self.client_info)
         call = protocol.Call(
             method=message.method, params=params, context=context, profile=self.profile, modern=modern
         )
         reply = answer(call, message.id)
         if message.method == "initialize" and "result" in reply:
             self.version = reply["result"]["protocolVersion"]
+            self.client_info = client_info(message)
         return reply
 
 

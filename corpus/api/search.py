@@ -13,6 +13,7 @@ import logging
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
+from corpus import querylog
 from corpus.serving import corpus_read, corpus_search
 from docsmcp_site.api.auth import READ
 from docsmcp_site.api.pagination import Input
@@ -142,13 +143,26 @@ def _search(name: str, query: str, limit: int | None, cursor: str | None, filter
 @router.get("/corpora/{name}/search", response=SearchOut, auth=READ, url_name="search")
 def search_get(request: HttpRequest, name: str, params: Query[SearchQuery]):
     """Hybrid search of the corpus's active build (like search_docs); filters as a JSON query parameter."""
-    return _search(name, params.query, params.limit, params.cursor, _parse_filters(params.filters))
+    with _recorded(request, "search_docs", name, query=params.query) as logged:
+        filters = _parse_filters(params.filters)
+        if logged is not None:
+            logged.filters = filters
+        return _search(name, params.query, params.limit, params.cursor, filters)
 
 
 @router.post("/corpora/{name}/search", response=SearchOut, auth=READ)
 def search_post(request: HttpRequest, name: str, payload: SearchIn):
     """Hybrid search of the corpus's active build (like search_docs); filters as an object."""
-    return _search(name, payload.query, payload.limit, payload.cursor, payload.filters)
+    with _recorded(request, "search_docs", name, query=payload.query, filters=payload.filters):
+        return _search(name, payload.query, payload.limit, payload.cursor, payload.filters)
+
+
+def _recorded(request: HttpRequest, tool: str, name: str, **fields):
+    """The query-log scope of one REST search or read, named like the MCP tool it stands for."""
+    principal = getattr(request, "auth", None)
+    key_name = getattr(principal, "name", "")
+    return querylog.call(surface=querylog.REST, tool=tool, client=request.headers.get("User-Agent", ""),
+                         key_name="" if key_name == "anonymous" else key_name, corpus=name, **fields)
 
 
 def _chunk(name: str, chunk_id: str, context: int) -> dict:
@@ -165,10 +179,12 @@ def _chunk(name: str, chunk_id: str, context: int) -> dict:
 @router.get("/corpora/{name}/chunks/{path:chunk_id}", response=ChunkWindowOut, auth=READ, url_name="chunk")
 def chunk_by_path(request: HttpRequest, name: str, chunk_id: str, params: Query[ChunkParams]):
     """A chunk with `context` neighbours (like get_doc). URL-encode the chunk ID's '#' as %23."""
-    return _chunk(name, chunk_id, params.context)
+    with _recorded(request, "get_doc", name, kind=querylog.READ, target=chunk_id):
+        return _chunk(name, chunk_id, params.context)
 
 
 @router.get("/corpora/{name}/chunk", response=ChunkWindowOut, auth=READ)
 def chunk_by_query(request: HttpRequest, name: str, params: Query[ChunkQuery]):
     """The same, with the chunk ID as a query parameter (`?chunk_id=guides/retries.md%23backoff`)."""
-    return _chunk(name, params.chunk_id, params.context)
+    with _recorded(request, "get_doc", name, kind=querylog.READ, target=params.chunk_id):
+        return _chunk(name, params.chunk_id, params.context)

@@ -1,17 +1,10 @@
 """Tool profiles: the shapes a profile hands the transport, and the registry that names them.
 
 A profile is a thin adapter over the engine, one per contract (seed): argument schema in,
-engine call, result shape out. It is any module or object with
-
-    tools(context) -> list[ToolDef]                          (required)
-    instructions(context) -> str | None                      (optional; server instructions)
-    resources(context) -> list[ResourceDef]                  (optional)
-    resource_templates(context) -> list[ResourceTemplateDef] (optional)
-    read_resource(context, uri) -> list[ResourceContents]    (optional; raise ResourceNotFound)
-    prompts(context) -> list[PromptDef]                      (optional)
-    check_context(context) -> None                           (optional; raise UnknownCorpus)
-    max_body_bytes() -> int                                  (optional; overrides MCP_MAX_BODY_BYTES)
-    SERVER_NAME: str                                         (optional; serverInfo.name)
+engine call, result shape out. What the transport calls on it is `Profile`; `BaseProfile` gives
+every hook but `tools` a default, so a profile writes only what its contract serves. A profile
+written as a module of functions (docs, documents, techdoc, citeloom) is served through
+`ModuleProfile`, which takes each hook the module defines and the default for the others.
 
 Every hook is called per request with a fresh `Context`, so a profile can follow the active
 build (new taxonomy values show in the next tools/list) and stays stateless across workers.
@@ -25,7 +18,8 @@ import importlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mcp_endpoint.jsontext import indented
 
@@ -45,6 +39,9 @@ class Context:
     principal: Principal | None = None  # None when the caller is anonymous (auth not required)
     protocol_version: str | None = None
     client_info: dict[str, Any] | None = None
+    # Which transport carries the call, for the query log: "" derives it (http with a request, else
+    # stdio); the eval runner's in-process target says "eval".
+    surface: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,7 +76,6 @@ class ToolResult:
     # Extra top-level fields of the tools/call result, for contracts that read their own (seed 003's
     # `is_error`/`error`); merged after the spec's fields and never replacing one of them.
     extra: dict[str, Any] = field(default_factory=dict)
-
     # Set by a handler that fitted the result to the response budget itself, where it knows what can go
     # (shorter snippets, fewer hits with a cursor to the rest); see mcp_endpoint/budget.py.
     fitted: bool = False
@@ -118,6 +114,8 @@ class ToolDef:
     title: str | None = None
     scope: str = "read"  # API-key scope a caller needs when it presents a key
     extra: dict[str, Any] = field(default_factory=dict)  # extra tools/list fields; never replace the spec's
+    # "search" or "read": every call is recorded in the query log (corpus/querylog.py); "" is not.
+    record: str = ""
 
 
 @dataclass(frozen=True)
@@ -198,8 +196,98 @@ class UnknownProfile(LookupError):
     """No profile is registered under the requested name."""
 
 
-# name -> profile object, or dotted module path imported on first use (so profiles written
-# later only need their module to exist).
+@runtime_checkable
+class Profile(Protocol):
+    """What the transport calls on a profile, each time with the request's `Context`."""
+
+    server_name: str  # serverInfo.name
+
+    def tools(self, context: Context) -> list[ToolDef]: ...
+
+    def instructions(self, context: Context) -> str | None: ...
+
+    def resources(self, context: Context) -> list[ResourceDef]: ...
+
+    def resource_templates(self, context: Context) -> list[ResourceTemplateDef]: ...
+
+    def read_resource(self, context: Context, uri: str) -> list[ResourceContents]:
+        """The contents at `uri`; raises ResourceNotFound for a URI the profile does not serve."""
+        ...
+
+    def prompts(self, context: Context) -> list[PromptDef]: ...
+
+    def check_context(self, context: Context) -> None:
+        """Raises UnknownCorpus when the request names a corpus this profile cannot serve."""
+        ...
+
+    def max_body_bytes(self) -> int | None:
+        """The largest request body the profile takes; None: MCP_MAX_BODY_BYTES."""
+        ...
+
+
+class BaseProfile:
+    """A profile with nothing but its tools: every other hook's default. Subclasses override what
+    their contract serves."""
+
+    server_name = "docsmcp"
+
+    def tools(self, context: Context) -> list[ToolDef]:
+        raise NotImplementedError(f"{type(self).__name__} must define tools(context)")
+
+    def instructions(self, context: Context) -> str | None:
+        return None
+
+    def resources(self, context: Context) -> list[ResourceDef]:
+        return []
+
+    def resource_templates(self, context: Context) -> list[ResourceTemplateDef]:
+        return []
+
+    def read_resource(self, context: Context, uri: str) -> list[ResourceContents]:
+        raise ResourceNotFound(uri)
+
+    def prompts(self, context: Context) -> list[PromptDef]:
+        return []
+
+    def check_context(self, context: Context) -> None:
+        return None
+
+    def max_body_bytes(self) -> int | None:
+        return None
+
+
+HOOKS = ("tools", "instructions", "resources", "resource_templates", "read_resource", "prompts",
+         "check_context", "max_body_bytes")
+
+
+class ModuleProfile(BaseProfile):
+    """A profile written as functions of a module (or attributes of any object): each hook it defines,
+    BaseProfile's default for the others; `SERVER_NAME` names the server."""
+
+    def __init__(self, source: Any):
+        if not callable(getattr(source, "tools", None)):
+            raise TypeError(f"{source!r} is not a profile: it has no tools(context) function")
+        self.source = source
+        self.server_name = getattr(source, "SERVER_NAME", BaseProfile.server_name)
+        for hook in HOOKS:
+            function = getattr(source, hook, None)
+            if callable(function):
+                setattr(self, hook, function)
+
+    def __repr__(self) -> str:
+        return f"ModuleProfile({getattr(self.source, '__name__', self.source)!r})"
+
+
+def as_profile(entry: Any) -> Profile:
+    """`entry` as a Profile: a BaseProfile (or anything that has every hook) as it is, a module or
+    other object through ModuleProfile."""
+    if isinstance(entry, BaseProfile) or (not isinstance(entry, ModuleType) and isinstance(entry, Profile)):
+        return entry
+    return ModuleProfile(entry)
+
+
+# name -> profile, or dotted module path imported on first use (so profiles written later only need
+# their module to exist).
 _registry: dict[str, Any] = {
     "docs": "mcp_endpoint.profiles.docs",
     "documents": "mcp_endpoint.profiles.documents",
@@ -211,10 +299,11 @@ _lock = threading.Lock()
 DEFAULT_PROFILE = "docs"
 
 
-def register_profile(name: str, profile: Any) -> None:
-    """Serve `profile` (a module, an object, or a dotted module path) at /mcp/<name>/."""
+def register_profile(name: str, profile: Profile | ModuleType | str | Any) -> None:
+    """Serve `profile` (a Profile, a module or object with profile functions, or a dotted module path)
+    at /mcp/<name>/."""
     with _lock:
-        _registry[name] = profile
+        _registry[name] = profile if isinstance(profile, str) else as_profile(profile)
 
 
 def unregister_profile(name: str) -> None:
@@ -226,7 +315,7 @@ def profile_names() -> list[str]:
     return sorted(_registry)
 
 
-def get_profile(name: str) -> Any:
+def get_profile(name: str) -> Profile:
     """The profile registered as `name`; raises UnknownProfile if there is none (or its module is missing)."""
     entry = _registry.get(name)
     if entry is None:
@@ -238,8 +327,9 @@ def get_profile(name: str) -> Any:
             if exc.name and entry.startswith(exc.name):
                 raise UnknownProfile(name) from None
             raise
+        profile = as_profile(module)
         with _lock:
             if _registry.get(name) == entry:
-                _registry[name] = module
-        return module
+                _registry[name] = profile
+        return profile
     return entry

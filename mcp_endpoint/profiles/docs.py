@@ -390,8 +390,10 @@ def _make_tools(index: Index | None, versions: list[str]) -> list[ToolDef]:
             input_schema=search_schema(index, versions),
             output_schema=SEARCH_OUTPUT_SCHEMA,
             handler=_search_docs,
+            record="search",
         ),
         ToolDef(
-            name="get_doc", description=GET_DOC_DESCRIPTION, input_schema=get_doc_schema, handler=_get_doc
+            name="get_doc", description=GET_DOC_DESCRIPTION, input_schema=get_doc_schema, handler=_get_doc,
+            record="read",
         ),
     ]

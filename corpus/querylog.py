@@ -1,0 +1,401 @@
+"""Recording agents' calls and feedback off the request path: a bounded buffer and one writer thread.
+
+A tool call opens a `call(...)` scope (the transport does, for every search and read tool); the code
+that searched or read calls `observe(...)` with what it found; when the scope closes, one
+QueryRecord per corpus observed is appended to an in-process buffer. A daemon thread, started on
+first use, writes the buffer in batches (every FLUSH_SECONDS or BATCH_SIZE records) with
+bulk_create. A request never waits on the database for this and never fails because of it:
+
+- the buffer holds at most DOCSMCP_QUERY_LOG_BUFFER records; past that, new ones are dropped and
+  counted (`stats()["dropped"]`), with a warning at most once a minute;
+- while the database cannot be reached the writer keeps its batch and retries, so an outage shorter
+  than what the buffer holds loses nothing.
+
+DOCSMCP_QUERY_LOG: `full` stores everything; `no-text` stores no query text and no feedback comment
+or query (filters, hit IDs and what a read opened are kept); `off` stores nothing. Records older than
+DOCSMCP_QUERY_LOG_DAYS are deleted by the writer once an hour, by `manage.py prune_query_log`, and by
+the Celery task `corpus.prune_query_log`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import hmac
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
+
+logger = logging.getLogger("docsmcp.querylog")
+
+FULL, NO_TEXT, OFF = "full", "no-text", "off"
+MODES = (FULL, NO_TEXT, OFF)
+SEARCH, READ = "search", "read"
+HTTP, STDIO, REST, EVAL = "http", "stdio", "rest", "eval"
+
+FLUSH_SECONDS = 1.0
+BATCH_SIZE = 500
+TOP_HITS = 10  # hit IDs with scores kept per record
+PRUNE_EVERY_SECONDS = 3600.0
+PRUNE_CHUNK = 5000
+WARN_EVERY_SECONDS = 60.0
+MAX_QUERY_CHARS = 4000
+# Sent by the eval runner. Honoured when its value is `eval_token()` (this server's own runs) or when
+# the caller's key holds the `build` scope (who may start eval runs); anyone else is logged as usual.
+EVAL_HEADER = "X-Docsmcp-Eval"
+# Arguments that are not filters: free text, opaque tokens, vectors.
+NOT_FILTERS = frozenset({"query", "queries", "cursor", "query_embedding", "chunk", "comment", "chunk_id",
+                         "document_id", "document", "section", "verdict"})
+MAX_FILTER_CHARS = 200
+_LIMITS = {"corpus": 100, "version": 100, "build_id": 64, "profile": 40, "tool": 64, "surface": 10,
+           "target": 1000, "client": 200, "key_name": 100, "chunk_id": 1000, "filepath": 1000,
+           "query": MAX_QUERY_CHARS, "comment": 2000, "verdict": 20}
+
+
+def mode() -> str:
+    value = getattr(settings, "DOCSMCP_QUERY_LOG", FULL)
+    return value if value in MODES else FULL
+
+
+def retention_days() -> int:
+    return int(getattr(settings, "DOCSMCP_QUERY_LOG_DAYS", 90) or 0)
+
+
+def eval_token() -> str:
+    """What this server's eval runner sends in EVAL_HEADER: derived from the Django secret, so only a
+    process holding it (a worker of this installation) can mark calls as an eval run's."""
+    return hmac.new(settings.SECRET_KEY.encode(), b"docsmcp-eval-v1", hashlib.sha256).hexdigest()
+
+
+# --- the per-call scope -----------------------------------------------------------------------------
+
+
+@dataclass
+class Observation:
+    corpus: str
+    version: str
+    build_id: str
+    hits: list[list[Any]]
+    total: int
+    target: str | None
+    query: str | None
+    filters: dict[str, Any] | None
+
+
+@dataclass
+class Call:
+    """One recorded call while it runs: who asked what, and what the search or read code saw."""
+
+    surface: str
+    tool: str
+    kind: str = SEARCH
+    client: str = ""
+    key_name: str = ""
+    is_eval: bool = False
+    profile: str = ""
+    corpus: str = ""  # the corpus named by the caller: the record's corpus when nothing was observed
+    query: str = ""
+    filters: dict[str, Any] = field(default_factory=dict)
+    target: str = ""
+    is_error: bool = False
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    started: float = field(default_factory=time.perf_counter)
+    observations: list[Observation] = field(default_factory=list)
+    closed: bool = False
+
+
+_current: ContextVar[Call | None] = ContextVar("docsmcp_querylog_call", default=None)
+
+
+def current() -> Call | None:
+    return _current.get()
+
+
+@contextmanager
+def call(*, surface: str, tool: str, kind: str = SEARCH, client: str = "", key_name: str = "",
+         is_eval: bool = False, profile: str = "", corpus: str | None = None, query: str = "",
+         filters: dict[str, Any] | None = None, target: str = "") -> Iterator[Call | None]:
+    """The scope of one search or read call; yields None (and records nothing) when logging is off.
+
+    Set `.is_error` on the yielded call for a failure reported as a result; an exception raised
+    through the scope marks it too, and is re-raised untouched.
+    """
+    if mode() == OFF:
+        yield None
+        return
+    scope = Call(surface=surface, tool=tool, kind=kind, client=client, key_name=key_name, is_eval=is_eval,
+                 profile=profile, corpus=corpus or "", query=query, filters=filters or {}, target=target)
+    token = _current.set(scope)
+    try:
+        yield scope
+    except BaseException:
+        scope.is_error = True
+        raise
+    finally:
+        _current.reset(token)
+        scope.closed = True
+        try:
+            _enqueue_records(scope)
+        except Exception:  # recording must never cost the call
+            logger.exception("query log: a call could not be recorded")
+
+
+def observe(*, corpus: str, version: str = "", build_id: str = "", hits: Iterable[tuple[str, float | None]] = (),
+            total: int | None = None, target: str | None = None, query: str | None = None,
+            filters: dict[str, Any] | None = None) -> None:
+    """What the current call found in one corpus (a no-op outside a recorded call).
+
+    `hits`: (id, score) pairs, best first; `total`: how many hits there were (default: len(hits)).
+    A search over several corpora, or several queries (a batch), observes once for each, and each
+    becomes its own record; `query` and `filters` then say which query and filters this one was.
+    """
+    scope = _current.get()
+    if scope is None or scope.closed:
+        return
+    head, _, pinned = corpus.partition("@")
+    top = [[str(i), None if s is None else round(float(s), 4)] for i, s in hits]
+    scope.observations.append(Observation(corpus=head, version=version or pinned, build_id=build_id,
+                                          hits=top[:TOP_HITS], total=len(top) if total is None else int(total),
+                                          target=target, query=query, filters=filters))
+
+
+def observe_index(index: Any, hits: Iterable[tuple[str, float | None]] = (), **fields: Any) -> None:
+    """`observe` for a hit list from an opened index (retrieval.search.index.Index): its corpus,
+    version and build come from the index's metadata."""
+    if _current.get() is None:
+        return
+    metadata = index.metadata
+    observe(corpus=metadata.corpus, version=str(metadata.stats.get("version") or ""),
+            build_id=str(index.build_id), hits=hits, **fields)
+
+
+def filters_of(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of a tool call that narrow it (taxonomy filters, limits, collections), without
+    free text, cursors or vectors."""
+    out: dict[str, Any] = {}
+    for key, value in arguments.items():
+        if key in NOT_FILTERS or value is None:
+            continue
+        if isinstance(value, str | int | float | bool):
+            out[key] = value if not isinstance(value, str) else value[:MAX_FILTER_CHARS]
+        elif isinstance(value, list | dict) and len(repr(value)) <= MAX_FILTER_CHARS:
+            out[key] = value
+    return out
+
+
+def _clean(value: Any, name: str) -> Any:
+    if isinstance(value, str):
+        value = value.replace("\x00", "")
+        limit = _LIMITS.get(name)
+        return value[:limit] if limit else value
+    return value
+
+
+def _enqueue_records(scope: Call) -> None:
+    latency = (time.perf_counter() - scope.started) * 1000.0
+    text = mode() == FULL
+    base = {"at": scope.at, "profile": scope.profile, "tool": scope.tool, "surface": scope.surface,
+            "latency_ms": round(latency, 3), "is_error": scope.is_error, "client": scope.client,
+            "key_name": scope.key_name, "is_eval": scope.is_eval}
+    observations = scope.observations or [Observation(corpus=scope.corpus.partition("@")[0],
+                                                      version=scope.corpus.partition("@")[2], build_id="",
+                                                      hits=[], total=0, target=None, query=None, filters=None)]
+    for seen in observations:
+        query = seen.query if seen.query is not None else scope.query
+        row = {**base, "corpus": seen.corpus, "version": seen.version, "build_id": seen.build_id,
+               "query": query if (text and scope.kind == SEARCH) else "",
+               "filters": seen.filters if seen.filters is not None else scope.filters,
+               "target": (seen.target if seen.target is not None else scope.target) if scope.kind == READ else "",
+               "hits": seen.total, "top": seen.hits,
+               "top_score": max((s for _, s in seen.hits if s is not None), default=None)}
+        _enqueue("record", {k: _clean(v, k) for k, v in row.items()})
+
+
+def record_feedback(*, surface: str, corpus: str, verdict: str, version: str = "", build_id: str = "",
+                    profile: str = "", tool: str = "", chunk_id: str = "", query: str = "", comment: str = "",
+                    client: str = "", key_name: str = "") -> bool:
+    """Queue one Feedback row; False when it was not queued (logging off, or the buffer full)."""
+    if mode() == OFF:
+        return False
+    text = mode() == FULL
+    head, _, pinned = corpus.partition("@")
+    row = {"at": datetime.now(UTC), "corpus": head, "version": version or pinned, "build_id": build_id,
+           "profile": profile, "tool": tool, "surface": surface, "verdict": verdict, "chunk_id": chunk_id,
+           "filepath": chunk_id.partition("#")[0], "query": query if text else "",
+           "comment": comment if text else "", "client": client, "key_name": key_name}
+    return _enqueue("feedback", {k: _clean(v, k) for k, v in row.items()})
+
+
+# --- the buffer and its writer ----------------------------------------------------------------------
+
+_buffer: deque[tuple[str, dict[str, Any]]] = deque()
+_lock = threading.Lock()
+_wake = threading.Event()
+_flush_waiters: list[threading.Event] = []
+_writer: tuple[int, threading.Thread] | None = None
+_pending: list[tuple[str, dict[str, Any]]] = []  # the writer's batch, kept while the database is away
+_counts = {"written": 0, "dropped": 0, "failed_batches": 0}
+_last_warning = {"dropped": 0.0, "failed": 0.0}
+
+
+def capacity() -> int:
+    return max(1, int(getattr(settings, "DOCSMCP_QUERY_LOG_BUFFER", 10_000) or 1))
+
+
+def _enqueue(kind: str, row: dict[str, Any]) -> bool:
+    if len(_buffer) >= capacity():
+        _counts["dropped"] += 1
+        _warn("dropped", "query log: the buffer is full (%d records); %d records dropped so far",
+              capacity(), _counts["dropped"])
+        return False
+    _buffer.append((kind, row))
+    _ensure_writer()
+    if len(_buffer) >= BATCH_SIZE:
+        _wake.set()
+    return True
+
+
+def _warn(which: str, message: str, *args: Any) -> None:
+    now = time.monotonic()
+    if now - _last_warning[which] >= WARN_EVERY_SECONDS:
+        _last_warning[which] = now
+        logger.warning(message, *args)
+
+
+def stats() -> dict[str, int]:
+    """Records waiting, written, dropped (buffer full or unwritable), and batches that failed."""
+    return {"queued": len(_buffer), **_counts}
+
+
+def _ensure_writer() -> None:
+    global _writer
+    writer = _writer
+    if writer is not None and writer[0] == os.getpid() and writer[1].is_alive():
+        return
+    with _lock:
+        writer = _writer
+        if writer is not None and writer[0] == os.getpid() and writer[1].is_alive():
+            return
+        thread = threading.Thread(target=_run, name="docsmcp-querylog", daemon=True)
+        _writer = (os.getpid(), thread)
+        thread.start()
+
+
+def flush(timeout: float = 10.0) -> bool:
+    """Write everything buffered now; True when it all reached the database within `timeout` seconds."""
+    if not _buffer and not _pending:
+        return True
+    done = threading.Event()
+    with _lock:
+        _flush_waiters.append(done)
+    _ensure_writer()
+    _wake.set()
+    return done.wait(timeout) and not _buffer and not _pending
+
+
+def _run() -> None:
+    last_prune = time.monotonic() - PRUNE_EVERY_SECONDS + 60.0  # first prune a minute after start
+    while True:
+        _wake.wait(FLUSH_SECONDS)
+        _wake.clear()
+        with _lock:
+            waiters = list(_flush_waiters)
+            _flush_waiters.clear()
+        try:
+            _drain()
+            if time.monotonic() - last_prune >= PRUNE_EVERY_SECONDS:
+                last_prune = time.monotonic()
+                prune()
+        except Exception:
+            logger.exception("query log writer")
+        finally:
+            if waiters or not _buffer:
+                _close_connection()
+        for waiter in waiters:
+            waiter.set()
+
+
+def _drain() -> None:
+    """Write the pending batch, then the buffer, batch by batch, until done or the database is away."""
+    pending = _pending
+    while True:
+        while len(pending) < BATCH_SIZE and _buffer:
+            try:
+                pending.append(_buffer.popleft())
+            except IndexError:
+                break
+        if not pending:
+            return
+        try:
+            _write(pending)
+        except (OperationalError, InterfaceError) as exc:  # the database is away: keep the batch, retry later
+            _counts["failed_batches"] += 1
+            _warn("failed", "query log: the database cannot be reached (%s); %d records wait to be written",
+                  exc, len(pending) + len(_buffer))
+            _close_connection()
+            return
+        except DatabaseError:  # this batch cannot be written at all: never retry it forever
+            _counts["dropped"] += len(pending)
+            logger.exception("query log: %d records could not be written and were dropped", len(pending))
+            _close_connection()
+        else:
+            _counts["written"] += len(pending)
+        pending.clear()
+
+
+def _write(batch: list[tuple[str, dict[str, Any]]]) -> None:
+    from .models import Feedback, QueryRecord
+
+    records = [QueryRecord(**row) for kind, row in batch if kind == "record"]
+    feedback = [Feedback(**row) for kind, row in batch if kind == "feedback"]
+    if records:
+        QueryRecord.objects.bulk_create(records, batch_size=BATCH_SIZE)
+    if feedback:
+        Feedback.objects.bulk_create(feedback, batch_size=BATCH_SIZE)
+
+
+def _close_connection() -> None:
+    """The writer's connection is closed after each burst of writes: it reconnects after an outage, and
+    never holds a connection open between bursts."""
+    with suppress(Exception):
+        connection.close()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """A process that ends (a stdio server whose client left) writes what it still holds."""
+    if (_buffer or _pending) and _writer is not None and _writer[0] == os.getpid():
+        flush(timeout=5.0)
+
+
+# --- retention ----------------------------------------------------------------------------------------
+
+
+def prune(days: int | None = None) -> dict[str, int]:
+    """Delete query records and feedback older than `days` (default DOCSMCP_QUERY_LOG_DAYS; 0 keeps
+    everything), in chunks so a large backlog never holds one long lock. Returns what was deleted."""
+    from .models import Feedback, QueryRecord
+
+    days = retention_days() if days is None else days
+    deleted = {"records": 0, "feedback": 0}
+    if days <= 0:
+        return deleted
+    cutoff = datetime.now(UTC) - timedelta(days=days)
+    for label, model in (("records", QueryRecord), ("feedback", Feedback)):
+        while True:
+            ids = list(model.objects.filter(at__lt=cutoff).values_list("pk", flat=True)[:PRUNE_CHUNK])
+            if not ids:
+                break
+            deleted[label] += model.objects.filter(pk__in=ids).delete()[0]
+    return deleted
