@@ -117,7 +117,7 @@ if CELERY_BROKER_URL == "filesystem://":
         "control_folder": str(CELERY_QUEUE_DIR / "control"), "store_processed": False,
     }
 else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 1}
 # Run tasks inside the caller (tests, one-off scripts); never for a server: a build takes minutes.
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
@@ -127,10 +127,14 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Threads, not forked processes: LanceDB does not support fork, and builds release the GIL in Arrow/Lance.
 CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_CONCURRENCY = int(os.environ.get("CELERY_WORKER_CONCURRENCY", "2"))
-# A web request that queues a task gives up quickly when the broker is down, instead of hanging.
-CELERY_BROKER_CONNECTION_TIMEOUT = 2
+# A web request that queues a task answers 503 within about two seconds when the broker is down
+# (two attempts of one second each), instead of hanging (corpus/queue.py).
+CELERY_BROKER_CONNECTION_TIMEOUT = 1
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
 
+# Nothing reads a task's result (a build's or run's outcome is its row), so queueing never waits on the
+# result backend, whose own retries would hold a request for 20 s when Redis is down.
+CELERY_TASK_IGNORE_RESULT = True
 # The engine
 # A local path, or an object store (`s3://bucket/prefix`, reached with DOCSMCP_STORAGE_OPTIONS or the
 # AWS_* variables: docs/deploy.md). Every web node and worker must name the same root.

@@ -61,16 +61,19 @@ def test_every_operation_is_in_the_matrix(client, db):
     schema = client.get("/api/v1/openapi.json").json()
     documented = {(method, path.removeprefix("/api/v1")) for path, ops in schema["paths"].items() for method in ops
                   if path not in SIGNED}
-    tested = set()
-    for method, path, _body, _scope in ENDPOINTS:
-        parts = path.split("?")[0].split("/corpora/")
-        if len(parts) == 2:
-            rest = parts[1]
-            for concrete, template in TEMPLATES.items():
-                rest = rest.replace(concrete, template)
-            parts[1] = rest
-        tested.add((method, EVAL_TEMPLATES.get(path, "/corpora/".join(parts))))
+    tested = {(method, _template(path)) for method, path, _body, _scope in ENDPOINTS}
     assert documented == tested
+
+
+def _template(path: str) -> str:
+    """An ENDPOINTS path as the OpenAPI schema writes it."""
+    parts = path.split("?")[0].split("/corpora/")
+    if len(parts) == 2:
+        rest = parts[1]
+        for concrete, template in TEMPLATES.items():
+            rest = rest.replace(concrete, template)
+        parts[1] = rest
+    return EVAL_TEMPLATES.get(path, "/corpora/".join(parts))
 
 
 @pytest.mark.parametrize("method, path, body, scope", ENDPOINTS, ids=IDS)
@@ -163,12 +166,19 @@ def test_docs_and_schema_need_no_key(client, db, auth_required):
     assert client.get("/api/v1/docs/assets/swagger-ui-bundle.js").status_code == 200
 
 
-def test_the_schema_declares_bearer_auth_on_every_operation(client, db):
+@pytest.mark.parametrize("required", [False, True])
+def test_the_schema_says_which_operations_need_a_key(client, db, settings, required):
+    settings.MCP_AUTH_REQUIRED = required
     schema = client.get("/api/v1/openapi.json").json()
-    assert schema["components"]["securitySchemes"]["ApiKey"] == {"type": "http", "scheme": "bearer"}
-    for path, ops in schema["paths"].items():
-        for operation in ops.values():
-            assert operation.get("security") == ([{"ApiKey": []}] if path not in SIGNED else None), path
+    scheme = schema["components"]["securitySchemes"]["ApiKey"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer") and "x-docsmcp-scope" in scheme["description"]
+    documented = {(method, path.removeprefix("/api/v1")): (operation.get("x-docsmcp-scope"), operation.get("security"))
+                  for path, ops in schema["paths"].items() for method, operation in ops.items()}
+    for method, path, _body, scope in ENDPOINTS:
+        anonymous = scope == "read" and not required  # an anonymous read: the empty requirement comes first
+        assert documented[(method, _template(path))] == (scope, [{}, {"ApiKey": []}] if anonymous else [{"ApiKey": []}])
+    for path in SIGNED:
+        assert documented[("post", path.removeprefix("/api/v1"))] == (None, None)
 
 
 # --- origins, body types, staff sessions, corpus-limited keys -----------------------------------------

@@ -15,6 +15,7 @@ from corpus.api.corpora import router as corpora_router
 from corpus.api.fixes import router as fixes_router
 from corpus.api.hooks import router as hooks_router
 from corpus.api.search import router as search_router
+from docsmcp_site.api import auth as api_auth
 from docsmcp_site.api import errors as api_errors
 from docsmcp_site.api.docs import OfflineSwagger
 from docsmcp_site.api.docs import router as docs_router
@@ -42,7 +43,19 @@ Request validation failures are 422 with `details.errors`.
 
 class DocsmcpAPI(NinjaAPI):
     def get_openapi_schema(self, **kwargs):
-        return api_errors.document_errors(super().get_openapi_schema(**kwargs))
+        schema = api_errors.document_errors(super().get_openapi_schema(**kwargs))
+        return api_auth.document_security(schema, self.operation_scopes())
+
+    def operation_scopes(self) -> dict[str, str]:
+        """operationId -> the API key scope the operation needs (operations open to all are absent)."""
+        scopes = {}
+        for _prefix, router in self._routers:
+            for path_view in router.path_operations.values():
+                for operation in path_view.operations:
+                    for auth in operation.auth_callbacks or ():
+                        if isinstance(auth, api_auth.ApiKey):
+                            scopes[operation.operation_id or self.get_openapi_operation_id(operation)] = auth.scope
+        return scopes
 
 
 api = DocsmcpAPI(

@@ -16,6 +16,8 @@ admin key passes every check).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.http import HttpRequest
 from ninja.errors import AuthenticationError, AuthorizationError
@@ -82,3 +84,34 @@ def caller(request: HttpRequest) -> str:
     """Who made the request, for `requested_by` fields."""
     principal = getattr(request, "auth", None)
     return f"api:{principal.name}" if isinstance(principal, Principal) else "api"
+
+
+SCHEME_DESCRIPTION = ("An API key from the admin or `manage.py mcp_apikey` (or MCP_API_KEY), sent as "
+                      "`Authorization: Bearer <key>`. Each operation names the scope it needs in "
+                      "`x-docsmcp-scope`: read, build or admin (admin implies every scope).")
+
+
+def document_security(schema: dict[str, Any], scopes: dict[str, str]) -> dict[str, Any]:
+    """Say in the OpenAPI schema which operations need a key, as this server is configured.
+
+    `scopes` maps operationId to the scope the operation needs. Reads may go without a key unless
+    MCP_AUTH_REQUIRED: their security lists the empty requirement `{}` first (anonymous is fine) and
+    the key second, so a generated client does not insist on an Authorization header it need not send.
+    """
+    scheme = schema.get("components", {}).get("securitySchemes", {}).get("ApiKey")
+    if scheme is not None:
+        scheme["description"] = SCHEME_DESCRIPTION
+    anonymous_reads = not settings.MCP_AUTH_REQUIRED
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            scope = scopes.get(operation.get("operationId", ""))
+            if scope is None:
+                continue
+            operation["x-docsmcp-scope"] = scope
+            if scope in ANONYMOUS.scopes and anonymous_reads:
+                operation["security"] = [{}, {"ApiKey": []}]
+                note = "No key needed (MCP_AUTH_REQUIRED is false); a key limited to some corpora sees only those."
+            else:
+                note = f"Needs a key with the `{scope}` scope, or an admin staff session."
+            operation["description"] = f"{operation.get('description', '').rstrip()}\n\n{note}".lstrip()
+    return schema
