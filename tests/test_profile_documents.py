@@ -152,7 +152,7 @@ def test_hybrid_search_false_uses_the_vector_leg(doc_corpora, live_url, monkeypa
         seen.append(request.legs)
         return original(index, request, **kwargs)
 
-    monkeypatch.setattr("mcp_endpoint.profiles.documents.search", spy)
+    monkeypatch.setattr("retrieval.search.engine.search", spy)  # as corpus.serving calls it
     (result,) = run(live_url, ("documents_search", {"query": "index", "collections": ["postgresql"],
                                                     "hybridSearch": False}))
     assert result.is_error is False
@@ -184,7 +184,7 @@ def test_search_batch_runs_each_query_sharing_one_embedding(doc_corpora, live_ur
         batches.append((index.metadata.corpus, [r.query for r in requests]))
         return original(index, requests, **kwargs)
 
-    monkeypatch.setattr("mcp_endpoint.profiles.documents.search_batch", spy)
+    monkeypatch.setattr("retrieval.search.engine.search_batch", spy)  # as corpus.serving calls it
     (result,) = run(live_url, ("documents_search_batch", {"queries": [
         {"query": "VACUUM ANALYZE", "collections": ["pg"]},
         {"query": "netplan network interfaces", "collections": ["ubuntu"]},

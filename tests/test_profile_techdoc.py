@@ -293,7 +293,7 @@ def test_an_unexpected_failure_is_a_seed_shaped_tool_error(doc_corpora, live_url
     def boom(*args, **kwargs):
         raise RuntimeError("secret detail /etc/passwd")
 
-    monkeypatch.setattr("mcp_endpoint.profiles.techdoc.search", boom)
+    monkeypatch.setattr("retrieval.search.engine.search", boom)  # as corpus.serving calls it
     result = call(http, url_of(live_url), "search_documentation", {"query": "vacuum"})["result"]
     message = "Tool 'search_documentation' failed with an internal error; the server log has details."
     assert (result["isError"], result["is_error"], result["error"]) == (True, True, message)
