@@ -131,10 +131,10 @@ CELERY_WORKER_CONCURRENCY = int(os.environ.get("CELERY_WORKER_CONCURRENCY", "2")
 # (two attempts of one second each), instead of hanging (corpus/queue.py).
 CELERY_BROKER_CONNECTION_TIMEOUT = 1
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
-
 # Nothing reads a task's result (a build's or run's outcome is its row), so queueing never waits on the
 # result backend, whose own retries would hold a request for 20 s when Redis is down.
 CELERY_TASK_IGNORE_RESULT = True
+
 # The engine
 # A local path, or an object store (`s3://bucket/prefix`, reached with DOCSMCP_STORAGE_OPTIONS or the
 # AWS_* variables: docs/deploy.md). Every web node and worker must name the same root.
