@@ -35,6 +35,11 @@ def limited_to(names: Iterable[str] | None) -> Iterator[None]:
         _limit.reset(token)
 
 
+def limited() -> bool:
+    """Whether the current caller's key is limited to some corpora."""
+    return _limit.get() is not None
+
+
 def visible(name: str) -> bool:
     """A key limited to a corpus sees every version of it (`<corpus>@<version>`)."""
     limit = _limit.get()

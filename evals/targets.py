@@ -105,10 +105,8 @@ class InProcessTarget(Target):
 
         self.profile = get_profile(self.profile_name)
         self.context = Context(request=None, profile=self.profile_name, corpus=self.corpus_name,
-                               protocol_version=PROTOCOL_VERSION, client_info=CLIENT_INFO)
-        check = getattr(self.profile, "check_context", None)
-        if callable(check):
-            check(self.context)
+                               protocol_version=PROTOCOL_VERSION, client_info=CLIENT_INFO, surface="eval")
+        self.profile.check_context(self.context)
         self._tools = {t.name for t in self.profile.tools(self.context)}
         if SEARCH_TOOL not in self._tools:
             raise TargetError(f"the {self.profile_name} profile offers no {SEARCH_TOOL} tool "
@@ -155,6 +153,31 @@ def parse_sse(text: str) -> list[dict]:
     return out
 
 
+def _is_jsonrpc(payload: Any) -> bool:
+    """A JSON-RPC 2.0 response: what an MCP endpoint answers, and the only body a run ever quotes."""
+    if not isinstance(payload, dict) or payload.get("jsonrpc") != "2.0" or ("result" in payload) == ("error" in payload):
+        return False
+    error = payload.get("error")
+    return "result" in payload or (isinstance(error, dict) and isinstance(error.get("code"), int)
+                                   and isinstance(error.get("message"), str))
+
+
+def _error_text(error: dict) -> str:
+    return f"JSON-RPC error {error['code']}: {error['message'][:300]}"
+
+
+def jsonrpc_error_text(body: str) -> str:
+    """What a failed HTTP answer may show of its body: a JSON-RPC error's code and message, nothing of
+    any other body (a URL that is not an MCP endpoint may hold what the run's caller may not read)."""
+    try:
+        payload = json.loads(body)
+    except (json.JSONDecodeError, RecursionError):
+        payload = None
+    if _is_jsonrpc(payload) and "error" in payload:
+        return _error_text(payload["error"])
+    return "not a JSON-RPC answer, so not an MCP endpoint's (the body is not shown)"
+
+
 class HttpTarget(Target):
     """MCP over Streamable HTTP: initialize (2025-06-18), initialized, tools/list, tools/call."""
 
@@ -189,7 +212,7 @@ class HttpTarget(Target):
         if session and not self.session_id:
             self.session_id = session
         if response.status_code >= 400:
-            raise TargetError(f"HTTP {response.status_code} from {self.url}: {response.text[:300]}")
+            raise TargetError(f"HTTP {response.status_code} from {self.url}: {jsonrpc_error_text(response.text)}")
         return response
 
     def request(self, method: str, params: dict | None = None) -> dict:
@@ -205,16 +228,16 @@ class HttpTarget(Target):
             try:
                 body = json.loads(response.text)
             except json.JSONDecodeError:
-                raise TargetError(f"{method}: response is not JSON: {response.text[:200]!r}") from None
+                raise TargetError(f"{method}: the response is not JSON, so {self.url} is not an MCP endpoint "
+                                  "(its body is not shown)") from None
             payloads = body if isinstance(body, list) else [body]
         for payload in payloads:
-            if isinstance(payload, dict) and payload.get("id") == rid:
+            if _is_jsonrpc(payload) and payload.get("id") == rid:
                 if "error" in payload:
-                    err = payload["error"] or {}
-                    raise TargetError(f"JSON-RPC error {err.get('code')}: {err.get('message')}")
-                if "result" in payload:
-                    return payload["result"]
-        raise TargetError(f"no JSON-RPC response with id {rid} for {method}")
+                    raise TargetError(_error_text(payload["error"]))
+                return payload["result"]
+        raise TargetError(f"no JSON-RPC response with id {rid} for {method}: {self.url} is not an MCP endpoint, "
+                          "or not one that answers this request (its body is not shown)")
 
     def open(self) -> None:
         import httpx

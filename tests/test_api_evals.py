@@ -196,3 +196,23 @@ def test_a_key_limited_to_one_corpus_sees_only_that_corpus_suites_and_runs(
     assert hidden.json()["error"]["message"].endswith("available: other-suite, shared-suite (import one with --cases FILE)")
     assert [s["name"] for s in call(client, "get", "/evals/suites").json()["items"]] == [
         "other-suite", "sample-suite", "shared-suite"]
+
+
+def test_a_key_limited_to_one_corpus_may_evaluate_over_http_only_that_corpus(client, suite, settings, tmp_path):
+    from corpus.models import Corpus
+
+    settings.MCP_SERVER_HOST, settings.MCP_SERVER_PORT = "127.0.0.1", 8001
+    other = Corpus.objects.create(name="other", source_dir=str(tmp_path), aliases=["other-alias"])
+    suite_import(name="other-suite", path=SAMPLE_SUITE, corpus=other)
+    _row, key = create_api_key("other-only", ["read", "build"], corpora=["other"])
+    body = {"corpus": "other", "suite": "other-suite", "mode": "http"}
+    for url in ("http://127.0.0.1:8001/mcp/c/sample/", "http://127.0.0.1:8001/mcp/c/missing/",
+                "http://127.0.0.1:8001/mcp/", "http://127.0.0.1:8001/mcp/docs/",
+                "http://127.0.0.1:8001/mcp/documents/", "http://127.0.0.1:8001/mcp/c/other/../sample/"):
+        refused = trigger(client, {**body, "url": url}, key=key)
+        assert refused.status_code == 400, (url, refused.content)
+        assert "limited to other corpora" in refused.json()["error"]["message"]
+    for url in ("http://127.0.0.1:8001/mcp/c/other/", "http://127.0.0.1:8001/mcp/c/other-alias"):
+        assert trigger(client, {**body, "url": url}, key=key).status_code == 202
+    assert trigger(client, {**body, "url": "http://127.0.0.1:8001/mcp/c/sample/"}).status_code == 202  # no limit
+    assert not EvalRun.objects.filter(target_url__contains="sample").exclude(requested_by="api:test-writer").exists()

@@ -437,6 +437,69 @@ def test_eval_url_rules(settings):
             check_eval_url(bad)
 
 
+@pytest.mark.parametrize("path", ["/mcp/../api/v1/corpora", "/mcp/%2e%2e/api/v1/corpora", "/mcp/%2E%2e/admin/",
+                                  "/mcp/c/x/../../../api/v1/corpora", "/mcp/%252e%252e/api/v1/corpora",
+                                  "/mcp\\..\\api/v1/corpora"])
+def test_dot_segments_cannot_lead_an_http_run_out_of_mcp(settings, path):
+    from evals.allowed_urls import check_eval_url
+
+    settings.MCP_SERVER_HOST, settings.MCP_SERVER_PORT = "127.0.0.1", 8001
+    settings.DOCSMCP_EVAL_ALLOWED_URLS = ["https://docs.example.com/mcp/"]
+    with pytest.raises(EvalError, match="not allowed"):
+        check_eval_url(f"http://127.0.0.1:8001{path}")
+    with pytest.raises(EvalError, match="not allowed"):
+        check_eval_url(f"https://docs.example.com{path}")
+    check_eval_url("http://127.0.0.1:8001/mcp/c/x/../y/")  # resolved, still this server's /mcp/c/y/
+
+
+@pytest.fixture
+def foreign_server():
+    """An HTTP server that is no MCP endpoint: secrets in every body, and one JSON-RPC error."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            status, kind, body = {
+                "/notfound": (404, "text/html", "<h1>SECRET-404 internal page</h1>"),
+                "/listing": (200, "application/json", '{"items": ["SECRET-corpus-name"]}'),
+                "/text": (200, "text/plain", "SECRET-plain"),
+                "/rpc": (403, "application/json",
+                         '{"jsonrpc": "2.0", "id": null, "error": {"code": -32001, "message": "key required"}}'),
+            }[self.path]
+            data = body.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("path", ["/notfound", "/listing", "/text"])
+def test_a_run_never_shows_the_body_of_a_url_that_is_not_an_mcp_endpoint(fake_suite, settings, foreign_server, path):
+    settings.DOCSMCP_EVAL_ALLOWED_URLS = [foreign_server]
+    run = eval_run(corpus=fake_suite.corpus, suite=fake_suite, mode="http", url=foreign_server + path)
+    assert run.status == EvalRun.FAILED
+    assert "SECRET" not in run.error and "not an MCP endpoint" in run.error, run.error
+
+
+def test_a_run_quotes_a_json_rpc_error_of_the_target(fake_suite, settings, foreign_server):
+    settings.DOCSMCP_EVAL_ALLOWED_URLS = [foreign_server]
+    run = eval_run(corpus=fake_suite.corpus, suite=fake_suite, mode="http", url=foreign_server + "/rpc")
+    assert run.status == EvalRun.FAILED and "HTTP 403" in run.error and "-32001: key required" in run.error
+
+
 def test_unreachable_server_fails_the_run_with_the_reason(fake_suite, settings):
     url = f"http://127.0.0.1:{_closed_port()}/mcp/"
     settings.DOCSMCP_EVAL_ALLOWED_URLS = [url]  # an operator-allowed target may report its connection errors
