@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = ROOT / "corpus" / "sample_docs"
 CHUNK_COLUMNS = [
     "chunk_id", "filepath", "title", "heading", "heading_level", "breadcrumb", "content", "ident",
-    "chunk_index", "total_chunks", "start_line", "end_line", "file_key", "link_share", "m_language", "m_scope",
+    "chunk_index", "total_chunks", "start_line", "end_line", "file_key", "link_share", "keywords", "m_language",
+    "m_scope",
     "vector",
 ]
 DOCUMENT_COLUMNS = ["filepath", "title", "content", "size", "chunk_count", "outline", "file_key", "findings", "metadata",
@@ -116,7 +117,7 @@ def test_build_writes_chunk_and_document_tables_with_their_columns_and_indexes(i
     assert documents.count_rows() == 42
     indexed = {tuple(i.columns): i.index_type for i in chunks.list_indices()}
     assert indexed == {("heading",): "FTS", ("title",): "FTS", ("content",): "FTS", ("ident",): "FTS",
-                       ("chunk_id",): "BTree",
+                       ("keywords",): "FTS", ("chunk_id",): "BTree",
                        ("filepath",): "BTree", ("m_language",): "Bitmap", ("m_scope",): "Bitmap"}
     rows = {r["chunk_id"]: r for r in chunks.to_arrow().to_pylist()}
     payments = rows["sdks/python/payments.md#payments/create-a-payment"]
