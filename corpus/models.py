@@ -271,3 +271,18 @@ class Feedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.verdict} on {self.chunk_id or self.corpus}"
+
+
+class HookDelivery(models.Model):
+    """A push webhook delivery already acted on: the sender's delivery ID, hashed, so a replay or a
+    redelivery of it queues nothing (corpus/webhooks.py). Kept for DOCSMCP_HOOK_DELIVERY_DAYS."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="hook_deliveries")
+    key = models.CharField(max_length=64, help_text="SHA-256 of the delivery ID the sender gave.")
+    received_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["corpus", "key"], name="hook_delivery_once")]
+
+    def __str__(self) -> str:
+        return f"{self.corpus_id} delivery {self.key[:12]}"
