@@ -40,6 +40,12 @@ build = BuildRun.objects.create(corpus=corpus, build_id=metadata.build_id, kind=
                                 status=BuildRun.COMPLETE, index_path=path, embedding_provider="hash",
                                 embedding=metadata.embedding, stats=metadata.stats)
 build_activate(build=build)
+version = Corpus.objects.create(name="sample@v2", version="v2", version_of=corpus, source_dir=path,
+                                settings={{"embedding_provider": "hash"}})
+build_activate(build=BuildRun.objects.create(corpus=version, build_id=metadata.build_id + "-v2",
+                                             kind=BuildRun.KIND_FULL, status=BuildRun.COMPLETE, index_path=path,
+                                             embedding_provider="hash", embedding=metadata.embedding,
+                                             stats=metadata.stats))
 print(create_api_key("reader", ["read"])[1])
 """
 
@@ -149,6 +155,37 @@ def test_search_and_get_doc_keep_answering_while_the_database_is_down(own_databa
 
         _admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
         assert http.get(f"{base}/health/").json()["health"] == "ok"
+
+
+def test_per_corpus_and_per_version_urls_keep_answering_while_the_database_is_down(own_database_server):
+    base, name, key = own_database_server
+    urls = (f"{base}/mcp/c/sample/", f"{base}/mcp/c/sample@v2/")
+    with httpx.Client(timeout=60) as http:
+        before = {url: tool(http, url, "search_docs", {"query": "install"}, key) for url in urls}
+        assert not any(result["isError"] for result in before.values()), before
+
+        _admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        _admin(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'")
+        time.sleep(1.5)  # past the pointer cache's TTL, so the server really asks the database again
+
+        for url in urls:
+            listed = rpc(http, url, "tools/list", {}, key)
+            assert listed.status_code == 200, listed.text
+            assert {"search_docs", "get_doc"} <= {t["name"] for t in listed.json()["result"]["tools"]}
+            during = tool(http, url, "search_docs", {"query": "install"}, key)
+            assert not during["isError"], during
+            assert during["structuredContent"]["hits"] == before[url]["structuredContent"]["hits"]
+            chunk_id = during["structuredContent"]["hits"][0]["chunk_id"]
+            doc = tool(http, url, "get_doc", {"chunk_id": chunk_id}, key)
+            assert not doc["isError"] and chunk_id in doc["content"][0]["text"]
+        assert not tool(http, urls[0], "search_docs", {"query": "install"})["isError"]  # anonymous too
+
+        # A corpus this server never served cannot be told apart from a missing one: 503, retry later.
+        unseen = rpc(http, f"{base}/mcp/c/nosuch/", "tools/list", {}, key)
+        assert unseen.status_code == 503 and "database cannot be reached" in unseen.json()["error"]["message"]
+
+        _admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+        assert rpc(http, f"{base}/mcp/c/nosuch/", "tools/list", {}, key).status_code == 404
 
 
 def test_health_reports_a_broker_with_nothing_listening(sample_corpus, live_url, settings):
