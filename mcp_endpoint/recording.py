@@ -19,6 +19,7 @@ from mcp_endpoint.apikeys import allows
 from mcp_endpoint.profiles import Context, ToolDef
 
 TARGET_ARGUMENTS = ("chunk_id", "document_id", "document")
+CORPUS_ARGUMENTS = ("project", "collection", "doc_type")  # a profile's corpus argument, for a failed call
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,10 @@ def recorded(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> Iter
     who = caller(context)
     query = arguments.get("query")
     target = next((arguments[k] for k in TARGET_ARGUMENTS if isinstance(arguments.get(k), str)), "")
+    named = next((arguments[k] for k in CORPUS_ARGUMENTS if isinstance(arguments.get(k), str)), None)
+    corpus = context.corpus or (named if named != "all" else None)
     with querylog.call(surface=who.surface, tool=tool.name, kind=tool.record, client=who.client,
                        key_name=who.key_name, is_eval=who.is_eval, profile=context.profile,
-                       corpus=context.corpus, query=query if isinstance(query, str) else "",
+                       corpus=corpus, query=query if isinstance(query, str) else "",
                        filters=querylog.filters_of(arguments), target=target) as scope:
         yield scope

@@ -111,4 +111,4 @@ def test_the_printed_stdio_configuration_starts_a_server_that_answers(sample_cor
                           capture_output=True, text=True, timeout=120, cwd="/",
                           env={**os.environ, **server["env"]})
     reply = json.loads(done.stdout)
-    assert [t["name"] for t in reply["result"]["tools"]] == ["search_docs", "get_doc"]
+    assert [t["name"] for t in reply["result"]["tools"]] == ["search_docs", "get_doc", "docs_feedback"]

@@ -205,8 +205,8 @@ def test_tools_list_matches_seed_000(docs_server, pin_handshake, mode, version):
         assert (
             "Filters: language (go, python, typescript); scope (global-guide, sdk-specific)." in instructions
         )
-    assert [t.name for t in tools] == ["search_docs", "get_doc"]
-    search, get_doc = tools
+    assert [t.name for t in tools] == ["search_docs", "get_doc", "docs_feedback"]
+    search, get_doc, _feedback = tools
     assert search.description == (
         f"Search the {SAMPLE_DESCRIPTION}. Use this to find relevant documentation, guides, or API references."
     )

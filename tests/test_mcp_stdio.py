@@ -66,7 +66,7 @@ def test_stdio_serves_the_docs_profile_to_the_official_client(sample_corpus, set
     out = asyncio.run(_session(_server(settings)))
     assert out["version"] == "2025-11-25"
     assert "Skyline Payments" in out["instructions"]
-    assert out["tools"] == ["search_docs", "get_doc"]
+    assert out["tools"] == ["search_docs", "get_doc", "docs_feedback"]
     first, second = out["pages"]
     assert len(first["hits"]) == 2 and first["next_cursor"]
     assert second["hits"] and {h["chunk_id"] for h in first["hits"]}.isdisjoint(h["chunk_id"] for h in second["hits"])
@@ -97,7 +97,7 @@ def test_stdio_speaks_every_era_with_its_error_rules(sample_corpus, settings, mo
     monkeypatch.setattr(mcp.client.session, "LATEST_HANDSHAKE_VERSION", "2025-06-18")
     legacy, tools, hits = asyncio.run(_pinned_and_modern(_server(settings)))
     assert legacy == ("2025-06-18", -32602)  # before SEP-1303, argument errors stay protocol errors
-    assert tools == ["search_docs", "get_doc"] and len(hits) == 3
+    assert tools == ["search_docs", "get_doc", "docs_feedback"] and len(hits) == 3
 
 
 def test_stdio_writes_nothing_but_json_rpc_on_stdout(sample_corpus, settings):

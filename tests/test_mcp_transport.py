@@ -760,7 +760,7 @@ def test_conformance_suite(docs_server, mcp_http, tmp_path):
     url = f"{docs_server}/mcp/"
     listed = post(mcp_http, url, rpc("tools/list"), version="2025-11-25").json()["result"]["tools"]
     tools = {tool["name"]: tool for tool in listed}
-    assert list(tools) == ["search_docs", "get_doc"]
+    assert list(tools) == ["search_docs", "get_doc", "docs_feedback"]
     # Without an active build the profile still lists its tools; the corpus description proves the build.
     assert "Skyline Payments API documentation" in tools["search_docs"]["description"]
     done = _conformance(url, tmp_path)

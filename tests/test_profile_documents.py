@@ -18,6 +18,7 @@ sample_build_dir = conftest.sample_build_dir
 TOOLS = [
     "documents_list_collections", "documents_search", "documents_get_document", "documents_list_documents",
     "documents_get_outline", "documents_get_section", "documents_search_batch", "documents_find_related",
+    "documents_feedback",
 ]
 SEARCH_FIELDS = {"collection", "documentId", "documentTitle", "content", "relevanceScore", "distance",
                  "chunkIndex", "totalChunks", "chunkId"}

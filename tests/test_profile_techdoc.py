@@ -130,7 +130,7 @@ def test_seed_examples_work_as_written(doc_corpora, live_url, techdoc_default, s
     listed = run_example(examples[0], base)
     assert listed["id"] == "ex-1"
     tools = listed["result"]["tools"]
-    assert [t["name"] for t in tools] == ["search_documentation", "get_document"]
+    assert [t["name"] for t in tools] == ["search_documentation", "get_document", "submit_feedback"]
     search = tools[0]
     assert search["description"] == ("Search technical documentation using semantic similarity. "
                                      "Returns relevant document chunks.")
@@ -339,7 +339,7 @@ def test_official_client(doc_corpora, live_url, mode):
         return tools, found, document, missing, resources, invalid
 
     tools, found, document, missing, resources, invalid = with_client(url_of(live_url), work, mode=mode)
-    assert [t.name for t in tools] == ["search_documentation", "get_document"]
+    assert [t.name for t in tools] == ["search_documentation", "get_document", "submit_feedback"]
     assert found.is_error is False and "shared_buffers" in found.content[0].text
     assert document.content[0].text == profile_fixtures.UBUNTU["packages.md"]
     assert missing.is_error is True and missing.content[0].text.startswith("Document not found")

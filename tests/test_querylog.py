@@ -18,7 +18,7 @@ from corpus.models import Feedback, QueryRecord
 from mcp_endpoint.apikeys import create_api_key
 from tests import fixtures_mcp, profile_fixtures
 from tests.fixtures_mcp import modern_post
-from tests.profile_fixtures import call
+from tests.profile_fixtures import call, rpc
 
 docs_server = fixtures_mcp.docs_server  # bound here so the tests below can request them by name
 built_corpora = profile_fixtures.built_corpora
@@ -136,3 +136,212 @@ def test_retention_deletes_what_is_older_than_the_setting(logging_on, sample_cor
     logging_on.DOCSMCP_QUERY_LOG_DAYS = 0  # keep forever
     assert querylog.prune() == {"records": 0, "feedback": 0}
     assert querylog.prune(days=2) == {"records": 1, "feedback": 0}
+
+
+# --- every profile's search and read tools ------------------------------------------------------------
+
+
+def _tool(http, url: str, name: str, arguments: dict, **kwargs) -> dict:
+    body = call(http, url, name, arguments, **kwargs)
+    assert "result" in body, body
+    return body["result"]
+
+
+def test_documents_and_techdoc_searches_and_reads_are_recorded_per_corpus(logging_on, doc_corpora, live_url):
+    with httpx.Client(timeout=60) as http:
+        docs = f"{live_url}/mcp/documents/"
+        assert not _tool(http, docs, "documents_search", {"query": "shared_buffers", "collections": ["pg", "ubuntu"],
+                                                        "limit": 3})["isError"]
+        assert not _tool(http, docs, "documents_get_document", {"collection": "pg", "document": "indexes.md"})["isError"]
+        assert not _tool(http, docs, "documents_get_section", {"collection": "ubuntu", "document": "packages.md",
+                                                             "section": "apt"})["isError"]
+        assert not _tool(http, docs, "documents_list_collections", {})["isError"]  # not a search or a read
+        techdoc = f"{live_url}/mcp/techdoc/"
+        assert not _tool(http, techdoc, "search_documentation", {"query": "apt install", "doc_type": "ubuntu"})["isError"]
+        assert not _tool(http, techdoc, "get_document", {"document_id": "ubuntu/packages.md"})["isError"]
+    rows = records()
+    assert [(r.profile, r.tool, r.corpus) for r in rows] == [
+        ("documents", "documents_search", "postgresql"), ("documents", "documents_search", "ubuntu"),
+        ("documents", "documents_get_document", "postgresql"), ("documents", "documents_get_section", "ubuntu"),
+        ("techdoc", "search_documentation", "ubuntu"), ("techdoc", "get_document", "ubuntu")]
+    search_pg, search_ubuntu, document, section, techdoc_search, techdoc_read = rows
+    assert search_pg.query == search_ubuntu.query == "shared_buffers" and search_pg.at == search_ubuntu.at
+    assert search_pg.filters == {"collections": ["pg", "ubuntu"], "limit": 3, "hybridSearch": True}
+    assert search_pg.version == "16" or search_pg.version == ""
+    assert (document.target, document.hits) == ("indexes.md", 1)
+    assert section.target == "packages.md#apt"
+    assert techdoc_search.query == "apt install" and techdoc_search.hits > 0
+    assert techdoc_read.target == "ubuntu/packages.md"
+
+
+def test_a_batch_records_each_query(logging_on, doc_corpora, live_url):
+    with httpx.Client(timeout=60) as http:
+        result = _tool(http, f"{live_url}/mcp/documents/", "documents_search_batch", {"queries": [
+            {"query": "vacuum", "collections": ["postgresql"]}, {"query": "apt", "collections": ["postgresql"]}]})
+    assert not result["isError"]
+    assert [(r.tool, r.corpus, r.query) for r in records()] == [
+        ("documents_search_batch", "postgresql", "vacuum"), ("documents_search_batch", "postgresql", "apt")]
+
+
+def test_citeloom_searches_are_recorded(logging_on, index_root, live_url):
+    from corpus.chunkstore import chunks_store, project_create
+
+    corpus = project_create(project="citeloom/notes", embed_model="hash/feature-hash-v1", dimensions=64)
+    items = [{"id": f"n-{i}", "text": text, "metadata": {"project": "citeloom/notes", "embed_model": "hash/feature-hash-v1",
+              "source": {"path": "notes.pdf", "title": "Notes"}}} for i, text in enumerate(["ports and adapters",
+                                                                                          "entities and use cases"])]
+    from retrieval.embeddings import get_provider
+
+    vectors = get_provider("hash", dimensions=64).embed([i["text"] for i in items])
+    for item, vector in zip(items, vectors, strict=True):
+        item["embedding"] = [float(v) for v in vector]
+    chunks_store(corpus=corpus, items=items, embed_model="hash/feature-hash-v1", allow_model_migration=False)
+    with httpx.Client(timeout=60) as http:
+        found = _tool(http, f"{live_url}/mcp/citeloom/", "find_chunks", {"project": "citeloom/notes",
+                                                                        "query": "adapters"})
+        assert not found["isError"], found
+        _tool(http, f"{live_url}/mcp/citeloom/", "list_projects", {})
+    (row,) = records()
+    assert (row.profile, row.tool, row.corpus, row.query) == ("citeloom", "find_chunks", corpus.name, "adapters")
+    assert row.hits == 2 and {h[0] for h in row.top} == {"n-0", "n-1"}
+
+
+# --- stdio and evals --------------------------------------------------------------------------------
+
+
+def test_stdio_calls_are_recorded_with_the_client_that_initialized(logging_on, sample_corpus, settings):
+    import asyncio
+
+    from mcp import Client
+
+    from tests.test_mcp_stdio import _server
+
+    async def session():
+        async with Client(_server(settings), mode="legacy") as client:
+            await client.call_tool("search_docs", {"query": "retry backoff", "limit": 2})
+
+    asyncio.run(session())  # the process writes what it holds before it exits
+    (row,) = records()
+    assert (row.surface, row.tool, row.query, row.hits, row.key_name) == ("stdio", "search_docs", "retry backoff", 2,
+                                                                         "stdio (local operator)")
+    assert row.client.startswith("mcp") and not row.is_eval
+
+
+def test_eval_runs_are_marked_in_process_and_over_http(logging_on, docs_server, settings):
+    from evals.targets import HttpTarget, InProcessTarget
+
+    with InProcessTarget("sample") as target:
+        target.call("search_docs", {"query": "install"})
+    url = f"{docs_server}/mcp/"
+    with HttpTarget(url, headers={querylog.EVAL_HEADER: querylog.eval_token()}) as target:
+        target.call("search_docs", {"query": "signed eval"})
+    with HttpTarget(url, headers={querylog.EVAL_HEADER: "1"}) as target:  # anonymous: not believed
+        target.call("search_docs", {"query": "anonymous claim"})
+    _row, key = create_api_key("ci", ["read", "build"])
+    with HttpTarget(url, headers={querylog.EVAL_HEADER: "1", "Authorization": f"Bearer {key}"}) as target:
+        target.call("search_docs", {"query": "build key"})
+    assert [(r.surface, r.query, r.is_eval) for r in records()] == [
+        ("eval", "install", True), ("http", "signed eval", True), ("http", "anonymous claim", False),
+        ("http", "build key", True)]
+    assert all(r.client == "docsmcp-evals/1.0" for r in records())
+
+
+def test_an_http_eval_run_of_this_server_marks_its_calls(logging_on, docs_server, settings):
+    from evals.execution import make_target
+    from evals.models import EvalRun
+
+    settings.MCP_SERVER_PORT = int(docs_server.rsplit(":", 1)[1])
+    run = EvalRun(mode=EvalRun.MODE_HTTP, target_url=f"http://127.0.0.1:{settings.MCP_SERVER_PORT}/mcp/")
+    with make_target(run) as target:
+        target.call("search_docs", {"query": "install"})
+    (row,) = records()
+    assert row.is_eval and row.surface == "http"
+
+
+# --- the feedback tools -----------------------------------------------------------------------------
+
+
+def test_docs_feedback_is_stored_with_the_context_of_a_call(logging_on, docs_server):
+    url = f"{docs_server}/mcp/"
+    with httpx.Client(timeout=60) as http:
+        listed = {t["name"]: t for t in rpc(http, url, "tools/list", {}).json()["result"]["tools"]}
+        tool = listed["docs_feedback"]
+        assert tool["annotations"]["readOnlyHint"] is False and tool["annotations"]["destructiveHint"] is False
+        assert tool["inputSchema"]["properties"]["verdict"]["enum"] == ["helpful", "not_helpful", "wrong",
+                                                                        "outdated", "missing"]
+        assert "missing" in tool["description"] and "search_docs" in tool["description"]
+        chunk_id = _tool(http, url, "search_docs", {"query": "install"})["structuredContent"]["hits"][0]["chunk_id"]
+        reply = _tool(http, url, "docs_feedback", {"verdict": "outdated", "chunk_id": chunk_id, "query": "how to install",
+                                                   "comment": "still says v2"}, headers=UA)  # anonymous
+    assert not reply["isError"] and reply["content"][0]["text"].startswith("Feedback received (outdated on ")
+    assert querylog.flush()
+    (item,) = Feedback.objects.all()
+    assert (item.verdict, item.chunk_id, item.filepath, item.query, item.comment) == (
+        "outdated", chunk_id, chunk_id.partition("#")[0], "how to install", "still says v2")
+    assert (item.corpus, item.surface, item.profile, item.tool, item.client, item.key_name) == (
+        "sample", "http", "docs", "docs_feedback", "agent-under-test/2.1", "")
+    assert item.build_id and item.at
+    assert len(records()) == 1  # the search; feedback is not a search
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"verdict": "meh"}, "Argument 'verdict' must be one of"),
+    ({"verdict": "wrong", "comment": "x" * 2001}, "must be at most 2000 characters long; got 2001"),
+    ({}, "verdict"),
+])
+def test_docs_feedback_refuses_bad_arguments_saying_what_to_change(logging_on, docs_server, arguments, message):
+    with httpx.Client(timeout=60) as http:
+        reply = call(http, f"{docs_server}/mcp/", "docs_feedback", arguments, version="2025-11-25")["result"]
+        legacy = call(http, f"{docs_server}/mcp/", "docs_feedback", arguments, version="2025-06-18")
+    assert reply["isError"] and message in reply["content"][0]["text"]
+    assert legacy["error"]["code"] == -32602 and message in legacy["error"]["message"]
+    assert querylog.flush() and Feedback.objects.count() == 0
+
+
+def test_docs_feedback_has_its_own_rate_limit(logging_on, docs_server):
+    logging_on.DOCSMCP_FEEDBACK_RATE_LIMIT_PER_MINUTE = 2
+    with httpx.Client(timeout=60) as http:
+        replies = [_tool(http, f"{docs_server}/mcp/", "docs_feedback", {"verdict": "helpful"}) for _ in range(3)]
+        search = _tool(http, f"{docs_server}/mcp/", "search_docs", {"query": "install"})
+    assert [r["isError"] for r in replies] == [False, False, True]
+    assert "Feedback rate limit exceeded: 2 reports per minute" in replies[2]["content"][0]["text"]
+    assert not search["isError"]  # the request limit is another bucket
+    assert querylog.flush() and Feedback.objects.count() == 2
+
+
+def test_no_text_keeps_the_verdict_but_not_the_words(logging_on, docs_server):
+    logging_on.DOCSMCP_QUERY_LOG = querylog.NO_TEXT
+    with httpx.Client(timeout=60) as http:
+        _tool(http, f"{docs_server}/mcp/", "docs_feedback", {"verdict": "missing", "query": "private question",
+                                                             "comment": "my email is x@y.z"})
+    assert querylog.flush()
+    (item,) = Feedback.objects.all()
+    assert (item.verdict, item.query, item.comment) == ("missing", "", "")
+
+
+def test_feedback_with_the_log_off_says_nothing_was_stored(logging_on, docs_server):
+    logging_on.DOCSMCP_QUERY_LOG = querylog.OFF
+    with httpx.Client(timeout=60) as http:
+        reply = _tool(http, f"{docs_server}/mcp/", "docs_feedback", {"verdict": "missing"})
+    assert not reply["isError"] and "nothing was stored" in reply["content"][0]["text"]
+    assert Feedback.objects.count() == 0
+
+
+def test_documents_and_techdoc_feedback_name_their_corpus(logging_on, doc_corpora, live_url):
+    with httpx.Client(timeout=60) as http:
+        docs = f"{live_url}/mcp/documents/"
+        ambiguous = _tool(http, docs, "documents_feedback", {"verdict": "missing"})
+        by_alias = _tool(http, docs, "documents_feedback", {"verdict": "wrong", "collection": "pg"})
+        by_page = _tool(http, docs, "documents_feedback", {"verdict": "helpful", "chunk_id": "packages.md#apt"})
+        unknown = _tool(http, docs, "documents_feedback", {"verdict": "wrong", "collection": "nope"})
+        techdoc = f"{live_url}/mcp/techdoc/"
+        tech = _tool(http, techdoc, "submit_feedback", {"verdict": "outdated", "doc_type": "ubuntu"})
+        tech_unknown = _tool(http, techdoc, "submit_feedback", {"verdict": "outdated", "doc_type": "nope"})
+    assert ambiguous["isError"] and "pass collection (one of postgresql, sample, ubuntu)" in ambiguous["content"][0]["text"]
+    assert not by_alias["isError"] and not by_page["isError"] and not tech["isError"]
+    assert unknown["isError"] and 'Collection "nope" not found' in unknown["content"][0]["text"]
+    assert tech_unknown["isError"] and tech_unknown["is_error"] is True and "Unknown doc_type 'nope'" in tech_unknown["error"]
+    assert querylog.flush()
+    assert sorted(Feedback.objects.values_list("tool", "corpus", "verdict")) == [
+        ("documents_feedback", "postgresql", "wrong"), ("documents_feedback", "ubuntu", "helpful"),
+        ("submit_feedback", "ubuntu", "outdated")]

@@ -27,6 +27,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connections
 
+from corpus import querylog
 from corpus.chunkstore import (
     ProjectEmbeddingMismatch,
     ProjectNotFound,
@@ -249,6 +250,7 @@ def _retrieve(args: dict[str, Any], hybrid: bool) -> dict[str, Any]:
             hits = store.hybrid_search(args["query"], vector, top_k, where)
         else:
             hits = store.vector_search(vector, top_k, where)
+    querylog.observe(corpus=corpus.name, hits=[(h.id, h.score) for h in hits])
     items = [_item(h, max_chars, args["include_full_text"]) for h in hits]
     items, notice = budget.fit_items(
         items, ("full_text", "render_text"),
@@ -301,6 +303,7 @@ def tools(context: Context) -> list[ToolDef]:
     ]
     return [
         ToolDef(name=name, description=DESCRIPTIONS[name], input_schema=schema, handler=_handler(name, work),
-                output_schema=OUTPUT[name], annotations=annotations, scope=scope)
+                output_schema=OUTPUT[name], annotations=annotations, scope=scope,
+                record=querylog.SEARCH if name in ("find_chunks", "query_hybrid") else "")
         for name, schema, work, annotations, scope in specs
     ]

@@ -24,7 +24,7 @@ from corpus.serving import (
 )
 from mcp_endpoint import budget
 from mcp_endpoint.jsontext import indented
-from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus
+from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus, feedback
 from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA
 from retrieval.errors import RetrievalError
 from retrieval.ingest.metadata import BuildMetadata
@@ -396,4 +396,9 @@ def _make_tools(index: Index | None, versions: list[str]) -> list[ToolDef]:
             name="get_doc", description=GET_DOC_DESCRIPTION, input_schema=get_doc_schema, handler=_get_doc,
             record="read",
         ),
+        FEEDBACK_TOOL,
     ]
+
+
+FEEDBACK_TOOL = feedback.tool("docs_feedback", search="search_docs", read="get_doc",
+                              resolve=lambda context, args: context.corpus)

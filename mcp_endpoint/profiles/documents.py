@@ -13,13 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import DatabaseError
+
+from corpus import querylog
 from corpus.errors import CorpusNotFound, UnknownVersion
 from corpus.models import Corpus
 from corpus.selectors import corpus_serving
 from corpus.serving import active_index, corpus_search_batch, embedder_for, freshness
 from mcp_endpoint import budget, ratelimit
 from mcp_endpoint.jsontext import indented
-from mcp_endpoint.profiles import Context, ToolDef, ToolError, ToolResult
+from mcp_endpoint.profiles import Context, ToolDef, ToolError, ToolResult, feedback
 from mcp_endpoint.profiles.documents_schemas import (
     BATCH_SCHEMA,
     DESCRIPTIONS,
@@ -230,7 +233,7 @@ def _search_documents(context: Context, args: dict[str, Any]) -> ToolResult:
     if not results:
         return ToolResult.text(NO_RESULTS, structured={"results": []})
     results, notice = _fit_hits(results)
-    return _with_notice(_json(results, {"results": results}), notice)
+    return _with_notice(_json(results, {"results": results}), notice).as_fitted()
 
 
 def _search_batch(context: Context, args: dict[str, Any]) -> ToolResult:
@@ -255,12 +258,13 @@ def _search_batch(context: Context, args: dict[str, Any]) -> ToolResult:
     notice = next((n for n in notices if n), None)
     if notice:
         payload["notice"] = f"Each query gets an equal share of the response budget. {notice}"
-    return _json(payload, payload)
+    return _json(payload, payload).as_fitted()
 
 
 def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
     collection, index = _open_document(args)
     document = get_document(index, args["document"])
+    querylog.observe_index(index, [(document.filepath, None)], target=document.filepath)
     payload: dict[str, Any] = {
         **collection.label(),
         "document": document.filepath,
@@ -273,7 +277,7 @@ def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
         payload["notice"] = budget.rest_of_document(
             entries, next_line, None, "Read them with documents_get_section, one section at a time."
         )
-    return _json(payload, payload)
+    return _json(payload, payload).as_fitted()
 
 
 def _list_documents(context: Context, args: dict[str, Any]) -> ToolResult:
@@ -307,6 +311,7 @@ def _get_section(context: Context, args: dict[str, Any]) -> ToolResult:
         section = get_section(index, document, args["section"], args["includeSubsections"])
     except NotFound:
         return ToolResult.error(f'Section "{args["section"]}" not found in document "{document}".')
+    querylog.observe_index(index, [(section.filepath, None)], target=f"{section.filepath}#{section.heading}")
     payload: dict[str, Any] = {
         **collection.label(),
         "document": section.filepath,
@@ -323,7 +328,7 @@ def _get_section(context: Context, args: dict[str, Any]) -> ToolResult:
             entries, next_line, section.end_line,
             "Read them with documents_get_section, or this section with includeSubsections: false.",
         )
-    return _json(payload, payload)
+    return _json(payload, payload).as_fitted()
 
 
 def _find_related(context: Context, args: dict[str, Any]) -> ToolResult:
@@ -347,7 +352,7 @@ def _find_related(context: Context, args: dict[str, Any]) -> ToolResult:
     }
     if notice:
         payload["notice"] = notice
-    return _json(payload, payload)
+    return _json(payload, payload).as_fitted()
 
 
 _TOOLS = (
@@ -362,6 +367,11 @@ _TOOLS = (
 )
 
 
+# Calls recorded in the query log (corpus/querylog.py): the searches, and reads of a document's text.
+_RECORDED = {"documents_search": querylog.SEARCH, "documents_search_batch": querylog.SEARCH,
+             "documents_get_document": querylog.READ, "documents_get_section": querylog.READ}
+
+
 def tools(context: Context) -> list[ToolDef]:
     return [
         ToolDef(
@@ -370,6 +380,28 @@ def tools(context: Context) -> list[ToolDef]:
             input_schema=schema,
             handler=handler,
             output_schema=OUTPUT[name],
+            record=_RECORDED.get(name, ""),
         )
         for name, schema, handler in _TOOLS
-    ]
+    ] + [FEEDBACK_TOOL]
+
+
+def _feedback_collection(context: Context, args: dict[str, Any]) -> str | None:
+    """The collection a report is about (see feedback.only_or_named); named ones must exist."""
+    named = args.get("collection")
+    try:
+        if named:
+            return resolve_collection(named).corpus.name
+        names = [c.name for c in served_corpora()]
+    except DatabaseError:  # a report is never refused for an outage: stored under the name given
+        return named or None
+    return feedback.only_or_named(names, None, args.get("chunk_id"),
+                                  lambda name: active_index(name).metadata.files, "collection")
+
+
+FEEDBACK_TOOL = feedback.tool(
+    "documents_feedback", search="documents_search", read="documents_get_section",
+    resolve=_feedback_collection,
+    corpus_property=("collection", {"type": "string", "maxLength": 200,
+                                    "description": "The collection the report is about (its name or alias); "
+                                                   "may be omitted when only one collection is served."}))

@@ -21,6 +21,9 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
+from django.db import DatabaseError
+
+from corpus import querylog
 from corpus.errors import CorpusNotFound, UnknownVersion
 from corpus.models import Corpus
 from corpus.selectors import corpus_serving
@@ -35,6 +38,7 @@ from mcp_endpoint.profiles import (
     ToolDef,
     ToolError,
     ToolResult,
+    feedback,
 )
 from mcp_endpoint.profiles.shared import (
     CorpusHit,
@@ -142,7 +146,7 @@ def _search_documentation(context: Context, args: dict[str, Any]) -> ToolResult:
     items, notice = budget.fit_items([_item(h, pinned) for h in merge_hits(per_corpus, limit)], ("text",), _size)
     if notice:
         items.append({"type": "text", "text": f"[{notice}]"})
-    return ToolResult(content=items)
+    return ToolResult(content=items).as_fitted()
 
 
 def _size(items: list[dict[str, Any]]) -> int:
@@ -217,6 +221,7 @@ def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
         return _tool_error(str(exc), NOT_FOUND)
     index = active_index(name)
     document = get_document(index, path)
+    querylog.observe_index(index, [(document.filepath, None)], target=f"{name}/{document.filepath}")
     text, next_line = _fit_document(document.content)
     if next_line is not None:
         entries = get_outline(index, path, 6).entries
@@ -233,7 +238,7 @@ def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
             "chunks": document.chunk_count,
         },
     }
-    return ToolResult(content=[item])
+    return ToolResult(content=[item]).as_fitted()
 
 
 def _fit_document(content: str) -> tuple[str, int | None]:
@@ -304,6 +309,7 @@ def tools(context: Context) -> list[ToolDef]:
             input_schema=search_input,
             handler=_seed_errors("search_documentation", _search_documentation),
             extra={"input_schema": search_input},
+            record="search",
         ),
         ToolDef(
             name="get_document",
@@ -311,8 +317,33 @@ def tools(context: Context) -> list[ToolDef]:
             input_schema=GET_SCHEMA,
             handler=_seed_errors("get_document", _get_document),
             extra={"input_schema": GET_SCHEMA},
+            record="read",
         ),
+        FEEDBACK_TOOL,
     ]
+
+
+def _feedback_doc_type(context: Context, args: dict[str, Any]) -> str | None:
+    """The documentation set a report is about (see feedback.only_or_named); a named one must be served."""
+    named = args.get("doc_type")
+    try:
+        if named:
+            if _served(named) is None:
+                raise ToolError(f"Unknown doc_type '{named}'. Use one of: {', '.join(_doc_types()) or 'none'}.")
+            return named
+        names = [c.name for c in served_corpora()]
+    except DatabaseError:  # a report is never refused for an outage: stored under the name given
+        return named or None
+    return feedback.only_or_named(names, None, args.get("chunk_id"),
+                                  lambda name: active_index(name).metadata.files, "doc_type")
+
+
+FEEDBACK_TOOL = feedback.tool(
+    "submit_feedback", search="search_documentation", read="get_document", resolve=_feedback_doc_type,
+    corpus_property=("doc_type", {"type": "string", "maxLength": 200,
+                                  "description": "The documentation set the report is about (metadata.doc_type "
+                                                 "of a result); may be omitted when only one is served."}),
+    wrap=_seed_errors, extra_schema=True)
 
 
 # --- resources ------------------------------------------------------------------------------------
