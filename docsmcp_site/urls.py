@@ -12,4 +12,5 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("", include("mcp_endpoint.urls")),
     path("evals/", include("evals.urls")),
+    path("insights/", include("insights.urls")),
 ]

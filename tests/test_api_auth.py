@@ -40,9 +40,19 @@ ENDPOINTS = [
     ("get", "/evals/runs/1/results", None, "read"),
     ("get", "/evals/runs/1/compare/2", None, "read"),
     ("get", "/evals/suites", None, "read"),
+    ("get", "/corpora/sample/queries", None, "admin"),
+    ("get", "/corpora/sample/feedback", None, "admin"),
+    ("get", "/corpora/sample/gaps", None, "admin"),
+    ("post", "/corpora/sample/gaps/2/eval-case", {"suite": "gaps", "expected_files": ["guides/retries.md"]}, "admin"),
+    ("post", "/corpora/sample/gaps/2/dismiss", {"reason": "out of scope"}, "admin"),
+    ("post", "/corpora/sample/gaps/2/fix", {"filepath": "guides/retries.md"}, "admin"),
+    ("post", "/corpora/sample/feedback/3/eval-case", {"suite": "gaps"}, "admin"),
+    ("post", "/corpora/sample/feedback/3/dismiss", {"reason": "out of scope"}, "admin"),
+    ("post", "/corpora/sample/feedback/3/fix", {}, "admin"),
 ]
 # The same paths as the OpenAPI schema writes them.
-TEMPLATES = {SAMPLE_BUILD: "{build_id}", "sample": "{name}", "1": "{proposal_id}", "guides/retries.md": "{chunk_id}"}
+TEMPLATES = {SAMPLE_BUILD: "{build_id}", "sample": "{name}", "1": "{proposal_id}", "guides/retries.md": "{chunk_id}",
+             "gaps/2": "gaps/{gap_id}", "feedback/3": "feedback/{feedback_id}"}
 EVAL_TEMPLATES = {"/evals/runs/1": "/evals/runs/{run_id}", "/evals/runs/1/results": "/evals/runs/{run_id}/results",
                   "/evals/runs/1/compare/2": "/evals/runs/{run_id}/compare/{other_id}"}
 IDS = [f"{m.upper()} {p}" for m, p, _, _ in ENDPOINTS]

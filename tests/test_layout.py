@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("retrieval", "corpus", "mcp_endpoint", "evals", "docsmcp_site")
+APPS = ("retrieval", "corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
 
 
 def _module_name(path: Path) -> str:
@@ -61,7 +61,7 @@ def test_nothing_in_retrieval_imports_django():
 
 
 @pytest.mark.parametrize(("package", "forbidden"), [
-    ("retrieval", ("corpus", "mcp_endpoint", "evals", "docsmcp_site")),
+    ("retrieval", ("corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")),
     ("retrieval.ingest", ("retrieval.search", "retrieval.fixes", "retrieval.chunkstore")),
     ("retrieval.embeddings", ("retrieval.search", "retrieval.fixes", "retrieval.chunkstore", "retrieval.ingest")),
     ("retrieval.fixes", ("retrieval.search", "retrieval.chunkstore")),
@@ -69,7 +69,11 @@ def test_nothing_in_retrieval_imports_django():
                            "retrieval.embeddings")),
     ("retrieval.search", ("retrieval.fixes", "retrieval.chunkstore", "retrieval.ingest.build",
                           "retrieval.ingest.sources")),
-    ("corpus", ("mcp_endpoint", "evals")),
+    ("corpus", ("mcp_endpoint", "evals", "insights")),
+    # insights reads corpus and evals; only the site's URL and API assembly may import it
+    ("evals", ("insights",)),
+    ("mcp_endpoint", ("insights",)),
+    ("insights", ("mcp_endpoint", "docsmcp_site.urls", "docsmcp_site.api.assembly")),
 ])
 def test_dependencies_point_one_way(graph, package, forbidden):
     wrong = sorted(f"{m} -> {t}" for m, targets in graph.items() if m == package or m.startswith(package + ".")

@@ -20,6 +20,7 @@ from docsmcp_site.api import errors as api_errors
 from docsmcp_site.api.docs import OfflineSwagger
 from docsmcp_site.api.docs import router as docs_router
 from evals.api.runs import router as evals_router
+from insights.api import router as insights_router
 
 DESCRIPTION = """\
 Drive docsmcp from a host application: register corpora, trigger builds and poll their
@@ -72,6 +73,7 @@ api.add_router("", search_router)
 api.add_router("", fixes_router)
 api.add_router("", hooks_router)
 api.add_router("", evals_router)
+api.add_router("", insights_router)
 api.add_router("", docs_router)
 
 

@@ -1,0 +1,246 @@
+"""Reads of the query log for the insights pages and REST API: aggregated in SQL, a fixed number of
+queries whatever the number of records (tests/test_insights.py counts them).
+
+A "search" is a record without a read target; a "read" opened a chunk or page (`target`). Eval runs'
+calls (`is_eval`) are left out unless asked for. A search is zero-hit when it returned nothing, and
+low-score when its best hit scored under the corpus's threshold (settings {"low_score": ...}, else
+DOCSMCP_INSIGHTS_LOW_SCORE).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models.fields.json import KT
+from django.db.models.functions import TruncDay
+from django.utils import timezone
+
+from corpus.models import Corpus, Feedback, QueryRecord
+
+MAX_DAYS = 366
+TOP_N = 20
+
+
+@dataclass(frozen=True)
+class Period:
+    """Which records a page or an endpoint looks at."""
+
+    corpus: str  # the corpus's own name (records name the corpus without its version)
+    version: str = ""
+    days: int = 30
+    include_eval: bool = False
+    low_score: float = 0.4
+    until: datetime = field(default_factory=timezone.now)
+
+    @property
+    def since(self) -> datetime:
+        return self.until - timedelta(days=self.days)
+
+
+def low_score_threshold(corpus: Corpus) -> float:
+    value = (corpus.family.settings or {}).get("low_score")
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value)
+    return float(settings.DOCSMCP_INSIGHTS_LOW_SCORE)
+
+
+def period_for(corpus: Corpus, *, version: str = "", days: int = 30, include_eval: bool = False) -> Period:
+    days = max(1, min(int(days), MAX_DAYS))
+    if not version and corpus.version_of_id:
+        version = corpus.version
+    return Period(corpus=corpus.family.name, version=version, days=days, include_eval=include_eval,
+                  low_score=low_score_threshold(corpus))
+
+
+def records(period: Period) -> QuerySet:
+    qs = QueryRecord.objects.filter(corpus=period.corpus, at__gte=period.since, at__lte=period.until)
+    if not period.include_eval:
+        qs = qs.filter(is_eval=False)
+    if period.version:
+        qs = qs.filter(version=period.version)
+    return qs
+
+
+SEARCH = Q(target="")
+ZERO = SEARCH & Q(hits=0, is_error=False)
+
+
+def _low(period: Period) -> Q:
+    return SEARCH & Q(hits__gt=0, top_score__lt=period.low_score)
+
+
+def unanswered(period: Period) -> QuerySet:
+    """Searches that found nothing, or nothing scoring over the threshold, with a query text."""
+    return records(period).filter(ZERO | _low(period)).exclude(query="")
+
+
+def summary(period: Period) -> dict:
+    agg = records(period).aggregate(
+        calls=Count("id"), searches=Count("id", filter=SEARCH), reads=Count("id", filter=~SEARCH),
+        zero=Count("id", filter=ZERO), low=Count("id", filter=_low(period)), errors=Count("id", filter=Q(is_error=True)),
+        clients=Count("client", distinct=True), first=Min("at"), last=Max("at"))
+    searches = agg["searches"] or 0
+    agg["zero_share"] = agg["zero"] / searches if searches else None
+    agg["low_share"] = agg["low"] / searches if searches else None
+    return agg
+
+
+def per_day(period: Period) -> list[dict]:
+    """One row per day of the period (days without calls included): searches, reads, zero-hit, low-score."""
+    rows = (records(period).annotate(day=TruncDay("at")).values("day")
+            .annotate(calls=Count("id"), searches=Count("id", filter=SEARCH), zero=Count("id", filter=ZERO),
+                      low=Count("id", filter=_low(period))).order_by("day"))
+    by_day = {r["day"].date(): r for r in rows}
+    start = timezone.localdate(period.since) if settings.USE_TZ else period.since.date()
+    out = []
+    for n in range(period.days + 1):
+        day = start + timedelta(days=n)
+        r = by_day.get(day) or {}
+        out.append({"day": day, "calls": r.get("calls", 0), "searches": r.get("searches", 0),
+                    "zero": r.get("zero", 0), "low": r.get("low", 0)})
+    return out
+
+
+def top_queries(period: Period, limit: int = TOP_N) -> list[dict]:
+    return list(records(period).filter(SEARCH).exclude(query="").values("query")
+                .annotate(calls=Count("id"), zero=Count("id", filter=ZERO), low=Count("id", filter=_low(period)),
+                          last=Max("at")).order_by("-calls", "-last")[:limit])
+
+
+def page_of(chunk_or_path: str) -> str:
+    return chunk_or_path.split("#", 1)[0]
+
+
+def page_reads(period: Period, limit: int = 10) -> dict:
+    """Pages by reads (get_doc and every read tool) and by how often they led a search's hits.
+
+    `least`: pages that searches put first but agents rarely opened, fewest reads per appearance first.
+    """
+    reads = records(period).exclude(target="").filter(is_error=False).values("target").annotate(n=Count("id"))
+    shown = (records(period).filter(SEARCH, hits__gt=0).annotate(first=KT("top__0__0")).values("first")
+             .annotate(n=Count("id")))
+    by_page: dict[str, dict] = defaultdict(lambda: {"reads": 0, "shown": 0})
+    for row in reads.order_by("-n")[:2000]:
+        by_page[page_of(row["target"])]["reads"] += row["n"]
+    for row in shown.order_by("-n")[:2000]:
+        if row["first"]:
+            by_page[page_of(row["first"])]["shown"] += row["n"]
+    rows = [{"page": page, **v} for page, v in by_page.items()]
+    most = sorted((r for r in rows if r["reads"]), key=lambda r: (-r["reads"], r["page"]))[:limit]
+    least = sorted((r for r in rows if r["shown"]), key=lambda r: (r["reads"] / r["shown"], -r["shown"], r["page"]))
+    return {"most": most, "least": least[:limit]}
+
+
+def build_trend(period: Period) -> list[dict]:
+    """Zero-hit and low-score share per build served during the period, oldest build first."""
+    rows = (records(period).filter(SEARCH).exclude(build_id="").values("build_id")
+            .annotate(searches=Count("id"), zero=Count("id", filter=ZERO), low=Count("id", filter=_low(period)),
+                      first=Min("at"), last=Max("at")).order_by("first")[:60])
+    return [{**r, "zero_share": r["zero"] / r["searches"], "low_share": r["low"] / r["searches"]} for r in rows]
+
+
+def tools(period: Period) -> list[dict]:
+    return list(records(period).values("tool", "surface").annotate(calls=Count("id")).order_by("-calls")[:20])
+
+
+def clients(period: Period) -> list[dict]:
+    return list(records(period).values("client").annotate(calls=Count("id")).order_by("-calls")[:10])
+
+
+# --- feedback -----------------------------------------------------------------------------------------
+
+
+def feedback(period: Period, *, include_dismissed: bool = False) -> QuerySet:
+    qs = Feedback.objects.filter(corpus=period.corpus, at__gte=period.since, at__lte=period.until)
+    if period.version:
+        qs = qs.filter(version=period.version)
+    if not include_dismissed:
+        qs = qs.filter(dismissed_at__isnull=True)
+    return qs.order_by("-at", "-pk")
+
+
+def feedback_by_page(period: Period, limit: int = 15) -> list[dict]:
+    """Per page, the count of each verdict; the pages with most complaints first."""
+    rows = feedback(period).values("filepath", "verdict").annotate(n=Count("id"))
+    pages: dict[str, dict] = defaultdict(lambda: dict.fromkeys(Feedback.VERDICTS, 0))
+    for r in rows:
+        pages[r["filepath"] or ""][r["verdict"]] = r["n"]
+    out = [{"page": page, "verdicts": counts, "total": sum(counts.values()),
+            "negative": sum(n for v, n in counts.items() if v != Feedback.HELPFUL)} for page, counts in pages.items()]
+    return sorted(out, key=lambda r: (-r["negative"], -r["total"], r["page"]))[:limit]
+
+
+# --- REST lists -------------------------------------------------------------------------------------
+
+
+def query_list(*, corpus: Corpus, version: str = "", since: datetime | None = None, zero_hits: bool | None = None,
+               tool: str | None = None, include_eval: bool = False) -> QuerySet:
+    """Logged calls of a corpus, newest first (a QuerySet, for pagination)."""
+    qs = QueryRecord.objects.filter(corpus=corpus.family.name)
+    version = version or (corpus.version if corpus.version_of_id else "")
+    if version:
+        qs = qs.filter(version=version)
+    if since is not None:
+        qs = qs.filter(at__gte=since)
+    if not include_eval:
+        qs = qs.filter(is_eval=False)
+    if tool:
+        qs = qs.filter(tool=tool)
+    if zero_hits is True:
+        qs = qs.filter(ZERO)
+    elif zero_hits is False:
+        qs = qs.exclude(ZERO)
+    return qs.order_by("-at", "-pk")
+
+
+def feedback_list(*, corpus: Corpus, since: datetime | None = None, verdict: str | None = None,
+                  include_dismissed: bool = False) -> QuerySet:
+    qs = Feedback.objects.filter(corpus=corpus.family.name)
+    if corpus.version_of_id:
+        qs = qs.filter(version=corpus.version)
+    if since is not None:
+        qs = qs.filter(at__gte=since)
+    if verdict:
+        qs = qs.filter(verdict=verdict)
+    if not include_dismissed:
+        qs = qs.filter(dismissed_at__isnull=True)
+    return qs.order_by("-at", "-pk")
+
+
+def feedback_get(*, corpus: Corpus, feedback_id: int) -> Feedback:
+    from .errors import FeedbackNotFound
+
+    item = Feedback.objects.filter(corpus=corpus.family.name, pk=feedback_id).first()
+    if item is None:
+        raise FeedbackNotFound(f"feedback #{feedback_id} not found in corpus {corpus.family.name!r}; list its "
+                               f"feedback (GET /api/v1/corpora/{corpus.family.name}/feedback) to find the ID")
+    return item
+
+
+def corpora_overview(days: int = 7) -> list[dict]:
+    """Per visible corpus: calls, zero-hit share and feedback over the last `days` days, open gaps."""
+    from corpus.selectors import corpus_list
+
+    from .models import Gap
+
+    since = timezone.now() - timedelta(days=days)
+    names = [c.name for c in corpus_list() if not c.version_of_id]
+    calls = {r["corpus"]: r for r in QueryRecord.objects.filter(corpus__in=names, at__gte=since, is_eval=False)
+             .values("corpus").annotate(calls=Count("id"), searches=Count("id", filter=SEARCH),
+                                        zero=Count("id", filter=ZERO), last=Max("at"))}
+    fb = dict(Feedback.objects.filter(corpus__in=names, at__gte=since, dismissed_at__isnull=True)
+              .values("corpus").annotate(n=Count("id")).values_list("corpus", "n"))
+    gaps = dict(Gap.objects.filter(corpus__in=names, status=Gap.OPEN).values("corpus").annotate(n=Count("id"))
+                .values_list("corpus", "n"))
+    out = []
+    for name in names:
+        c = calls.get(name) or {}
+        searches = c.get("searches") or 0
+        out.append({"corpus": name, "calls": c.get("calls", 0), "searches": searches,
+                    "zero_share": (c.get("zero", 0) / searches) if searches else None, "last": c.get("last"),
+                    "feedback": fb.get(name, 0), "open_gaps": gaps.get(name, 0)})
+    return out

@@ -1,0 +1,158 @@
+"""The insights pages: what agents ask each corpus, what the docs miss, and the actions on a gap.
+
+Staff only (the admin's login), like the eval dashboards: query texts and feedback are internal.
+The corpus page runs a fixed number of queries whatever the number of logged calls (aggregates in
+SQL; tests/test_insights.py counts them), and bench/insights.py times it with 100,000 calls.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import Http404, HttpRequest
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from corpus import selectors as corpus_selectors
+from corpus.errors import CorpusError, CorpusNotFound
+from evals import charts as eval_charts
+from evals.models import EvalSuite
+
+from . import charts, selectors, served, services
+from .gaps import gaps_refresh
+from .models import Gap
+
+PERIODS = (1, 7, 30, 90, 365)
+
+
+def _corpus_or_404(name: str):
+    try:
+        return corpus_selectors.corpus_get(name)
+    except CorpusNotFound as exc:
+        raise Http404(str(exc)) from None
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default
+
+
+def _period(request: HttpRequest, corpus):
+    return selectors.period_for(corpus, version=request.GET.get("version", "")[:100],
+                                days=_int(request.GET.get("days"), 30), include_eval=request.GET.get("eval") == "1")
+
+
+@staff_member_required
+def index(request: HttpRequest):
+    return render(request, "insights/index.html", {"corpora": selectors.corpora_overview()})
+
+
+def _trend_chart(trend: list[dict]):
+    labels = [f"build {t['build_id']} · from {t['first']:%Y-%m-%d %H:%M} · {t['searches']} searches" for t in trend]
+    axis = [t["build_id"][:16] for t in trend]
+    return eval_charts.line_chart([eval_charts.Series("zero-hit share", [t["zero_share"] for t in trend]),
+                                   eval_charts.Series("low-score share", [t["low_share"] for t in trend])],
+                                  labels, title="unanswered share per build", axis_labels=axis, width=420,
+                                  height=200, digits=3)
+
+
+@staff_member_required
+def corpus_detail(request: HttpRequest, name: str):
+    corpus = _corpus_or_404(name)
+    period = _period(request, corpus)
+    days = selectors.per_day(period)
+    trend = selectors.build_trend(period)
+    feedback_pages = selectors.feedback_by_page(period)
+    for row in feedback_pages:
+        row["bar"] = charts.verdict_bar(row["verdicts"])
+    top = selectors.top_queries(period)
+    peak = max((q["calls"] for q in top), default=1)
+    for q in top:
+        q["width"] = round(100 * q["calls"] / peak)
+    gaps = gaps_refresh(corpus=corpus, period=period)
+    gap_peak = max((g.count for g in gaps), default=1)
+    versions = [m.version for m in corpus_selectors.family_members(corpus) if m.version]
+    return render(request, "insights/corpus.html", {
+        "corpus": corpus.family, "period": period, "periods": PERIODS, "versions": versions,
+        "summary": selectors.summary(period), "day_chart": charts.day_bars(days),
+        "trend": trend, "trend_chart": _trend_chart(trend) if trend else "", "top_queries": top,
+        "gaps": [(g, round(100 * g.count / gap_peak)) for g in gaps[:50]], "gap_total": len(gaps),
+        "pages": selectors.page_reads(period), "feedback_pages": feedback_pages,
+        "feedback_items": list(selectors.feedback(period)[:30]), "tools": selectors.tools(period),
+        "clients": selectors.clients(period), "verdict_colors": charts.VERDICT_COLORS,
+        "dismissed": Gap.objects.filter(corpus=corpus.family.name, status=Gap.DISMISSED).count(),
+    })
+
+
+def _act(request: HttpRequest, corpus, *, eval_case, fix, dismiss):
+    """Run the POSTed action; a refusal is shown on the page, never a 500."""
+    action = request.POST.get("action")
+    page = request.POST.get("filepath") or request.POST.get("filepath_other", "")
+    who = f"staff:{request.user.get_username()}"
+    try:
+        if action == "eval-case":
+            case = eval_case(suite=request.POST.get("suite", "").strip(), files=[page] if page else [])
+            messages.success(request, f"eval case {case.suite.name}:{case.name} saved: every run of suite "
+                                      f"{case.suite.name} now asks it")
+        elif action == "fix":
+            proposal = fix(filepath=page, use_llm=request.POST.get("llm") == "1")
+            url = reverse("admin:corpus_fixproposal_change", args=[proposal.pk])
+            messages.success(request, f"fix proposal #{proposal.pk} ({proposal.kind}) is waiting for review: {url}")
+        elif action == "dismiss":
+            dismiss(reason=request.POST.get("reason", ""), by=who)
+            messages.success(request, "dismissed")
+        else:
+            messages.error(request, f"unknown action {action!r}")
+    except CorpusError as exc:
+        messages.error(request, str(exc))
+
+
+def _suites(corpus):
+    return EvalSuite.objects.filter(corpus__in=[corpus.family, corpus]).order_by("name").values_list("name", flat=True)
+
+
+@staff_member_required
+@require_http_methods(["GET", "POST"])
+def gap_detail(request: HttpRequest, name: str, gap_id: int):
+    corpus = _corpus_or_404(name)
+    try:
+        gap = services.gap_get(corpus=corpus, gap_id=gap_id)
+    except CorpusError as exc:
+        raise Http404(str(exc)) from None
+    if request.method == "POST":
+        _act(request, corpus,
+             eval_case=lambda suite, files: services.gap_eval_case(corpus=corpus, gap=gap, suite=suite,
+                                                                   expected_files=files),
+             fix=lambda filepath, use_llm: services.gap_fix(corpus=corpus, gap=gap, filepath=filepath,
+                                                            use_llm=use_llm),
+             dismiss=lambda reason, by: services.gap_dismiss(gap=gap, reason=reason, by=by))
+        return redirect(request.get_full_path())
+    return render(request, "insights/item.html", {
+        "corpus": corpus.family, "gap": gap, "question": gap.representative, "examples": gap.examples,
+        "hits": served.search_pages(corpus.name, gap.representative), "suites": _suites(corpus),
+        "default_suite": f"{corpus.family.name}-gaps", "kind": "gap"})
+
+
+@staff_member_required
+@require_http_methods(["GET", "POST"])
+def feedback_detail(request: HttpRequest, name: str, feedback_id: int):
+    corpus = _corpus_or_404(name)
+    try:
+        item = selectors.feedback_get(corpus=corpus, feedback_id=feedback_id)
+    except CorpusError as exc:
+        raise Http404(str(exc)) from None
+    if request.method == "POST":
+        _act(request, corpus,
+             eval_case=lambda suite, files: services.feedback_eval_case(corpus=corpus, item=item, suite=suite,
+                                                                        expected_files=files),
+             fix=lambda filepath, use_llm: services.feedback_fix(corpus=corpus, item=item, filepath=filepath or None,
+                                                                 use_llm=use_llm),
+             dismiss=lambda reason, by: services.feedback_dismiss(item=item, reason=reason))
+        return redirect(request.get_full_path())
+    hits = served.search_pages(corpus.name, item.query) if item.query else []
+    return render(request, "insights/item.html", {
+        "corpus": corpus.family, "item": item, "question": item.query, "hits": hits, "suites": _suites(corpus),
+        "default_suite": f"{corpus.family.name}-gaps", "kind": "feedback"})
