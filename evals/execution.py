@@ -13,12 +13,13 @@ from collections.abc import Callable
 from django.db import transaction
 from django.utils import timezone
 
+from corpus import querylog
 from corpus.models import Corpus
 from mcp_endpoint.profiles import UnknownCorpus
 from retrieval.errors import RetrievalError
 
 from . import compare, runner
-from .allowed_urls import check_eval_url
+from .allowed_urls import check_eval_url, is_own_endpoint
 from .errors import EvalError
 from .models import EvalCase, EvalResult, EvalRun
 from .selectors import case_scores
@@ -49,7 +50,10 @@ class _ProgressWriter:
 def make_target(run: EvalRun, headers: dict[str, str] | None = None) -> Target:
     if run.mode == EvalRun.MODE_HTTP:
         check_eval_url(run.target_url)  # again at run time: the settings may have changed since the request
-        return HttpTarget(run.target_url, headers=headers)
+        # This server's own endpoints leave the run's calls out of the query-log analytics; another
+        # server only learns that the calls are an eval run's, never a secret.
+        mark = querylog.eval_token() if is_own_endpoint(run.target_url) else "1"
+        return HttpTarget(run.target_url, headers={querylog.EVAL_HEADER: mark, **(headers or {})})
     return InProcessTarget(run.corpus.name)
 
 

@@ -184,8 +184,9 @@ class HttpTarget(Target):
     def __init__(self, url: str, headers: dict[str, str] | None = None, timeout: float = 60.0):
         self.url, self.timeout = url, timeout
         self.label = url
+        # The User-Agent names the runner to servers that log it (a handshake-era tools/call carries no clientInfo).
         self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-                        **(headers or {})}
+                        "User-Agent": f"{CLIENT_INFO['name']}/{CLIENT_INFO['version']}", **(headers or {})}
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._ids = iter(range(1, 1 << 62))
