@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from docsmcp_site.secret import installation_secret_key
 
@@ -206,6 +207,16 @@ DOCSMCP_EVAL_ALLOWED_URLS = env_list("DOCSMCP_EVAL_ALLOWED_URLS", "")
 # Insights (docs/feedback.md): a search whose best hit scores below this counts as low-score; a corpus's
 # settings {"low_score": 0.3} override it. Scores are fused ranks in [0, 1]: 1 = first in every leg.
 DOCSMCP_INSIGHTS_LOW_SCORE = float(os.environ.get("DOCSMCP_INSIGHTS_LOW_SCORE", "0.4"))
+# The query log (corpus/querylog.py, docs/security.md): every search and read call, and agents' feedback.
+# full: everything; no-text: no query text, feedback query or comment; off: nothing is recorded.
+DOCSMCP_QUERY_LOG = os.environ.get("DOCSMCP_QUERY_LOG", "full").strip().lower()
+if DOCSMCP_QUERY_LOG not in ("full", "no-text", "off"):
+    raise ImproperlyConfigured(f"DOCSMCP_QUERY_LOG must be full, no-text or off; got {DOCSMCP_QUERY_LOG!r}")
+# Days records and feedback are kept (0: forever), and how many records a process buffers for its writer.
+DOCSMCP_QUERY_LOG_DAYS = int(os.environ.get("DOCSMCP_QUERY_LOG_DAYS", "90"))
+DOCSMCP_QUERY_LOG_BUFFER = int(os.environ.get("DOCSMCP_QUERY_LOG_BUFFER", "10000"))
+# Feedback tool calls (docs_feedback and its equivalents) per caller per minute, beside MCP_RATE_LIMIT_PER_MINUTE.
+DOCSMCP_FEEDBACK_RATE_LIMIT_PER_MINUTE = int(os.environ.get("DOCSMCP_FEEDBACK_RATE_LIMIT_PER_MINUTE", "20"))
 # The tool profile served at /mcp and /mcp/ (docs, documents, techdoc, citeloom); /mcp/<profile>/ always works.
 DOCSMCP_DEFAULT_PROFILE = os.environ.get("DOCSMCP_DEFAULT_PROFILE", "docs")
 
