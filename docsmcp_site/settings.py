@@ -183,6 +183,10 @@ MCP_ALLOWED_ORIGINS = env_list(
     "http://localhost:*,https://localhost:*,http://127.0.0.1:*,https://127.0.0.1:*,http://[::1]:*,https://[::1]:*",
 )
 MCP_MAX_BODY_BYTES = int(os.environ.get("MCP_MAX_BODY_BYTES", str(1024 * 1024)))
+# `manage.py serve` receives each request before a thread takes it (docsmcp_site/front.py): seconds a
+# connection has to send its request head, and then its body, before it is answered 408 and closed.
+DOCSMCP_HEADER_TIMEOUT = float(os.environ.get("DOCSMCP_HEADER_TIMEOUT", "10"))
+DOCSMCP_BODY_TIMEOUT = float(os.environ.get("DOCSMCP_BODY_TIMEOUT", "30"))
 MCP_RATE_LIMIT_PER_MINUTE = int(os.environ.get("MCP_RATE_LIMIT_PER_MINUTE", "600"))
 MCP_RATE_LIMIT_REDIS_URL = os.environ.get("MCP_RATE_LIMIT_REDIS_URL", os.environ.get("CELERY_BROKER_URL", ""))
 DATA_UPLOAD_MAX_MEMORY_SIZE = MCP_MAX_BODY_BYTES

@@ -35,7 +35,7 @@ def exposure_warning(host: str) -> str:
 class Command(BaseCommand):
     help = (
         "Serve the site (MCP at /mcp/) with gunicorn threaded workers on MCP_SERVER_HOST:MCP_SERVER_PORT "
-        "(default 127.0.0.1:8001); without CELERY_BROKER_URL also runs one Celery worker beside it."
+        "(default 127.0.0.1:8001), each request received whole before a thread takes it; without CELERY_BROKER_URL also runs one Celery worker beside it."
     )
 
     def add_arguments(self, parser):
@@ -52,11 +52,12 @@ class Command(BaseCommand):
             self.stderr.write(exposure_warning(host))
         if not (Path(settings.STATIC_ROOT) / "admin" / "css" / "base.css").exists():
             call_command("collectstatic", interactive=False, verbosity=0)
-        # Threaded WSGI workers: measured against uvicorn (ASGI) workers they add 4 ms less to each call
-        # and serve 60% more calls per second at 8 clients, and 40 slow clients starve neither
-        # (docs/BENCHMARKS.md); the deployment guide puts a buffering proxy in front in any case.
+        # Threaded WSGI workers (against uvicorn's ASGI workers they add 4 ms less to each call and serve
+        # 60% more calls per second at 8 clients), whose event loop receives each request whole before a
+        # thread takes it, so slow clients cost a socket, not a thread (docsmcp_site/front.py,
+        # docs/BENCHMARKS.md).
         web = [sys.executable, "-m", "gunicorn", "docsmcp_site.wsgi:application",
-               "--worker-class", "gthread", "--threads", str(options["threads"]), "--bind", f"{host}:{port}",
+               "--worker-class", "docsmcp_site.front.BufferingThreadWorker", "--threads", str(options["threads"]), "--bind", f"{host}:{port}",
                "--workers", str(options["workers"]), "--access-logfile", "-", "--timeout", "60",
                "--graceful-timeout", "30", "--no-control-socket",
                "--config", "python:docsmcp_site.gunicorn_conf"]
