@@ -299,3 +299,14 @@ def test_a_content_fix_on_a_git_source_is_applied_as_a_patch(tmp_path, settings,
     assert response.status_code == 200, response.content
     patch = response.content.decode()
     assert "+++ b/guides/throttling.md" in patch and "+keywords: [rate, limit, handle, '429', error, exceeded]" in patch
+
+
+def test_a_build_without_the_keywords_index_is_searched_without_it(api_docs, tmp_path):
+    (api_docs / "guides/throttling.md").write_text("---\nkeywords: [rate limit]\n---\n" + THROTTLING)
+    out = build(api_docs, tmp_path / "build")
+    assert top_files(out, "rate limit exceeded")[0] == "guides/throttling.md"
+    Index(out).chunks.drop_index("keywords_idx")
+    old = Index(out)
+    assert "keywords" not in old.fts_columns
+    result = search(old, SearchRequest("rate limit exceeded"), cursor_secret=SECRET)
+    assert result.hits and not any(leg.error for leg in result.legs)
