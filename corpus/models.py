@@ -275,7 +275,7 @@ class Feedback(models.Model):
 
 class HookDelivery(models.Model):
     """A push webhook delivery already acted on: the sender's delivery ID, hashed, so a replay or a
-    redelivery of it queues nothing (corpus/webhooks.py). Kept for DOCSMCP_HOOK_DELIVERY_DAYS."""
+    redelivery of it queues nothing (corpus/webhooks.py, which forgets them after 30 days)."""
 
     corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="hook_deliveries")
     key = models.CharField(max_length=64, help_text="SHA-256 of the delivery ID the sender gave.")
