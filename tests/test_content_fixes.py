@@ -111,6 +111,8 @@ def test_a_heuristic_proposal_adds_the_missing_terms_as_keywords(corpus, api_doc
     preview = fix_preview(proposal=proposal)
     (page,) = preview.files
     assert [c.chunk_id for c in page.before] == [c.chunk_id for c in page.after]  # chunks are the same
+    assert page.after_config.endswith("; keywords: rate, limit, handle, 429, error, exceeded")
+    assert "keywords" not in page.before_config
 
 
 def test_keywords_are_merged_into_the_pages_own_list_keeping_its_format(corpus, api_docs):

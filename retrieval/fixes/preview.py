@@ -95,6 +95,8 @@ def _views(result: FileResult) -> tuple[list[ChunkView], str, list[str]]:
             config += f", min={strategy.min_chunk_size}"
         if result.config.metadata:
             config += "; " + ", ".join(f"{k}={v}" for k, v in sorted(result.config.metadata.items()))
+        if result.chunks and result.chunks[0].keywords:  # they rank every chunk: show what a content fix adds
+            config += f"; keywords: {result.chunks[0].keywords}"
     findings = [f"{f.severity} {f.code} {f.location()}: {f.message[:160]}" for f in result.findings
                 if f.code != "strategy-default"]
     return chunks, config, findings
