@@ -25,7 +25,7 @@ from retrieval.ingest.metadata import METADATA_FILE, read_metadata
 from retrieval.ingest.sources import validate_corpus
 from retrieval.storage import Location
 
-from .errors import BuildStateConflict, CorpusError
+from .errors import BuildStateConflict, CorpusError, SourceDirNotAllowed
 from .gitsource import read_source
 from .models import BuildRun, Corpus, TaxonomyKey
 from .providers import provider_for
@@ -121,13 +121,43 @@ def build_execute(*, build: BuildRun, echo: Progress | None = None) -> BuildRun:
         return _execute(build, corpus, _ProgressWriter(build, echo))
 
 
+def source_root(corpus: Corpus) -> Path:
+    """The corpus's source directory as it resolves now, each time it is read.
+
+    DOCSMCP_SOURCE_ROOTS was checked when the directory was registered, but a link put in its place
+    since (or in place of a parent) would lead a build, and an approved fix, elsewhere. So it must
+    still resolve inside the roots, or to exactly the directory recorded: one the operator
+    registered outside the roots (`build_index --source`) keeps building while it is itself.
+    """
+    if not corpus.source_dir:
+        raise CorpusError(f"corpus {corpus.name!r} has no source directory")
+    recorded = Path(corpus.source_dir)
+    try:
+        resolved = recorded.resolve(strict=True)
+        is_dir = resolved.is_dir()
+    except (OSError, RuntimeError):  # missing, a loop of links, unreadable
+        is_dir = False
+    if not is_dir:
+        raise CorpusError(f"source_dir {recorded} of corpus {corpus.name!r} does not exist or is not a directory")
+    roots = [Path(r).expanduser().resolve() for r in settings.DOCSMCP_SOURCE_ROOTS]
+    if resolved == recorded or any(resolved.is_relative_to(root) for root in roots):
+        return resolved
+    log.warning("corpus %s: source_dir %s now resolves to %s, outside DOCSMCP_SOURCE_ROOTS; refused",
+                corpus.name, recorded, resolved)
+    raise SourceDirNotAllowed(f"source_dir {recorded} of corpus {corpus.name!r} no longer resolves to itself or "
+                              "inside DOCSMCP_SOURCE_ROOTS (a symbolic link now leads elsewhere), so nothing was "
+                              "read; put the directory back, or register it again with `manage.py build_index "
+                              f"--corpus {corpus.name} --source DIR`")
+
+
 def _execute(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> BuildRun:
     try:
         if build.kind == BuildRun.KIND_VALIDATE:
             snapshot = read_source(corpus) if corpus.git_url else None
-            _scan, _results, findings = validate_corpus(Path(corpus.source_dir),
-                                                        progress=lambda d, t: writer("validate", d, t),
-                                                        workers=_workers(), scan=snapshot and snapshot.scan)
+            root = Path(corpus.source_dir) if snapshot else source_root(corpus)
+            _scan, _results, findings = validate_corpus(root, progress=lambda d, t: writer("validate", d, t),
+                                                        workers=_workers(), scan=snapshot and snapshot.scan,
+                                                        max_file_bytes=settings.DOCSMCP_MAX_FILE_BYTES)
             build.findings = [f.as_dict() for f in findings]
             build.stats = {"total_files": len(_results), "total_chunks": sum(len(r.chunks) for r in _results)}
             errors = [f for f in findings if f.severity == "error"]
@@ -173,12 +203,13 @@ def _run_build(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> None
         snapshot = read_source(corpus, built)
         writer("fetch", 1, 1)
     request = BuildRequest(
-        source_dir=Path(corpus.source_dir), out_dir=out_dir, build_id=build.build_id, corpus=corpus.name,
+        source_dir=Path(corpus.source_dir) if snapshot else source_root(corpus), out_dir=out_dir, build_id=build.build_id, corpus=corpus.name,
         provider=provider, description=corpus.description, previous_dir=previous_dir,
         full=build.kind == BuildRun.KIND_FULL, cache_dir=storage.join(corpus_dir(corpus.family), "embedding-cache"),
         workers=_workers(), scan=snapshot and snapshot.scan, revision=snapshot.revision if snapshot else "",
         version=corpus.version,
         changed=frozenset(c.path for c in snapshot.changes) if snapshot and snapshot.changes is not None else None,
+        max_file_bytes=settings.DOCSMCP_MAX_FILE_BYTES,
     )
     result = build_index(request, progress=writer, cancelled=writer.cancelled)
     build.index_path = str(result.path)

@@ -42,7 +42,8 @@ from retrieval.fixes.llm import LLMFixer, LLMFixError, llm_candidates
 from retrieval.fixes.preview import Preview, preview_change
 from retrieval.ingest.sources import MARKDOWN_SUFFIXES
 
-from .errors import FixError, UnsafeFixTarget
+from .errors import CorpusError, FixError, UnsafeFixTarget
+from .execution import source_root
 from .gitfixes import commit_fix, export_tree, fix_branch
 from .models import Corpus, FixDecision, FixProposal
 
@@ -89,10 +90,10 @@ def _root(corpus: Corpus) -> Path:
         return export_tree(corpus)
     if corpus.kind != Corpus.KIND_MARKDOWN or not corpus.source_dir:
         raise FixError(f"corpus {corpus.name!r} has no markdown source directory to fix")
-    root = Path(corpus.source_dir)
-    if not root.is_dir():
-        raise FixError(f"source_dir {root} of corpus {corpus.name!r} does not exist")
-    return root.resolve()
+    try:
+        return source_root(corpus)  # checked on every read and write: a link put in its place is refused
+    except CorpusError as exc:
+        raise FixError(str(exc)) from None
 
 
 def llm_fixer(*, corpus: Corpus | None = None, model: str | None = None) -> LLMFixer:
@@ -248,7 +249,8 @@ def fix_approve(*, proposal: FixProposal, user: Actor) -> FixProposal:
         if locked.status not in FixProposal.OPEN:
             raise FixError(f"proposal #{locked.pk} is {locked.status}; only pending proposals can be approved")
         try:
-            target = resolve_target(_root(corpus), locked.target_path)
+            root = _root(corpus)
+            target = resolve_target(root, locked.target_path)
         except UnsafeTarget as exc:
             _record(locked, action=FixDecision.REFUSE, status=FixProposal.REJECTED, user=user, note=str(exc))
             failure = UnsafeFixTarget(f"proposal #{locked.pk} refused: {exc}")
@@ -264,8 +266,8 @@ def fix_approve(*, proposal: FixProposal, user: Actor) -> FixProposal:
                             f"committed {commit[:12]} on branch {fix_branch(locked)} of the server's git cache; "
                             f"download it as a patch: GET /api/v1/corpora/{corpus.name}/fixes/{locked.pk}/patch")
                     else:
-                        new_hash, note = atomic_write(target, locked.new_content), ""
-                except (OSError, FixError) as exc:
+                        new_hash, note = atomic_write(target, locked.new_content, root=root), ""
+                except (OSError, FixError, UnsafeTarget) as exc:
                     _record(locked, action=FixDecision.APPROVE, status=FixProposal.APPROVED, user=user,
                             note=f"approved, but writing {locked.target_path} failed: {exc}")
                     failure = FixError(f"proposal #{locked.pk}: writing {locked.target_path} failed: {exc}")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from django.conf import settings
+
 from retrieval.ingest import git
 
 from .errors import FixError
@@ -29,7 +31,8 @@ def export_tree(corpus: Corpus) -> Path:
     target = cache_dir() / "exports" / corpus.name / revision
     if target.is_dir():
         return target
-    files, links = git.read_tree(git_source(corpus), cache_dir(), revision)
+    tree = git.read_tree(git_source(corpus), cache_dir(), revision, max_file_bytes=settings.DOCSMCP_MAX_FILE_BYTES)
+    files, links = tree.files, tree.links
     partial = target.with_name(revision + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     for relpath, raw in files.items():

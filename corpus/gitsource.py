@@ -93,12 +93,15 @@ def read_source(corpus: Corpus, previous_revision: str = "") -> SourceSnapshot:
     timeout = settings.DOCSMCP_GIT_TIMEOUT
     commit = git.fetch(source, cache_dir(), timeout=timeout)
     note_latest(corpus, commit, seen_at=started)
-    files, links = git.read_tree(source, cache_dir(), commit, timeout=timeout)
-    if source.subdir and not files and not links:
+    limit = settings.DOCSMCP_MAX_FILE_BYTES
+    tree = git.read_tree(source, cache_dir(), commit, timeout=timeout, max_file_bytes=limit)
+    if source.subdir and not tree.files and not tree.links and not tree.oversized:
         raise CorpusError(f"{source.describe()}: commit {commit[:12]} has no files under {source.subdir!r}; "
                           "check the subdirectory")
     changes = git.diff(source, cache_dir(), previous_revision, commit, timeout=timeout) if previous_revision else None
-    return SourceSnapshot(scan_tree(Path(f"{git.redact_url(source.url)}#{commit}"), files, links), commit, changes)
+    scan = scan_tree(Path(f"{git.redact_url(source.url)}#{commit}"), tree.files, tree.links,
+                     oversized=tree.oversized, max_file_bytes=limit)
+    return SourceSnapshot(scan, commit, changes)
 
 
 def note_latest(corpus: Corpus, commit: str, *, seen_at=None) -> None:

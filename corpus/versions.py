@@ -9,14 +9,15 @@ version. The first row's `default_version` says which version its bare name serv
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 
 from retrieval.ingest.build import content_revision
 from retrieval.ingest.sources import scan_corpus
 
 from .errors import CorpusError, CorpusNotFound
+from .execution import source_root
 from .gitsource import check_git_fields, remote_commit
 from .models import Corpus
 from .selectors import family_members
@@ -124,7 +125,7 @@ def source_revision(corpus: Corpus) -> str:
     """The revision a build would read now: the ref's newest commit, or the directory's content hash."""
     if corpus.git_url:
         return remote_commit(corpus)
-    scan = scan_corpus(Path(corpus.source_dir))
+    scan = scan_corpus(source_root(corpus), max_file_bytes=settings.DOCSMCP_MAX_FILE_BYTES)
     return content_revision({relpath: scan.file_key(relpath) for relpath in scan.files})
 
 

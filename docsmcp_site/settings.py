@@ -165,6 +165,9 @@ DOCSMCP_SOURCE_ROOTS = env_list("DOCSMCP_SOURCE_ROOTS",
 DOCSMCP_GIT_CACHE_DIR = Path(os.environ.get("DOCSMCP_GIT_CACHE_DIR", BASE_DIR / "var" / "git"))
 DOCSMCP_GIT_TIMEOUT = float(os.environ.get("DOCSMCP_GIT_TIMEOUT", "120"))
 DOCSMCP_GIT_ALLOWED_URLS = env_list("DOCSMCP_GIT_ALLOWED_URLS", "")
+# A source file (markdown page or manifest) larger than this is skipped with a finding, so one huge
+# page cannot take the build's memory.
+DOCSMCP_MAX_FILE_BYTES = int(os.environ.get("DOCSMCP_MAX_FILE_BYTES", str(2 * 1024 * 1024)))
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
 # The LLM fixer (manage.py fix_docs --llm): chat model, and how many files one run may send it.

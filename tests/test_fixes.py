@@ -400,7 +400,7 @@ def test_a_failed_write_leaves_the_original_and_no_temp_file(corpus, reviewer, m
     path = Path(corpus.source_dir) / proposal.target_path
     original = path.read_bytes()
 
-    def broken_replace(src, dst):
+    def broken_replace(src, dst, **dir_fds):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("retrieval.fixes.apply.os.replace", broken_replace)

@@ -312,8 +312,8 @@ def test_a_commits_tree_scans_like_the_same_directory(repo, git_cache):
     commit = repo.commit("links and hidden files")
     source = gitlib.GitSource(repo.url, "main", "docs")
     assert gitlib.fetch(source, git_cache) == commit
-    files, links = gitlib.read_tree(source, git_cache, commit)
-    from_git = scan_tree(repo.docs, files, links)
+    tree = gitlib.read_tree(source, git_cache, commit)
+    from_git = scan_tree(repo.docs, tree.files, tree.links)
     from_disk = scan_corpus(repo.docs)
     assert from_git.files == from_disk.files
     assert from_git.manifest_texts == from_disk.manifest_texts

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path, PurePosixPath
 
 from retrieval.errors import RetrievalError
@@ -56,28 +56,64 @@ def current_hash(path: Path) -> str:
     return content_hash(path.read_bytes() if path.is_file() else None)
 
 
-def atomic_write(path: Path, text: str) -> str:
-    """Replace `path` with `text` (UTF-8) in one rename, keeping its permissions; returns the new hash."""
+def atomic_write(path: Path, text: str, *, root: Path | None = None) -> str:
+    """Replace `path` with `text` (UTF-8) in one rename, keeping its permissions; returns the new hash.
+
+    With `root` (the resolved corpus root `path` lies in), every directory from the root down is
+    opened without following links and the file is written and renamed relative to the last one:
+    a directory swapped for a link after `resolve_target` looked is refused, never followed.
+    """
     data = text.encode("utf-8")
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    if root is None:
+        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    else:
+        dir_fd = _open_below(Path(root), path.parent.relative_to(root).parts)
+    try:
+        _replace_in(dir_fd, path.name, data)
+    finally:
+        os.close(dir_fd)
+    return content_hash(data)
+
+
+def _open_below(root: Path, parts: tuple[str, ...]) -> int:
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(root, flags)
+    try:
+        for part in parts:
+            try:
+                below = os.open(part, flags, dir_fd=fd)
+            except OSError as exc:  # ELOOP or ENOTDIR: a link, or no longer a directory
+                raise UnsafeTarget(f"{part!r} on the way to the target is not a plain directory "
+                                   f"({exc.strerror}); fixes never write through links") from None
+            os.close(fd)
+            fd = below
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _replace_in(dir_fd: int, name: str, data: bytes) -> None:
+    try:
+        current = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        mode = 0o644
+    else:
+        if not stat.S_ISREG(current.st_mode):
+            raise UnsafeTarget(f"target {name!r} is no longer a regular file; nothing was written")
+        mode = stat.S_IMODE(current.st_mode)
+    tmp = f".{name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
+            os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
-    try:  # make the rename itself durable
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:
-        pass
-    return content_hash(data)
+    with contextlib.suppress(OSError):  # make the rename itself durable
+        os.fsync(dir_fd)

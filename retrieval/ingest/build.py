@@ -48,7 +48,16 @@ from retrieval.storage.contents import write_contents
 from .layout import CHUNKS_TABLE, DOCUMENTS_TABLE, TAXONOMY_PREFIX, open_tables, sql_string, taxonomy_column
 from .manifest import MANIFEST_NAME, AutoInclude
 from .metadata import BuildMetadata, TaxonomyField, read_metadata, write_metadata
-from .sources import CorpusScan, FileResult, Finding, OutlineEntry, file_text, process_files, scan_corpus
+from .sources import (
+    DEFAULT_MAX_FILE_BYTES,
+    CorpusScan,
+    FileResult,
+    Finding,
+    OutlineEntry,
+    file_text,
+    process_files,
+    scan_corpus,
+)
 
 log = logging.getLogger("retrieval.ingest")
 
@@ -77,6 +86,7 @@ class BuildRequest:
     version: str = ""  # the version label the build serves ("" when the corpus has one version)
     # paths the source says changed since the previous build's commit (a git diff); None: unknown
     changed: frozenset[str] | None = None
+    max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES  # a larger source file is skipped with a finding
 
 
 @dataclass
@@ -115,7 +125,7 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
             raise BuildCancelled(f"build {request.build_id} was cancelled during {stage}")
         timings[stage] = round(time.perf_counter() - started - sum(timings.values()), 3)
 
-    scan = request.scan or scan_corpus(request.source_dir)
+    scan = request.scan or scan_corpus(request.source_dir, max_file_bytes=request.max_file_bytes)
     provider = request.provider
     dims = provider.dimensions if provider else 0
     spec = provider.spec.to_dict() if provider and dims else None

@@ -174,32 +174,43 @@ def remote_commit(source: GitSource, *, timeout: float = DEFAULT_TIMEOUT) -> str
     return (exact or [lines[0][0]])[-1]
 
 
-def read_tree(source: GitSource, cache_dir: Path, commit: str, *,
-              timeout: float = DEFAULT_TIMEOUT) -> tuple[dict[str, bytes], dict[str, str]]:
-    """Files under the source's subdirectory at `commit`: (relpath -> bytes, link relpath -> target relpath).
+@dataclass(frozen=True)
+class GitTree:
+    files: dict[str, bytes]  # relpath -> bytes
+    links: dict[str, str]  # link relpath -> target relpath ("" when it points outside the tree)
+    oversized: dict[str, int]  # relpath -> size of a blob left unread because it is over the limit
 
-    Blobs are read with one `git cat-file --batch`, nothing is checked out. A symbolic link is given
-    as its target's path (resolved inside the tree, or "" when it points outside it); submodules
-    are skipped.
+
+def read_tree(source: GitSource, cache_dir: Path, commit: str, *, timeout: float = DEFAULT_TIMEOUT,
+              max_file_bytes: int | None = None) -> GitTree:
+    """Files under the source's subdirectory at `commit`.
+
+    Blobs are read with one `git cat-file --batch`, nothing is checked out; a blob over
+    `max_file_bytes` is never read (its size comes from `ls-tree -l`). A symbolic link is given as
+    its target's path (resolved inside the tree, or "" when it points outside it); submodules are
+    skipped.
     """
     repo = cache_path(cache_dir, source.url)
     prefix = f"{source.subdir}/" if source.subdir else ""
-    listing = _git(["ls-tree", "-r", "-z", "--full-tree", commit, "--", *([source.subdir] if source.subdir else [])],
-                   cwd=repo, timeout=timeout, what="ls-tree")
+    listing = _git(["ls-tree", "-r", "-z", "-l", "--full-tree", commit, "--",
+                    *([source.subdir] if source.subdir else [])], cwd=repo, timeout=timeout, what="ls-tree")
     blobs: list[tuple[str, str]] = []
     links: dict[str, str] = {}
     link_shas: dict[str, str] = {}
+    oversized: dict[str, int] = {}
     for entry in listing.split(b"\0"):
         if not entry:
             continue
         meta, path = entry.split(b"\t", 1)
-        mode, kind, sha = meta.decode().split()
+        mode, kind, sha, size = meta.decode().split()
         relpath = path.decode("utf-8", "surrogateescape")
         if kind != "blob" or mode == MODE_SUBMODULE or not relpath.startswith(prefix):
             continue
         relpath = relpath[len(prefix):]
         if mode == MODE_LINK:
             link_shas[relpath] = sha
+        elif max_file_bytes is not None and int(size) > max_file_bytes:
+            oversized[relpath] = int(size)
         else:
             blobs.append((relpath, sha))
     contents = _cat_blobs(repo, [sha for _, sha in blobs] + list(link_shas.values()), timeout)
@@ -208,7 +219,7 @@ def read_tree(source: GitSource, cache_dir: Path, commit: str, *,
         target = posixpath.normpath(posixpath.join(posixpath.dirname(relpath),
                                                    contents[sha].decode("utf-8", "replace")))
         links[relpath] = "" if target.startswith("..") or target.startswith("/") else target
-    return files, links
+    return GitTree(files, links, oversized)
 
 
 def _cat_blobs(repo: Path, shas: list[str], timeout: float) -> dict[str, bytes]:

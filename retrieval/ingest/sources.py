@@ -11,6 +11,7 @@ import json
 import multiprocessing
 import os
 import re
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from .parsing import ParsedDocument, parse_markdown
 from .pool import exit_with
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
+DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024  # a larger page is skipped with a finding (DOCSMCP_MAX_FILE_BYTES)
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,10 @@ class CorpusScan:
         return digest.hexdigest()
 
 
-def scan_corpus(root: Path) -> CorpusScan:
+def scan_corpus(root: Path, *, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES) -> CorpusScan:
+    """Every manifest and markdown file under `root`. Only regular files are opened, and only once
+    they are known to be (a named pipe would block the build forever, a device could do anything);
+    a file over `max_file_bytes` is skipped with a finding rather than held in memory."""
     root = Path(root).resolve()
     if not root.is_dir():
         raise ConfigError(f"source directory {root} does not exist or is not a directory")
@@ -124,13 +129,63 @@ def scan_corpus(root: Path) -> CorpusScan:
         for name in sorted(filenames):
             path = current / name
             relpath = f"{reldir}/{name}" if reldir else name
-            if path.is_symlink() and not _check_link(scan, path):
+            if name != MANIFEST_NAME and not name.endswith(MARKDOWN_SUFFIXES):
+                if path.is_symlink():
+                    _check_link(scan, path)
+                continue
+            if path.is_symlink():
+                if not _check_link(scan, path):
+                    continue
+                path = path.resolve()
+            raw = _read_source_file(scan, path, relpath, max_file_bytes)
+            if raw is None:
                 continue
             if name == MANIFEST_NAME:
-                _load_manifest(scan, path, reldir, relpath)
-            elif name.endswith(MARKDOWN_SUFFIXES):
-                scan.files[relpath] = path.read_bytes()
+                _add_manifest(scan, raw.decode("utf-8", errors="replace"), reldir, relpath)
+            else:
+                scan.files[relpath] = raw
     return scan
+
+
+FILE_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"),
+              (stat.S_ISLNK, "a symbolic link"))
+
+
+def _read_source_file(scan: CorpusScan, path: Path, relpath: str, max_file_bytes: int | None) -> bytes | None:
+    """The file's bytes, or None with a finding when it is not a regular file or is over the limit.
+    lstat first, so nothing but a regular file is ever opened; the open itself neither follows a
+    link nor blocks, and fstat checks it is still the file lstat saw."""
+    try:
+        seen = os.lstat(path)
+        if not stat.S_ISREG(seen.st_mode):
+            return _not_regular(scan, relpath, seen.st_mode)
+        if max_file_bytes is not None and seen.st_size > max_file_bytes:
+            return _too_large(scan, relpath, seen.st_size, max_file_bytes)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:  # removed since the directory was listed, or a dangling link
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (seen.st_dev, seen.st_ino):
+            return _not_regular(scan, relpath, opened.st_mode)
+        raw = handle.read() if max_file_bytes is None else handle.read(max_file_bytes + 1)
+    if max_file_bytes is not None and len(raw) > max_file_bytes:  # it grew after lstat
+        return _too_large(scan, relpath, len(raw), max_file_bytes)
+    return raw
+
+
+def _not_regular(scan: CorpusScan, relpath: str, mode: int) -> None:
+    kind = next((name for test, name in FILE_KINDS if test(mode)), "not a regular file")
+    scan.findings.append(Finding("warning", "not-regular-file", relpath, None,
+                                 f"{kind}, not a regular file: skipped (only regular files are read)",
+                                 "replace it with a regular file, or remove it from the corpus directory"))
+
+
+def _too_large(scan: CorpusScan, relpath: str, size: int, limit: int) -> None:
+    scan.findings.append(Finding("warning", "file-too-large", relpath, None,
+                                 f"file is {size:,} bytes, over the per-file limit of {limit:,} bytes: skipped",
+                                 "split it into smaller pages, or raise DOCSMCP_MAX_FILE_BYTES"))
 
 
 def _check_link(scan: CorpusScan, path: Path) -> bool:
@@ -141,37 +196,45 @@ def _check_link(scan: CorpusScan, path: Path) -> bool:
                                      f"symlink points outside the corpus root (to {target})",
                                      "copy the file into the corpus or remove the link"))
         return False
-    return target.is_file()
+    return True  # whatever it points at is read like any other file: regular files only
 
 
-def scan_tree(root: Path, files: dict[str, bytes], links: dict[str, str] | None = None) -> CorpusScan:
+def scan_tree(root: Path, files: dict[str, bytes], links: dict[str, str] | None = None, *,
+              oversized: dict[str, int] | None = None,
+              max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES) -> CorpusScan:
     """The scan of a tree read from somewhere other than a directory (a git commit), path for path
     what `scan_corpus` gives for the same files on disk: hidden directories skipped, links followed
-    only inside the tree. `links` maps a link's path to its target's ('' when it leaves the tree)."""
+    only inside the tree, files over `max_file_bytes` skipped with a finding. `links` maps a link's
+    path to its target's ('' when it leaves the tree); `oversized` gives the sizes of files the
+    reader left unread because of the limit."""
     scan = CorpusScan(Path(root), {}, {}, {}, [])
-    entries = {**files, **{path: files.get(target) for path, target in (links or {}).items()}}
-    for relpath in sorted(entries, key=lambda p: (p.count("/"), p)):
+    links, oversized = links or {}, oversized or {}
+    for relpath in sorted({*files, *links, *oversized}, key=lambda p: (p.count("/"), p)):
         parts = relpath.split("/")
         if any(part.startswith(".") for part in parts[:-1]):
             continue
-        raw = entries[relpath]
-        if raw is None:
-            if not (links or {}).get(relpath):
-                scan.findings.append(Finding("error", "path-escape", relpath, None,
-                                             "symlink points outside the corpus root",
-                                             "copy the file into the corpus or remove the link"))
+        target = links.get(relpath, relpath)
+        if not target:
+            scan.findings.append(Finding("error", "path-escape", relpath, None,
+                                         "symlink points outside the corpus root",
+                                         "copy the file into the corpus or remove the link"))
             continue
         reldir, name = "/".join(parts[:-1]), parts[-1]
+        if name != MANIFEST_NAME and not name.endswith(MARKDOWN_SUFFIXES):
+            continue
+        raw = files.get(target)
+        size = oversized.get(target, len(raw) if raw is not None else 0)
+        if max_file_bytes is not None and size > max_file_bytes:
+            _too_large(scan, relpath, size, max_file_bytes)
+            continue
+        if raw is None:
+            continue
         if name == MANIFEST_NAME:
             _add_manifest(scan, raw.decode("utf-8", errors="replace"), reldir, relpath)
-        elif name.endswith(MARKDOWN_SUFFIXES):
+        else:
             scan.files[relpath] = raw
     scan.files = dict(sorted(scan.files.items()))
     return scan
-
-
-def _load_manifest(scan: CorpusScan, path: Path, reldir: str, relpath: str) -> None:
-    _add_manifest(scan, path.read_text(encoding="utf-8", errors="replace"), reldir, relpath)
 
 
 def _add_manifest(scan: CorpusScan, text: str, reldir: str, relpath: str) -> None:
@@ -383,12 +446,13 @@ def _process_args(args: tuple) -> FileResult:
 
 def validate_corpus(root: Path, progress: Callable[[int, int], None] | None = None,
                     workers: int | None = None, scan: CorpusScan | None = None,
+                    max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES,
                     ) -> tuple[CorpusScan, list[FileResult], list[Finding]]:
     """`workers` defaults to a process per core, or 1 inside a daemonic process, which cannot have children.
     `scan` is a tree already read (a git commit); otherwise `root` is scanned."""
     if workers is None:
         workers = 1 if multiprocessing.current_process().daemon else (os.cpu_count() or 1)
-    scan = scan or scan_corpus(root)
+    scan = scan or scan_corpus(root, max_file_bytes=max_file_bytes)
     results = process_corpus(scan, progress=progress, workers=workers)
     findings = list(scan.findings)
     for result in results:

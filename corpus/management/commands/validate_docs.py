@@ -1,6 +1,7 @@
 import json
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from corpus.errors import CorpusError
@@ -30,7 +31,8 @@ class Command(BaseCommand):
             raise CommandError("give --corpus NAME or --source DIR")
         bars = StageBars(not options["no_progress"])
         try:
-            _scan, results, findings = validate_corpus(Path(source), progress=lambda d, t: bars("validate", d, t))
+            _scan, results, findings = validate_corpus(Path(source), progress=lambda d, t: bars("validate", d, t),
+                                                          max_file_bytes=settings.DOCSMCP_MAX_FILE_BYTES)
         except ConfigError as exc:
             raise CommandError(str(exc)) from exc
         finally:
