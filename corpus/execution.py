@@ -202,8 +202,9 @@ def _run_build(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> None
         built = (corpus.active_build.stats or {}).get("source_commit") or "" if corpus.active_build else ""
         snapshot = read_source(corpus, built)
         writer("fetch", 1, 1)
+    source_dir = Path(corpus.source_dir) if snapshot else source_root(corpus)
     request = BuildRequest(
-        source_dir=Path(corpus.source_dir) if snapshot else source_root(corpus), out_dir=out_dir, build_id=build.build_id, corpus=corpus.name,
+        source_dir=source_dir, out_dir=out_dir, build_id=build.build_id, corpus=corpus.name,
         provider=provider, description=corpus.description, previous_dir=previous_dir,
         full=build.kind == BuildRun.KIND_FULL, cache_dir=storage.join(corpus_dir(corpus.family), "embedding-cache"),
         workers=_workers(), scan=snapshot and snapshot.scan, revision=snapshot.revision if snapshot else "",
