@@ -1,10 +1,18 @@
-"""Test settings: the site's, with Celery tasks run inline so unit tests need no worker.
+"""Test settings: the site's, with Celery tasks run inline so unit tests need no worker, on the database
+server of DATABASE_URL (tests/services.py says which services the suite uses).
 
 The real-worker tests (tests/test_celery_worker.py, tests/test_deploy_e2e.py) start processes with
 docsmcp_site.settings, where tasks always go through a broker.
 """
 
+import os
+
 from docsmcp_site.settings import *  # noqa: F403
+
+# The test database's name on DATABASE_URL's server (Django's default: test_<name>; pytest-xdist adds _gw0...).
+if os.environ.get("DOCSMCP_TEST_DATABASE_NAME"):
+    DATABASES["default"]["TEST"] = {**DATABASES["default"].get("TEST", {}),  # noqa: F405
+                                    "NAME": os.environ["DOCSMCP_TEST_DATABASE_NAME"]}
 
 CELERY_TASK_ALWAYS_EAGER = True
 # The query log's writer thread commits on its own connection, past a test's rolled-back transaction:

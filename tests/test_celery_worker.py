@@ -1,7 +1,7 @@
 """The Celery path end to end: a real worker process on the Redis broker runs a build that the
 web side requested, against the same database and index root.
 
-Needs Redis (DOCSMCP_TEST_REDIS_URL, default redis://127.0.0.1:6379/15) and a database a second
+Needs Redis (DOCSMCP_TEST_REDIS_URL, nothing else: tests/services.py) and a database a second
 process can open (PostgreSQL through DATABASE_URL); otherwise it is skipped with the reason.
 """
 
@@ -13,7 +13,6 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.db import connection
@@ -23,35 +22,18 @@ from corpus.execution import build_execute
 from corpus.models import BuildRun, Corpus
 from corpus.services import build_request, build_start, corpus_create
 from corpus.serving import forget_active
+from tests.services import REDIS_URL, database_url, delete_queue, queue_leftovers, redis_unreachable_reason
 
 pytestmark = pytest.mark.worker
 
 ROOT = Path(__file__).resolve().parent.parent
-REDIS_URL = os.environ.get("DOCSMCP_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 WORKER_READY_TIMEOUT = 180  # generous: a loaded CI machine imports Django + LanceDB slowly
 BUILD_TIMEOUT = 120
 LEASE_SECONDS = 3  # workers renew every second; a killed one is noticed 3 s after its last renewal
 
 
-def _redis_unreachable_reason() -> str | None:
-    import redis
-
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2, socket_timeout=2).ping()
-    except Exception as exc:  # any failure means: no broker to test against
-        return f"Redis broker {REDIS_URL} is unreachable ({type(exc).__name__}: {exc})"
-    return None
-
-
-def _database_url() -> str:
-    """The URL of the database this test process uses (pytest-django's test database, e.g. test_test_gw0)."""
-    conf = connection.settings_dict
-    user = quote(conf.get("USER") or "", safe="")
-    password = f":{quote(conf['PASSWORD'], safe='')}" if conf.get("PASSWORD") else ""
-    auth = f"{user}{password}@" if user or password else ""
-    host = conf.get("HOST") or "127.0.0.1"
-    port = f":{conf['PORT']}" if conf.get("PORT") else ""
-    return f"postgres://{auth}{host}{port}/{conf['NAME']}"
+_redis_unreachable_reason = redis_unreachable_reason
+_database_url = database_url  # the test database (e.g. test_test_gw0), for the processes the tests start
 
 
 def _wait_until_ready(process: subprocess.Popen, log: Path) -> None:
@@ -121,10 +103,7 @@ def _stop_worker(process: subprocess.Popen, queue: str) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=15)
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-    client.delete(queue, f"_kombu.binding.{queue}")
+    delete_queue(queue)
 
 
 @pytest.fixture
@@ -241,6 +220,7 @@ def test_a_build_whose_worker_is_killed_is_failed_and_the_next_build_completes_w
     finally:
         app.conf.task_default_queue = web_side_uses_the_broker["queue"]
         _stop_worker(doomed, queue)
+    assert queue_leftovers(queue) == []  # its message, delivered and never acknowledged, is gone too
 
     while True:  # refused while the dead worker's lease runs out, then accepted
         try:

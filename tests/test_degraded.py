@@ -17,12 +17,12 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+from django.db import connection
 
-from tests import profile_fixtures
+from tests import profile_fixtures, services
 from tests.profile_fixtures import register_build
 
 ROOT = Path(__file__).resolve().parent.parent
-ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
            "MCP-Protocol-Version": "2025-06-18"}
 
@@ -57,7 +57,8 @@ def _free_port() -> int:
 
 
 def _admin(sql: str) -> None:
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+    """Run `sql` on the PostgreSQL server of DATABASE_URL, connected to this session's test database."""
+    with psycopg.connect(services.database_url(), autocommit=True) as conn:
         conn.execute(sql)
 
 
@@ -76,12 +77,15 @@ def tool(http: httpx.Client, url: str, name: str, arguments: dict, key: str | No
 
 
 @pytest.fixture
-def own_database_server(sample_build_dir, tmp_path) -> Iterator[tuple[str, str, str]]:
-    """A server process on its own PostgreSQL database (created here, dropped after), serving the sample
-    build: (base URL, database name, a read key). Only this database is ever blocked."""
-    name = f"h_mcp_degraded_{uuid.uuid4().hex[:8]}"
+def own_database_server(db, sample_build_dir, tmp_path) -> Iterator[tuple[str, str, str]]:
+    """A server process on its own PostgreSQL database (created here on DATABASE_URL's server, named after
+    the test database, dropped after), serving the sample build: (base URL, database name, a read key).
+    Only this database is ever blocked."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the outage test needs PostgreSQL (set DATABASE_URL): it blocks a database of its own")
+    name = f"{connection.settings_dict['NAME']}_degraded_{uuid.uuid4().hex[:8]}"
     _admin(f'CREATE DATABASE "{name}"')
-    env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{name}",
+    env = {**os.environ, "DATABASE_URL": services.database_url(name),
            "DOCSMCP_INDEX_ROOT": str(tmp_path / "indexes"), "CELERY_BROKER_URL": "", "DJANGO_DEBUG": "false",
            "MCP_RATE_LIMIT_PER_MINUTE": "0", "PYTHONPATH": str(ROOT)}
     process = None
@@ -194,8 +198,9 @@ def test_health_reports_a_broker_with_nothing_listening(sample_corpus, live_url,
     assert response.status_code == 200
     body = response.json()
     assert body["checks"]["broker"] == "error" and body["health"] == "degraded"
-    settings.CELERY_BROKER_URL = os.environ.get("DOCSMCP_TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
-    assert httpx.get(f"{live_url}/health/", timeout=30).json()["checks"]["broker"] == "ok"
+    if services.redis_unreachable_reason() is None:  # a broker that answers: the check says ok again
+        settings.CELERY_BROKER_URL = services.REDIS_URL
+        assert httpx.get(f"{live_url}/health/", timeout=30).json()["checks"]["broker"] == "ok"
 
 
 def test_an_active_index_whose_files_were_deleted(db, sample_build_dir, live_url, tmp_path, settings):

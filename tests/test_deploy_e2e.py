@@ -24,6 +24,7 @@ from corpus.models import BuildRun, Corpus
 from corpus.services import build_start, corpus_create
 from corpus.serving import forget_active
 from mcp_endpoint.apikeys import create_api_key
+from tests.services import delete_queue
 from tests.test_celery_worker import REDIS_URL, _database_url, _redis_unreachable_reason, _wait_until_ready
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -124,8 +125,9 @@ def redis_topology(topology_env, tmp_path):
     if reason:
         pytest.skip(reason)
     port = free_port()
+    queue = f"docsmcp-e2e-{os.getpid()}-{port}"
     environment = {**topology_env, "CELERY_BROKER_URL": REDIS_URL, "CELERY_RESULT_BACKEND": REDIS_URL,
-                   "CELERY_TASK_DEFAULT_QUEUE": f"docsmcp-e2e-{os.getpid()}-{port}"}
+                   "CELERY_TASK_DEFAULT_QUEUE": queue}
     worker = start_worker(environment, tmp_path / "worker.log")
     server_log = tmp_path / "serve.log"
     with server_log.open("wb") as out:
@@ -145,6 +147,7 @@ def redis_topology(topology_env, tmp_path):
     finally:
         stop(server)
         stop(worker)
+        delete_queue(queue)
         forget_active()
 
 

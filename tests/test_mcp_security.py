@@ -20,7 +20,7 @@ from mcp_endpoint.apikeys import (
 )
 from mcp_endpoint.models import ApiKey
 from mcp_endpoint.security import client_ip, origin_allowed
-from tests import fixtures_mcp
+from tests import fixtures_mcp, services
 from tests.fixtures_mcp import MODERN, modern_post, post
 
 # pytest fixtures, bound here so the tests below can request them by name
@@ -316,31 +316,25 @@ def test_rate_limit_429_with_retry_after(mcp_server, mcp_http, settings, frozen_
     assert_alive(mcp_http, url)
 
 
-def _redis_available(url: str) -> bool:
-    try:
-        import redis
+@pytest.fixture
+def frozen_window_in_redis(frozen_clock):
+    """The test Redis database (DOCSMCP_TEST_REDIS_URL), its keys of the frozen window removed before and after."""
+    reason = services.redis_unreachable_reason()
+    if reason:
+        pytest.skip(reason)
+    window = f"docsmcp:ratelimit:*:{int(ratelimit._now() // ratelimit.WINDOW_SECONDS)}"
+    services.delete_redis_keys(window)
+    yield services.redis_client(), window
+    services.delete_redis_keys(window)
 
-        redis.Redis.from_url(url, socket_connect_timeout=0.5).ping()
-        return True
-    except Exception:
-        return False
 
-
-REDIS_URL = "redis://127.0.0.1:6379/15"
-
-
-@pytest.mark.skipif(not _redis_available(REDIS_URL), reason="no Redis on 127.0.0.1:6379")
-def test_rate_limit_in_redis(mcp_server, mcp_http, settings, frozen_clock):
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL)
-    for key in client.scan_iter("docsmcp:ratelimit:*"):
-        client.delete(key)
-    settings.MCP_RATE_LIMIT_REDIS_URL = REDIS_URL
+def test_rate_limit_in_redis(mcp_server, mcp_http, settings, frozen_window_in_redis):
+    client, window = frozen_window_in_redis
+    settings.MCP_RATE_LIMIT_REDIS_URL = services.REDIS_URL
     settings.MCP_RATE_LIMIT_PER_MINUTE = 2
     url = echo_url(mcp_server)
     assert [post(mcp_http, url, PING).status_code for _ in range(3)] == [200, 200, 429]
-    keys = list(client.scan_iter("docsmcp:ratelimit:*"))
+    keys = list(client.scan_iter(window))
     assert len(keys) == 1 and 0 < client.ttl(keys[0]) <= 61
     ratelimit.reset()  # the in-memory counter is not involved
     assert post(mcp_http, url, PING).status_code == 429

@@ -26,6 +26,7 @@ from corpus.serving import forget_active
 from mcp_endpoint.apikeys import create_api_key
 from retrieval import storage
 from tests import s3_server
+from tests.services import delete_queue
 from tests.test_celery_worker import REDIS_URL, _redis_unreachable_reason
 from tests.test_deploy_e2e import (
     ROOT,
@@ -70,9 +71,10 @@ def hosts(topology_env, s3_endpoint, tmp_path, settings):  # noqa: F811
     if reason:
         pytest.skip(reason)
     root = s3_server.new_root()
+    queue = f"docsmcp-multihost-{os.getpid()}-{free_port()}"
     shared = {**topology_env, **s3_server.environment(s3_endpoint), "DOCSMCP_INDEX_ROOT": root,
               "CELERY_BROKER_URL": REDIS_URL, "CELERY_RESULT_BACKEND": REDIS_URL,
-              "CELERY_TASK_DEFAULT_QUEUE": f"docsmcp-multihost-{os.getpid()}-{free_port()}",
+              "CELERY_TASK_DEFAULT_QUEUE": queue,
               "DJANGO_SECRET_KEY": "multihost-test-secret-shared-by-every-node-0123456789",
               "DOCSMCP_BUILD_LEASE_SECONDS": "3", "DOCSMCP_SOURCE_ROOTS": str(tmp_path / "sources"),
               # 32 clients share one key; the per-key limit (shared by the nodes through Redis) is not under test
@@ -97,6 +99,7 @@ def hosts(topology_env, s3_endpoint, tmp_path, settings):  # noqa: F811
     finally:
         for process in processes.values():
             stop(process)
+        delete_queue(queue)
         os.environ.pop("DOCSMCP_STORAGE_OPTIONS", None)
         forget_active()
 
