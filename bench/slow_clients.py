@@ -1,28 +1,29 @@
-"""Slow clients must not starve the server: `--slow` connections trickle a whole request (headers
-and body) one byte at a time over `--seconds` while ordinary `search_docs` calls run; prints how
-many calls succeeded.
+"""Slow clients must not starve searches: `--slow` connections trickle their requests one byte a
+second while an ordinary client searches every 0.2 s; prints how the searches fared, per mode.
 
-    python bench/slow_clients.py [--slow 40] [--seconds 45] [--body-bytes 64] [--searches 120]
-                                 [--search-timeout 10] [--workers N]
+    python bench/slow_clients.py [--slow 40] [--seconds 30] [--modes body,headers]
+                                 [--search-timeout 10] [--workers N] [--threads 4]
 
-Loopback only, bounded: `manage.py serve` (its defaults unless `--workers`) on a free 127.0.0.1
-port with a fresh SQLite database and the sample corpus (reused from `--index-root`), stopped at
-the end. Each slow request carries a `--body-bytes` JSON body (must stay under
-MCP_MAX_BODY_BYTES, 1 MiB) and is sent in at most 450 pieces; the searches run
-from 4 threads with keep-alive MCP clients, spread over the same period; a search fails on
-any error or when it takes longer than `--search-timeout`. Exit status 1 when fewer than 99% of
-the searches succeed.
+Paced like ../shared/probes/slow_clients.py, which starved the threaded server this replaced:
+in mode `body` each slow connection sends its request head at once and then its body (a 2 KB
+JSON-RPC ping) one byte a second; in mode `headers` it sends head and body one byte a second.
+Meanwhile one client sends a `search_docs` call every 0.2 s, each on a fresh connection, and
+counts it failed on any error or after `--search-timeout` seconds. Loopback only, bounded:
+`manage.py serve` (its defaults unless `--workers`/`--threads`) on a free 127.0.0.1 port with a
+fresh SQLite database and the sample corpus (reused from `--index-root`), stopped at the end.
+Exit status 1 when any search failed or the slowest took more than 1 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import json
 import socket
 import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -30,7 +31,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import httpx  # noqa: E402
 from http_load import (  # noqa: E402
     DEFAULT_CORPUS,
-    McpClient,
     configure_django,
     corpus_name,
     free_port,
@@ -42,38 +42,65 @@ from http_load import (  # noqa: E402
 from mcp_endpoint.management.commands.serve import default_workers  # noqa: E402
 
 QUERIES = ["retry backoff", "webhook signatures", "rate limits", "idempotency keys", "pagination cursor"]
+HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
 
 
-def trickle(port: int, seconds: int, body_bytes: int, stop: threading.Event) -> str:
-    """One connection that sends its whole request, headers and body, in small pieces spread over
-    `seconds`; the status line the server answered with, or how the connection ended."""
-    body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'.ljust(body_bytes)
-    request = (b"POST /mcp/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-               b"Accept: application/json, text/event-stream\r\n"
-               + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-    steps = min(len(request), 450)
-    piece = -(-len(request) // steps)
-    with socket.create_connection(("127.0.0.1", port), timeout=seconds + 30) as sock:
-        for start in range(0, len(request), piece):
-            if stop.is_set():
-                return "stopped"
-            try:
-                sock.sendall(request[start:start + piece])
-            except OSError as exc:
-                return f"closed by server: {exc}"
-            time.sleep(seconds / steps)
+def trickle(port: int, seconds: float, mode: str, outcomes: collections.Counter) -> None:
+    """One connection that trickles its request a byte a second for `seconds` (never finishing it)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": {"pad": "x" * 2000}}}).encode()
+    head = (b"POST /mcp/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\n" + f"Content-Length: {len(body)}\r\n\r\n".encode())
+    data = body if mode == "body" else head + body
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=seconds + 30) as sock:
+            if mode == "body":
+                sock.sendall(head)
+            end = time.monotonic() + seconds
+            for k in range(len(data) - 1):
+                if time.monotonic() >= end:
+                    break
+                sock.sendall(data[k:k + 1])
+                time.sleep(1.0)
+        outcomes["held to the end"] += 1
+    except OSError as exc:
+        outcomes[f"closed by the server ({type(exc).__name__})"] += 1
+
+
+def run_mode(port: int, mode: str, args) -> tuple[collections.Counter, list[float], collections.Counter]:
+    slow_outcomes: collections.Counter = collections.Counter()
+    slow = [threading.Thread(target=trickle, args=(port, args.seconds, mode, slow_outcomes), daemon=True)
+            for _ in range(args.slow)]
+    for thread in slow:
+        thread.start()
+    time.sleep(2)  # every slow connection is open and mid-request before the searches start
+    url = f"http://127.0.0.1:{port}/mcp/"
+    outcomes: collections.Counter = collections.Counter()
+    latencies: list[float] = []
+    started, i = time.monotonic(), 0
+    while time.monotonic() - started < args.seconds - 3:
+        call = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": {"name": "search_docs", "arguments": {"query": QUERIES[i % len(QUERIES)], "limit": 5}}}
+        began = time.perf_counter()
         try:
-            return sock.recv(64).split(b"\r\n", 1)[0].decode(errors="replace") or "closed by server"
-        except OSError as exc:
-            return f"closed by server: {exc}"
+            response = httpx.post(url, json=call, headers=HEADERS, timeout=args.search_timeout)
+            hits = response.json().get("result", {}).get("structuredContent", {}).get("hits")
+            outcomes["ok" if response.status_code == 200 and isinstance(hits, list) else
+                     f"HTTP {response.status_code}"] += 1
+        except httpx.HTTPError as exc:
+            outcomes[f"failed: {type(exc).__name__}"] += 1
+        latencies.append(time.perf_counter() - began)
+        i += 1
+        time.sleep(0.2)
+    for thread in slow:
+        thread.join(timeout=5)
+    return outcomes, sorted(latencies), slow_outcomes
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--slow", type=int, default=40)
-    parser.add_argument("--seconds", type=int, default=45)
-    parser.add_argument("--body-bytes", type=int, default=64, help="size of each slow request's body")
-    parser.add_argument("--searches", type=int, default=120)
+    parser.add_argument("--seconds", type=int, default=30)
+    parser.add_argument("--modes", default="body,headers", help="comma-separated: body, headers (default both)")
     parser.add_argument("--search-timeout", type=float, default=10.0,
                         help="seconds an ordinary search may take before it counts as failed (default 10)")
     parser.add_argument("--workers", type=int, default=default_workers())
@@ -87,41 +114,19 @@ def main() -> int:
     prepare_index(DEFAULT_CORPUS, name, "none", args.index_root)
     port = free_port()
     server = start_server(env, port, args.workers, args.threads, workdir / "server.log")
-    stop = threading.Event()
+    failed = False
     try:
-        with ThreadPoolExecutor(args.slow) as slow_pool, ThreadPoolExecutor(4) as search_pool:
-            slow = [slow_pool.submit(trickle, port, args.seconds, args.body_bytes, stop) for _ in range(args.slow)]
-            time.sleep(2)  # every slow connection is open and mid-body before the searches start
-            url = f"http://127.0.0.1:{port}/mcp/"
-            clients = threading.local()
-            gap = (args.seconds - 4) * 4 / args.searches
-
-            latencies: list[float] = []
-
-            def one(i: int) -> str | None:
-                if not hasattr(clients, "mcp"):
-                    clients.mcp = McpClient(url)
-                    clients.mcp.http.timeout = httpx.Timeout(args.search_timeout)
-                time.sleep(gap)
-                started = time.perf_counter()
-                error = clients.mcp.search({"query": QUERIES[i % len(QUERIES)], "limit": 5})
-                latencies.append(time.perf_counter() - started)
-                return error
-
-            errors = [e for e in search_pool.map(one, range(args.searches)) if e is not None]
-            slow_answers = [f.result() for f in slow]
+        for mode in args.modes.split(","):
+            outcomes, latencies, slow_outcomes = run_mode(port, mode.strip(), args)
+            bad = sum(n for outcome, n in outcomes.items() if outcome != "ok") or latencies[-1] > 1.0
+            failed = failed or bool(bad)
+            print(f"workers={args.workers} threads={args.threads} slow={args.slow} mode={mode} "
+                  f"seconds={args.seconds}: searches {dict(outcomes)} n={len(latencies)} "
+                  f"p50={latencies[len(latencies) // 2]:.3f}s max={latencies[-1]:.3f}s; "
+                  f"slow connections {dict(slow_outcomes)}", flush=True)
     finally:
-        stop.set()
         stop_server(server)
-    ok = args.searches - len(errors)
-    print(f"workers={args.workers} slow_connections={args.slow} slow_seconds={args.seconds} "
-          f"body_bytes={args.body_bytes} "
-          f"searches={args.searches} succeeded={ok} ({100 * ok / args.searches:.1f}%) "
-          f"within {args.search_timeout:g}s; slowest search {max(latencies):.2f}s")
-    print(f"slow connections answered: {sorted(set(slow_answers))}")
-    for error in errors[:5]:
-        print(f"  error: {error}")
-    return 0 if ok >= 0.99 * args.searches else 1
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -160,6 +160,8 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
             406,
         )
     limit = _body_limit(profile)
+    if principal is None:  # larger bodies (citeloom's store_chunks) are for keys that may write them
+        limit = min(limit, int(settings.MCP_MAX_BODY_BYTES))
     try:
         raw = _read_body(request, limit)
     except BodyTooLarge:
@@ -213,10 +215,32 @@ def _read_body(request: HttpRequest, limit: int) -> bytes:
                 raise BodyTooLarge
         except ValueError:
             pass
-    data = request.read(limit + 1)
+    if not declared and _chunked(request):
+        # Django reads no body without a Content-Length; a server that decoded the chunks and marks
+        # the stream's end (wsgi.input_terminated) lets us read it to that end.
+        data = _read_to_end(request.META["wsgi.input"], limit + 1)
+    else:
+        data = request.read(limit + 1)
     if len(data) > limit:
         raise BodyTooLarge
     return data
+
+
+def _chunked(request: HttpRequest) -> bool:
+    coding = request.META.get("HTTP_TRANSFER_ENCODING", "").strip().lower()
+    return coding == "chunked" and bool(request.META.get("wsgi.input_terminated"))
+
+
+def _read_to_end(stream: Any, most: int) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    while size < most:
+        part = stream.read(min(most - size, 65536))
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+    return b"".join(parts)
 
 
 def _handle_payload(endpoint: Endpoint, raw: bytes) -> HttpResponse:

@@ -67,7 +67,7 @@ def test_serve_binds_loopback_by_default_without_a_warning(settings, launched, c
     settings.STATIC_ROOT = tmp_path / "static"
     call_command("serve", "--port", "8123")
     assert "127.0.0.1:8123" in launched[0]
-    assert "docsmcp_site.wsgi:application" in launched[0] and "gthread" in launched[0]
+    assert "docsmcp_site.wsgi:application" in launched[0] and "docsmcp_site.front.BufferingThreadWorker" in launched[0]
     assert "WARNING" not in capsys.readouterr().err
     assert (tmp_path / "static" / "admin" / "css" / "base.css").exists()  # collected because it was missing
 
