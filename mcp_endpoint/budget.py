@@ -5,10 +5,12 @@ its context crowds out the question it was answering. So every tool result stays
 MCP_RESPONSE_TOKEN_BUDGET tokens, estimated as characters / CHARS_PER_TOKEN (a common rule of
 thumb for English prose and code; no tokenizer is loaded to count exactly).
 
-Profiles fit their own results first, where they know what can go (search_docs shortens
-snippets before it drops hits; get_doc and section reads return the first part and name the
-chunk or section IDs to ask for next). `fit_result` is the net under all of them: a result
-still over budget keeps its first part, with a notice saying so; nothing is cut silently.
+A result is fitted once, by `fit`, which the transport calls on every tools/call result. A
+handler that knows what can go fits its own result with the helpers below and marks it `fitted`
+(search_docs shortens snippets, then ends the page early with a cursor to the first hit left
+out; get_doc and section reads return the first part and name the chunk or section IDs to ask
+for next): `fit` passes it on as it is. Any other result over budget keeps its first part, with
+a notice saying so (`fit_result`); nothing is cut silently.
 """
 
 from __future__ import annotations
@@ -57,6 +59,14 @@ def cut_text(text: str, limit: int, how: str) -> str:
     if newline > room * 3 // 4:
         head = head[:newline]
     return head + tail
+
+
+def fit(result: ToolResult) -> ToolResult:
+    """`result` within the budget: as its handler fitted it, else cut by `fit_result`. A fitted result
+    still over budget (a handler keeps at least one hit or its target chunk) is cut the same way."""
+    if result.fitted and text_chars(result) <= budget_chars():
+        return result
+    return fit_result(result)
 
 
 def fit_result(result: ToolResult) -> ToolResult:

@@ -68,7 +68,7 @@ class Endpoint:
 
     request: HttpRequest
     profile_name: str
-    profile: Any
+    profile: profiles.Profile
     corpus: str | None
     principal: Principal | None
     rate_identity: str = ""
@@ -172,9 +172,7 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
     endpoint = Endpoint(request, profile_name, profile, corpus, principal, identity)
     try:
         with limited_to(principal.corpora if principal else None):
-            check = getattr(profile, "check_context", None)
-            if callable(check):
-                check(endpoint.context(None))
+            profile.check_context(endpoint.context(None))
             return _handle_payload(endpoint, raw)
     except profiles.UnknownCorpus as exc:
         return _json(jsonrpc.error_body(INVALID_REQUEST, str(exc) or f"Unknown corpus '{corpus}'"), 404)
@@ -200,10 +198,10 @@ def _rate_limited(identity: str, calls: int) -> HttpResponse | None:
     return response
 
 
-def _body_limit(profile: Any) -> int:
+def _body_limit(profile: profiles.Profile) -> int:
     """MCP_MAX_BODY_BYTES, unless the profile takes larger bodies (citeloom's store_chunks batches)."""
-    hook = getattr(profile, "max_body_bytes", None)
-    return int(hook()) if callable(hook) else int(settings.MCP_MAX_BODY_BYTES)
+    limit = profile.max_body_bytes()
+    return int(limit) if limit is not None else int(settings.MCP_MAX_BODY_BYTES)
 
 
 def _read_body(request: HttpRequest, limit: int) -> bytes:

@@ -81,6 +81,32 @@ def test_search_docs_shortens_snippets_then_moves_hits_to_the_next_page(doc_corp
     assert len(pages[0][1]["hits"]) < 50
 
 
+def test_an_over_budget_page_ends_early_and_continues_from_its_cursor_without_searching_again(
+        doc_corpora, live_url, http, settings, monkeypatch):
+    from retrieval.search import engine
+
+    args = {"query": "payment refund webhook retries", "limit": 50}
+    settings.MCP_RESPONSE_TOKEN_BUDGET = 100_000
+    full_ids, _ = _all_ids(http, live_url, args)
+    searches = []
+    original = engine.search
+
+    def counted(index, request, **kwargs):
+        searches.append(request)
+        return original(index, request, **kwargs)
+
+    monkeypatch.setattr("retrieval.search.engine.search", counted)  # where corpus.serving calls it
+    settings.MCP_RESPONSE_TOKEN_BUDGET = TOKENS
+    _, text = result_of(http, docs(live_url), "search_docs", args)
+    first = json.loads(text)
+    assert len(searches) == 1  # the page was cut to fit, not searched for again with a smaller limit
+    kept = len(first["hits"])
+    assert 0 < kept < 50 and first["next_cursor"]
+    _, text = result_of(http, docs(live_url), "search_docs", {**args, "cursor": first["next_cursor"]})
+    second = json.loads(text)
+    assert [h["chunk_id"] for h in first["hits"] + second["hits"]] == full_ids[:kept + len(second["hits"])]
+
+
 def test_get_doc_keeps_the_target_and_names_the_chunks_it_left_out(doc_corpora, live_url, http, tight):
     _, found = result_of(http, docs(live_url), "search_docs", {"query": "connection pool", "language": "python"})
     target = next(h["chunk_id"] for h in json.loads(found)["hits"] if h["filepath"] == PYTHON_README)

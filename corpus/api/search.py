@@ -8,7 +8,6 @@ SearchResult (`hits`, `next_cursor`, `hint`).
 from __future__ import annotations
 
 import json
-import logging
 
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
@@ -21,7 +20,6 @@ from retrieval.errors import InvalidFilter
 from retrieval.search.documents import MAX_CONTEXT, MAX_ID_LENGTH, render_chunk_window
 from retrieval.search.engine import MAX_LIMIT, MAX_QUERY_CHARS, SearchRequest
 
-log = logging.getLogger("docsmcp.api")
 router = Router(tags=["search"])
 
 FILTERS_HELP = ('Taxonomy filters, exact canonical values, e.g. {"language": "python"}; the keys and values '

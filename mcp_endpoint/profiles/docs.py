@@ -6,7 +6,6 @@ rebuild that adds a taxonomy value (a new SDK language) shows in the next listin
 
 from __future__ import annotations
 
-import logging
 import threading
 from dataclasses import replace
 from typing import Any
@@ -32,7 +31,6 @@ from retrieval.search.documents import ChunkWindow, render_chunk_window
 from retrieval.search.engine import MAX_LIMIT, SearchRequest, SearchResult
 from retrieval.search.index import Index
 
-log = logging.getLogger("docsmcp.mcp")
 SERVER_NAME = "docsmcp"
 SEARCH_DESCRIPTION = (
     "Search the {description}. Use this to find relevant documentation, guides, or API references."
