@@ -33,6 +33,15 @@ class IndexUnavailable(RetrievalError):
     """No usable index at the given location (missing, incomplete or unreadable)."""
 
 
+class IndexCorrupt(IndexUnavailable):
+    """The index's files are there but do not read back (overwritten, truncated, half-copied):
+    retrying cannot help, rebuilding the corpus does. `corpus` names it, when the index says."""
+
+    def __init__(self, message: str, corpus: str = ""):
+        super().__init__(message)
+        self.corpus = corpus
+
+
 class InvalidArgument(RetrievalError):
     """A caller-supplied argument is out of range or of the wrong kind."""
 

@@ -18,6 +18,7 @@ from retrieval.ingest.layout import sql_string
 
 from .aio import LOOP
 from .index import Index
+from .reading import reads_index
 
 MAX_CONTEXT = 5
 MAX_ID_LENGTH = 2048
@@ -166,6 +167,7 @@ def check_int(name: str, value: object, low: int, high: int | None = None) -> in
 
 # --- chunks ---------------------------------------------------------------------------------
 
+@reads_index
 def _select(index: Index, where: str, columns: list[str]) -> list[dict]:
     table = index.async_chunks()
 
@@ -223,6 +225,7 @@ def render_chunk_window(window: ChunkWindow) -> str:
 
 # --- documents ------------------------------------------------------------------------------
 
+@reads_index
 def _document_row(index: Index, path: str, columns: list[str]) -> dict:
     check_document_path(path)
     rows = (index.documents.search().where(f"filepath = {sql_string(path)}").select(columns)
@@ -237,6 +240,7 @@ def get_document(index: Index, path: str) -> Document:
     return Document(row["filepath"], row["title"] or "", row["content"], int(row["size"]), int(row["chunk_count"]))
 
 
+@reads_index
 def list_documents(index: Index, limit: int = 100, offset: int = 0) -> DocumentPage:
     """Documents ordered by path, `limit` from `offset`, with the total for paging."""
     limit = check_int("limit", limit, 1, 1000)

@@ -46,6 +46,7 @@ from .legs import (
     vector_leg,
 )
 from .priors import Signals, rescore
+from .reading import reads_index
 from .snippets import make_snippet
 
 log = logging.getLogger("retrieval.search")
@@ -264,6 +265,7 @@ def page_links(index: Index) -> PageLinks | None:
         return None
 
 
+@reads_index
 def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider | None = None,
            cursor_secret: bytes, query_vector: np.ndarray | None = None,
            vector_floor: float | None = None) -> SearchResult:
@@ -357,6 +359,7 @@ def cursor_after(index: Index, request: SearchRequest, result: SearchResult, kep
                          build_id=index.build_id, state=CursorState(result.offset + kept, result.limit, result.depth))
 
 
+@reads_index
 def search_batch(index: Index, requests: Sequence[SearchRequest], *, embedder: EmbeddingProvider | None = None,
                  cursor_secret: bytes, vector_floor: float | None = None) -> list[SearchResult]:
     """Several searches sharing one `embed_queries` call (one round trip to an API provider).

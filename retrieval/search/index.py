@@ -26,6 +26,7 @@ from retrieval.storage import Location
 
 from .aio import LOOP
 from .catalog import CATALOG_COLUMNS, PRIOR_COLUMNS, Catalog
+from .reading import reads_index
 from .texts import CompressedTexts, compress_texts
 from .vectors import Vectors
 
@@ -185,6 +186,7 @@ class Index:
             self._load()
         return self._vectors
 
+    @reads_index
     def _load(self) -> None:
         """Loads what a search holds in memory, on first use: the catalog, then the vectors,
         then the chunk text.
@@ -332,6 +334,7 @@ class Index:
             order = np.argsort(found["_rowid"].to_numpy())  # catalog positions ascend with row IDs
             yield found["content"].combine_chunks().take(pa.array(order))
 
+    @reads_index
     def contents(self, positions: list[int]) -> list[str]:
         """Chunk markdown for the given catalog positions, in that order."""
         if not positions:
