@@ -251,11 +251,12 @@ def fix_approve(*, proposal: FixProposal, user: Actor) -> FixProposal:
         try:
             root = _root(corpus)
             target = resolve_target(root, locked.target_path)
+            current = current_hash(target)
         except UnsafeTarget as exc:
             _record(locked, action=FixDecision.REFUSE, status=FixProposal.REJECTED, user=user, note=str(exc))
             failure = UnsafeFixTarget(f"proposal #{locked.pk} refused: {exc}")
         else:
-            if current_hash(target) != locked.base_hash:
+            if current != locked.base_hash:
                 _record(locked, action=FixDecision.STALE, status=FixProposal.STALE, user=user,
                         note=f"{locked.target_path} changed since the proposal was made; nothing was written")
             else:

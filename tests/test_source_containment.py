@@ -164,6 +164,23 @@ def test_named_pipes_and_sockets_in_a_directory_corpus_are_skipped_with_a_findin
     assert result.stats["total_files"] == len(list(SAMPLE_DOCS.rglob("*.md")))
 
 
+def test_a_fix_preview_never_opens_a_named_pipe(roots, pipe_watch):
+    from corpus.fixes import fix_preview
+
+    docs = roots / "docs"
+    shutil.copytree(SAMPLE_DOCS, docs)
+    (docs / ".docs-mcp.json").unlink()
+    corpus = registered("previewed", docs)
+    bootstrap = next(p for p in fix_scan(corpus=corpus) if p.kind == "bootstrap-manifest")
+    os.mkfifo(docs / "guides" / ".docs-mcp.json")
+    os.mkfifo(docs / "guides" / "pipe.md")
+    pipe_watch["paths"] += [docs / "guides" / ".docs-mcp.json", docs / "guides" / "pipe.md"]
+    preview = fix_preview(proposal=bootstrap, limit=100)
+    assert not pipe_watch["opened"], "the preview opened a named pipe"
+    assert not preview.error and preview.files
+    assert "guides/pipe.md" not in {f.relpath for f in preview.files}
+
+
 # --- the per-file size limit -------------------------------------------------------------------
 
 def big_page(size: int) -> str:

@@ -10,6 +10,7 @@ import stat
 from pathlib import Path, PurePosixPath
 
 from retrieval.errors import RetrievalError
+from retrieval.ingest.files import SkippedFile, read_regular_file
 from retrieval.ingest.manifest import MANIFEST_NAME
 from retrieval.ingest.sources import MARKDOWN_SUFFIXES
 
@@ -53,7 +54,15 @@ def resolve_target(root: Path, relpath: str) -> Path:
 
 
 def current_hash(path: Path) -> str:
-    return content_hash(path.read_bytes() if path.is_file() else None)
+    """The hash of the target as it is now; never opens anything but a regular file (a pipe swapped
+    in would block the approval), and never through a link."""
+    try:
+        raw = read_regular_file(path, None)
+    except FileNotFoundError:
+        raw = None
+    except SkippedFile as exc:
+        raise UnsafeTarget(f"target {path.name!r} is {exc}") from None
+    return content_hash(raw)
 
 
 def atomic_write(path: Path, text: str, *, root: Path | None = None) -> str:

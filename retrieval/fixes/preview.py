@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from retrieval.errors import ConfigError
+from retrieval.ingest.files import SkippedFile, read_regular_file
 from retrieval.ingest.manifest import (
     MANIFEST_NAME,
     Manifest,
@@ -20,7 +21,13 @@ from retrieval.ingest.manifest import (
     parse_manifest,
     resolve_file_config,
 )
-from retrieval.ingest.sources import MARKDOWN_SUFFIXES, CorpusScan, FileResult, process_file
+from retrieval.ingest.sources import (
+    DEFAULT_MAX_FILE_BYTES,
+    MARKDOWN_SUFFIXES,
+    CorpusScan,
+    FileResult,
+    process_file,
+)
 
 
 @dataclass(frozen=True)
@@ -69,10 +76,20 @@ def _walk(root: Path) -> tuple[dict[str, str], list[str]]:
                 continue
             relpath = f"{reldir}/{name}" if reldir else name
             if name == MANIFEST_NAME:
-                manifests[reldir] = path.read_text(encoding="utf-8", errors="replace")
+                raw = _read(path.resolve() if path.is_symlink() else path)
+                if raw is not None:
+                    manifests[reldir] = raw.decode("utf-8", errors="replace")
             elif name.endswith(MARKDOWN_SUFFIXES):
                 markdown.append(relpath)
     return manifests, sorted(markdown)
+
+
+def _read(path: Path) -> bytes | None:
+    """A source file as a build reads it (retrieval/ingest/files.py), or None where the build skips it."""
+    try:
+        return read_regular_file(path, DEFAULT_MAX_FILE_BYTES)
+    except (OSError, SkippedFile):
+        return None
 
 
 def _parse_all(texts: dict[str, str]) -> dict[str, Manifest]:
@@ -140,7 +157,10 @@ def preview_change(root: Path, target_path: str, old_text: str | None, new_text:
         if relpath == target_path:
             raw_before, raw_after = (old_text or "").encode("utf-8"), new_text.encode("utf-8")
         else:
-            raw_before = raw_after = (root / relpath).read_bytes()
+            path = root / relpath
+            raw_before = raw_after = _read(path.resolve() if path.is_symlink() else path)
+            if raw_before is None:
+                continue
         b_chunks, b_config, b_findings = _views(process_file(relpath, raw_before, "", before, taxonomy_before))
         a_chunks, a_config, a_findings = _views(process_file(relpath, raw_after, "", after, taxonomy_after))
         preview.files.append(FilePreview(relpath, b_chunks, a_chunks, b_config, a_config, b_findings, a_findings))

@@ -11,7 +11,6 @@ import json
 import multiprocessing
 import os
 import re
-import stat
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from pathlib import Path
 from retrieval.errors import ConfigError
 
 from .chunking import Chunk, chunk_document
+from .files import FileTooLarge, NotRegularFile, read_regular_file
 from .keywords import MAX_KEYWORD_CHARS, MAX_KEYWORDS, add_keywords, page_keywords
 from .links import link_targets
 from .manifest import (
@@ -147,44 +147,22 @@ def scan_corpus(root: Path, *, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYT
     return scan
 
 
-FILE_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
-              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"),
-              (stat.S_ISLNK, "a symbolic link"))
-
-
 def _read_source_file(scan: CorpusScan, path: Path, relpath: str, max_file_bytes: int | None) -> bytes | None:
-    """The file's bytes, or None with a finding when it is not a regular file or is over the limit.
-    lstat first, so nothing but a regular file is ever opened; the open itself neither follows a
-    link nor blocks, and fstat checks it is still the file lstat saw."""
+    """The file's bytes, or None with a finding when it is not a regular file or is over the limit."""
     try:
-        seen = os.lstat(path)
-        if not stat.S_ISREG(seen.st_mode):
-            return _not_regular(scan, relpath, seen.st_mode)
-        if max_file_bytes is not None and seen.st_size > max_file_bytes:
-            return _too_large(scan, relpath, seen.st_size, max_file_bytes)
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        return read_regular_file(path, max_file_bytes)
     except FileNotFoundError:  # removed since the directory was listed, or a dangling link
         return None
-    with os.fdopen(fd, "rb") as handle:
-        opened = os.fstat(fd)
-        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (seen.st_dev, seen.st_ino):
-            return _not_regular(scan, relpath, opened.st_mode)
-        raw = handle.read() if max_file_bytes is None else handle.read(max_file_bytes + 1)
-    if max_file_bytes is not None and len(raw) > max_file_bytes:  # it grew after lstat
-        return _too_large(scan, relpath, len(raw), max_file_bytes)
-    return raw
-
-
-def _not_regular(scan: CorpusScan, relpath: str, mode: int) -> None:
-    kind = next((name for test, name in FILE_KINDS if test(mode)), "not a regular file")
-    scan.findings.append(Finding("warning", "not-regular-file", relpath, None,
-                                 f"{kind}, not a regular file: skipped (only regular files are read)",
-                                 "replace it with a regular file, or remove it from the corpus directory"))
+    except FileTooLarge as exc:
+        return _too_large(scan, relpath, exc.size, exc.limit)
+    except NotRegularFile as exc:
+        scan.findings.append(Finding("warning", "not-regular-file", relpath, None, str(exc),
+                                     "replace it with a regular file, or remove it from the corpus directory"))
+        return None
 
 
 def _too_large(scan: CorpusScan, relpath: str, size: int, limit: int) -> None:
-    scan.findings.append(Finding("warning", "file-too-large", relpath, None,
-                                 f"file is {size:,} bytes, over the per-file limit of {limit:,} bytes: skipped",
+    scan.findings.append(Finding("warning", "file-too-large", relpath, None, str(FileTooLarge(size, limit)),
                                  "split it into smaller pages, or raise DOCSMCP_MAX_FILE_BYTES"))
 
 
