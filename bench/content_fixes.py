@@ -97,6 +97,9 @@ def main() -> None:
         build_index(BuildRequest(docs, work / "after", "after", "bench", provider=provider, workers=1))
         after = ranks(work / "after", cases, provider)
     was_missed = [n for n, r in enumerate(before) if r != 1]
+    for n in was_missed:
+        print(f"  rank {before[n]} -> {after[n]}: {cases[n]['query']!r} ({', '.join(cases[n]['files'])})",
+              file=sys.stderr)
     fixed = sum(1 for n in was_missed if after[n] == 1)
     lost = sum(1 for n, r in enumerate(before) if r == 1 and after[n] != 1)
     print(f"{args.corpus.name} ({args.provider}): {len(cases)} cases, {len(was_missed)} not first -> "
