@@ -6,6 +6,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from docsmcp_site.private import keep_private, sqlite_files
 from docsmcp_site.secret import installation_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -23,6 +24,8 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 os.environ.setdefault("LANCE_LOG", "error")
+# What this process writes (var/, the database, indexes, caches) is private to its account: umask 077.
+keep_private()
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 # Without DJANGO_SECRET_KEY: a development key under DEBUG, otherwise one generated for this installation.
@@ -95,6 +98,7 @@ DATABASES = {
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
     )
 }
+keep_private(BASE_DIR / "var", *sqlite_files(DATABASES["default"]))  # as made 0755/0644 by earlier versions
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en-us"
