@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from retrieval.errors import ConfigError
 from retrieval.ingest.chunking import Chunk, chunk_document
+from retrieval.ingest.files import SkippedFile, read_regular_file
 from retrieval.ingest.manifest import (
     DEFAULT_MAX_CHUNK_SIZE,
     MANIFEST_NAME,
@@ -93,8 +94,10 @@ class FixContext:
 
     def read(self, relpath: str) -> tuple[str | None, str]:
         """(text, sha256) of a target file as it is on disk now; (None, ABSENT_HASH) when missing."""
-        path = self.root / relpath
-        raw = path.read_bytes() if path.is_file() else None
+        try:
+            raw = read_regular_file(self.root / relpath, None)
+        except (FileNotFoundError, SkippedFile):  # absent, or something a fix may not write (a pipe, a link)
+            raw = None
         return (raw.decode("utf-8") if raw is not None else None), content_hash(raw)
 
     def section_hints(self, relpath: str) -> dict[int, int]:
