@@ -16,7 +16,7 @@ import httpx
 import pytest
 from django.db import connection
 
-from docsmcp_site.front import Arrival, Limits, Refusal
+from docsmcp_site.arrival import Arrival, Limits, Refusal
 from tests.conftest import ROOT, SAMPLE_DOCS
 from tests.test_celery_worker import _database_url
 from tests.test_deploy_e2e import free_port, stop
@@ -129,8 +129,8 @@ def test_a_chunked_request_body_is_read(served):
 
 
 def test_an_anonymous_body_over_the_limit_is_refused_413_before_it_is_sent(served):
-    """citeloom takes 32 MiB bodies, from keys that may write; an anonymous one is refused on its headers."""
-    status, body = _raw(served, (HEAD.format(path="/mcp/citeloom/") + "Content-Length: 40000000\r\n\r\n").encode())
+    """citeloom takes up to 32 MiB from keys that may write; an anonymous 20 MB body is refused on its headers."""
+    status, body = _raw(served, (HEAD.format(path="/mcp/citeloom/") + "Content-Length: 20000000\r\n\r\n").encode())
     assert status == 413
     assert body["error"]["code"] == -32600 and "1048576 bytes" in body["error"]["message"]
 
