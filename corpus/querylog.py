@@ -382,16 +382,17 @@ def _flush_at_exit() -> None:
 # --- retention ----------------------------------------------------------------------------------------
 
 
-def prune(days: int | None = None) -> dict[str, int]:
+def prune(days: int | None = None, *, everything: bool = False) -> dict[str, int]:
     """Delete query records and feedback older than `days` (default DOCSMCP_QUERY_LOG_DAYS; 0 keeps
-    everything), in chunks so a large backlog never holds one long lock. Returns what was deleted."""
+    everything), or all of them, in chunks so a large backlog never holds one long lock. Returns
+    what was deleted."""
     from .models import Feedback, QueryRecord
 
     days = retention_days() if days is None else days
     deleted = {"records": 0, "feedback": 0}
-    if days <= 0:
+    if days <= 0 and not everything:
         return deleted
-    cutoff = datetime.now(UTC) - timedelta(days=days)
+    cutoff = datetime.now(UTC) + timedelta(days=1) if everything else datetime.now(UTC) - timedelta(days=days)
     for label, model in (("records", QueryRecord), ("feedback", Feedback)):
         while True:
             ids = list(model.objects.filter(at__lt=cutoff).values_list("pk", flat=True)[:PRUNE_CHUNK])

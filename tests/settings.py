@@ -16,5 +16,6 @@ if os.environ.get("DOCSMCP_TEST_DATABASE_NAME"):
 
 CELERY_TASK_ALWAYS_EAGER = True
 # The query log's writer thread commits on its own connection, past a test's rolled-back transaction:
-# off unless a test turns it on (tests/test_querylog.py), so no test sees another's recorded calls.
-DOCSMCP_QUERY_LOG = "off"
+# off unless a test turns it on (tests/test_querylog.py; a server process it starts with
+# DOCSMCP_TEST_QUERY_LOG), so no test sees another's recorded calls.
+DOCSMCP_QUERY_LOG = os.environ.get("DOCSMCP_TEST_QUERY_LOG", "off")

@@ -218,7 +218,9 @@ def test_tools_list_matches_seed_000(docs_server, pin_handshake, mode, version):
         "You can optionally request surrounding context within the same file."
     )
     assert get_doc.input_schema == GET_DOC_SCHEMA
-    for tool in tools:
+    assert _feedback.annotations.read_only_hint is False and _feedback.annotations.destructive_hint is False
+    assert _feedback.input_schema["required"] == ["verdict"]
+    for tool in (search, get_doc):
         assert tool.annotations.read_only_hint is True
         assert tool.annotations.idempotent_hint is True
         assert tool.annotations.open_world_hint is False
@@ -506,7 +508,7 @@ def test_invalid_arguments_are_tool_errors_from_2025_11_25(docs_server, pin_hand
         "extra": "Unknown argument 'extra'. Allowed arguments: query, limit, cursor, language, scope.",
         "no_query": "Missing required argument 'query'.",
         "context_6": "Argument 'context' must be an integer from 0 to 5; got 6.",
-        "unknown_tool": "Unknown tool 'search_everything'. Available tools: search_docs, get_doc.",
+        "unknown_tool": "Unknown tool 'search_everything'. Available tools: search_docs, get_doc, docs_feedback.",
     }
     for name, (kind, code, message) in out.items():
         if name == "after":

@@ -70,7 +70,7 @@ def test_lists_all_eight_tools_with_schemas(doc_corpora, live_url, mode):
     assert (listing["limit"]["default"], listing["offset"]["default"]) == (100, 0)
     assert by_name["documents_get_section"].input_schema["properties"]["includeSubsections"]["default"] is True
     assert by_name["documents_find_related"].input_schema["properties"]["sameDocument"]["default"] is False
-    assert all(t.annotations.read_only_hint for t in tools)
+    assert [t.name for t in tools if not t.annotations.read_only_hint] == ["documents_feedback"]
 
 
 def test_list_collections_has_counts_descriptions_versions_and_aliases(doc_corpora, live_url):

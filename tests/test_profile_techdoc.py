@@ -181,7 +181,7 @@ def test_unauthenticated_requests_get_401_when_auth_is_required(doc_corpora, liv
         assert response.status_code == 401
         assert response.json() == {"detail": "Invalid API key"}
     good = rpc(http, url_of(live_url), "tools/list", headers={"Authorization": "Bearer my-secret-key"})
-    assert good.status_code == 200 and len(good.json()["result"]["tools"]) == 2
+    assert good.status_code == 200 and len(good.json()["result"]["tools"]) == 3
 
 
 def test_allowed_origins_setting(doc_corpora, live_url, settings, http):

@@ -16,7 +16,7 @@ from django.core.management import call_command
 from corpus import querylog
 from corpus.models import Feedback, QueryRecord
 from mcp_endpoint.apikeys import create_api_key
-from tests import fixtures_mcp, profile_fixtures
+from tests import fixtures_mcp, profile_fixtures, services, test_degraded
 from tests.fixtures_mcp import modern_post
 from tests.profile_fixtures import call, rpc
 
@@ -24,6 +24,7 @@ docs_server = fixtures_mcp.docs_server  # bound here so the tests below can requ
 built_corpora = profile_fixtures.built_corpora
 doc_corpora = profile_fixtures.doc_corpora
 live_url = profile_fixtures.live_url
+own_database_server = test_degraded.own_database_server
 UA = {"User-Agent": "agent-under-test/2.1"}
 
 
@@ -112,15 +113,26 @@ def test_rest_search_and_chunk_reads_are_recorded(logging_on, docs_server):
 
 
 def test_a_full_buffer_drops_and_counts_without_blocking_the_search(logging_on, docs_server, monkeypatch):
+    import threading
+    import time
+
     logging_on.DOCSMCP_QUERY_LOG_BUFFER = 2
-    monkeypatch.setattr(querylog, "_ensure_writer", lambda: None)  # a writer that cannot keep up
+    stuck = threading.Event()
+    monkeypatch.setattr(querylog, "_write", lambda batch: stuck.wait(60))  # a database that does not answer
     dropped = querylog.stats()["dropped"]
     with httpx.Client(timeout=60) as http:
+        url = f"{docs_server}/mcp/"
+        assert not call(http, url, "search_docs", {"query": "taken by the writer"})["result"]["isError"]
+        for _ in range(100):  # the writer takes that record, and hangs writing it
+            if querylog.stats()["queued"] == 0:
+                break
+            time.sleep(0.05)
         for _ in range(5):
-            assert not call(http, f"{docs_server}/mcp/", "search_docs", {"query": "install"})["result"]["isError"]
+            assert not call(http, url, "search_docs", {"query": "install"})["result"]["isError"]
     assert querylog.stats()["queued"] == 2 and querylog.stats()["dropped"] == dropped + 3
     monkeypatch.undo()
-    assert len(records()) == 2
+    stuck.set()
+    assert [r.query for r in records()] == ["install", "install"]
 
 
 def test_retention_deletes_what_is_older_than_the_setting(logging_on, sample_corpus):
@@ -136,6 +148,8 @@ def test_retention_deletes_what_is_older_than_the_setting(logging_on, sample_cor
     logging_on.DOCSMCP_QUERY_LOG_DAYS = 0  # keep forever
     assert querylog.prune() == {"records": 0, "feedback": 0}
     assert querylog.prune(days=2) == {"records": 1, "feedback": 0}
+    call_command("prune_query_log", "--all")
+    assert QueryRecord.objects.count() == Feedback.objects.count() == 0
 
 
 # --- every profile's search and read tools ------------------------------------------------------------
@@ -345,3 +359,55 @@ def test_documents_and_techdoc_feedback_name_their_corpus(logging_on, doc_corpor
     assert sorted(Feedback.objects.values_list("tool", "corpus", "verdict")) == [
         ("documents_feedback", "postgresql", "wrong"), ("documents_feedback", "ubuntu", "helpful"),
         ("submit_feedback", "ubuntu", "outdated")]
+
+
+# --- a database outage --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def server_logs_queries(monkeypatch):
+    monkeypatch.setenv("DOCSMCP_TEST_QUERY_LOG", querylog.FULL)
+
+
+def test_calls_during_a_database_outage_answer_and_are_written_once_it_is_back(server_logs_queries,
+                                                                             own_database_server):
+    import time
+
+    import psycopg
+
+    from tests.test_degraded import _admin, tool
+
+    base, name, key = own_database_server
+    url = f"{base}/mcp/"
+
+    def logged() -> list[tuple[str, str]]:
+        with psycopg.connect(services.database_url(name), autocommit=True) as conn:
+            return [tuple(row) for row in conn.execute(
+                "SELECT query, target FROM corpus_queryrecord ORDER BY at, id").fetchall()]
+
+    def wait_for(count: int) -> list[tuple[str, str]]:
+        for _ in range(100):
+            rows = logged()
+            if len(rows) >= count:
+                return rows
+            time.sleep(0.2)
+        return logged()
+
+    with httpx.Client(timeout=60) as http:
+        assert not tool(http, url, "search_docs", {"query": "before"}, key)["isError"]
+        assert wait_for(1) == [("before", "")]
+
+        _admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        _admin(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'")
+        during = tool(http, url, "search_docs", {"query": "during the outage"}, key)
+        assert not during["isError"] and during["structuredContent"]["hits"]
+        chunk_id = during["structuredContent"]["hits"][0]["chunk_id"]
+        assert not tool(http, url, "get_doc", {"chunk_id": chunk_id}, key)["isError"]
+        reported = tool(http, url, "docs_feedback", {"verdict": "missing", "query": "during the outage"}, key)
+        assert not reported["isError"] and reported["content"][0]["text"].startswith("Feedback received")
+        time.sleep(2.5)  # the writer tried, failed, and kept its batch
+
+        _admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+        assert wait_for(3) == [("before", ""), ("during the outage", ""), ("", chunk_id)]
+    with psycopg.connect(services.database_url(name), autocommit=True) as conn:
+        assert conn.execute("SELECT verdict, key_name FROM corpus_feedback").fetchall() == [("missing", "reader")]
