@@ -79,6 +79,7 @@ class Arrival:
     _in_trailers: bool = False
     _spans: list[tuple[int, int]] = field(default_factory=list)
     _decoded: int = 0
+    _scanned: int = 0
 
     @property
     def deadline(self) -> float:
@@ -103,29 +104,35 @@ class Arrival:
         return self._read_body()
 
     def _read_head(self, now: float) -> Refusal | bool:
+        """Each byte of the head is scanned once, however finely the client cuts it."""
         data = self.data
-        while data[:2] == b"\r\n":  # empty lines before a request line are ignored (RFC 9112 2.2)
-            del data[:2]
-        line_end = data.find(b"\r\n")
-        if self.path is None and line_end >= 0:
-            self.path = _path_of(bytes(data[:line_end]))
-        if (line_end < 0 and len(data) > self.limits.request_line + 2) or line_end > self.limits.request_line:
-            return Refusal(414, f"the request line exceeds {self.limits.request_line} bytes", self.path)
-        end = data.find(b"\r\n\r\n")
-        if end < 0:
-            if data.count(b"\n") != data.count(b"\r\n"):
+        if self._scanned == 0:
+            while data[:2] == b"\r\n":  # empty lines before a request line are ignored (RFC 9112 2.2)
+                del data[:2]
+            if data in (b"", b"\r"):
+                return False
+        start = max(0, self._scanned - 3)
+        if self.path is None:
+            line_end = data.find(b"\r\n", max(0, self._scanned - 1))
+            if line_end >= 0:
+                self.path = _path_of(bytes(data[:line_end]))
+            if line_end > self.limits.request_line or (line_end < 0 and len(data) > self.limits.request_line + 2):
+                return Refusal(414, f"the request line exceeds {self.limits.request_line} bytes", self.path)
+        end = data.find(b"\r\n\r\n", start)
+        scanned_to = end + 4 if end >= 0 else len(data)
+        newline = data.find(b"\n", self._scanned, scanned_to)
+        while newline >= 0:  # gunicorn refuses a bare LF too; refused here, it never waits for more
+            if newline == 0 or data[newline - 1] != 13:
                 return Refusal(400, "every line of the request head must end with CRLF", self.path)
-            if len(data) > HEAD_LIMIT:
-                return Refusal(431, f"the request head exceeds {HEAD_LIMIT} bytes", self.path)
-            return False
-        if end + 4 > HEAD_LIMIT:
+            newline = data.find(b"\n", newline + 1, scanned_to)
+        self._scanned = len(data)
+        if scanned_to > HEAD_LIMIT:
             return Refusal(431, f"the request head exceeds {HEAD_LIMIT} bytes", self.path)
-        head = bytes(data[:end])
-        if head.count(b"\n") != head.count(b"\r\n"):
-            return Refusal(400, "every line of the request head must end with CRLF", self.path)
+        if end < 0:
+            return False
         self.head_end = end + 4
         self.body_started = now
-        return self._frame(head)
+        return self._frame(bytes(data[:end]))
 
     def _frame(self, head: bytes) -> Refusal | bool:
         lines = head.split(b"\r\n")

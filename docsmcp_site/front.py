@@ -112,7 +112,9 @@ class BufferingThreadWorker(ThreadWorker):
             return
         except OSError:
             chunk = b""
-        arrival = self.arrivals[conn]
+        arrival = self.arrivals.get(conn)
+        if arrival is None:  # refused or timed out earlier in this round of events
+            return
         if not chunk:  # the client went away before its request was complete
             self._forget(conn)
             self._drop(conn)

@@ -203,3 +203,24 @@ def test_a_chunked_body_over_the_limit_is_refused_as_soon_as_its_chunk_sizes_say
     arrival = Arrival(LIMITS, started=0)
     assert arrival.feed(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n60\r\n", 1) is False
     assert arrival.feed(b"x" * 0x60 + b"\r\n10\r\n", 2).status == 413
+
+
+def test_a_request_sent_a_byte_at_a_time_arrives_whole_at_its_last_byte():
+    request = (b"\r\nPOST /mcp/ HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello")
+    arrival = Arrival(LIMITS, started=0)
+    outcomes = [arrival.feed(request[k:k + 1], k) for k in range(len(request))]
+    assert outcomes == [False] * (len(request) - 1) + [True]
+    assert arrival.request == request[2:] and arrival.path == "/mcp/"
+
+
+@pytest.mark.parametrize(("request_bytes", "status"), [
+    (b"GET /mcp/ HTTP/1.1\nHost: h\r\n\r\n", 400),
+    (b"GET /mcp/ HTTP/1.1\r\nHost: h\n", 400),
+    (b"GET /" + b"a" * 5000, 414),
+    (b"GET / HTTP/1.1\r\n" + b"X: y\r\n" * 20_000, 431),
+    (b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+    (b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", 400),
+])
+def test_a_request_the_server_cannot_frame_safely_is_refused_before_a_thread_sees_it(request_bytes, status):
+    outcome = Arrival(LIMITS, started=0).feed(request_bytes, 1)
+    assert isinstance(outcome, Refusal) and outcome.status == status
