@@ -15,6 +15,14 @@ def run_build(build_pk: int) -> str:
     return build_execute(build=build).status
 
 
+@app.task(name="corpus.prune_query_log")
+def prune_query_log() -> dict:
+    """For a Celery beat schedule, where one is run: serving processes also prune once an hour."""
+    from . import querylog
+
+    return querylog.prune()
+
+
 @app.task(name="corpus.run_fix")
 def run_fix(corpus_pk: int, use_llm: bool = False, model: str | None = None) -> dict:
     report = fix_scan_report(corpus=Corpus.objects.get(pk=corpus_pk), use_llm=use_llm, model=model)
