@@ -150,7 +150,7 @@ class Arrival:
             elif name == b"expect":
                 expect.append(value.strip().lower())
             elif name == b"authorization" and value.strip():
-                keyed = True
+                keyed = self.path is not None and (self.path == "/mcp" or self.path.startswith("/mcp/"))
         self._cap = self.limits.keyed_body_bytes if keyed else self.limits.anonymous_body_bytes
         if codings and lengths:
             return Refusal(400, "a request may not carry both Transfer-Encoding and Content-Length", self.path)

@@ -39,18 +39,22 @@ from docsmcp_site.arrival import Arrival, Limits, Refusal
 
 # Bytes taken from a socket per readiness event.
 RECV_BYTES = 256 * 1024
+# Bytes a worker holds for requests still arriving, past which a request larger than the anonymous
+# body limit (only keyed callers send those) is refused 503: 1,000 such uploads must not take 32 GB.
+LARGE_HOLD_LIMIT = 256 * 1024 * 1024
 
 REASONS = {
     400: "Bad Request", 408: "Request Timeout", 413: "Payload Too Large", 414: "URI Too Long",
     431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
+    503: "Service Unavailable",
 }
 # The REST API's codes for the statuses the server answers itself (docsmcp_site/api/errors.py).
 API_CODES = {
     400: "bad_request", 403: "forbidden", 408: "request_timeout", 413: "payload_too_large",
     414: "uri_too_long", 417: "expectation_failed", 431: "header_fields_too_large", 500: "internal_error",
-    501: "not_implemented",
+    501: "not_implemented", 503: "service_unavailable",
 }
-JSONRPC_INVALID_REQUEST, JSONRPC_INTERNAL_ERROR = -32600, -32603
+JSONRPC_INVALID_REQUEST, JSONRPC_INTERNAL_ERROR, JSONRPC_SERVER_ERROR = -32600, -32603, -32000
 
 
 def error_response(status: int, message: str, path: str | None) -> bytes:
@@ -58,7 +62,8 @@ def error_response(status: int, message: str, path: str | None) -> bytes:
     reason = REASONS.get(status, "Error")
     text = f"{reason}: {message}" if message else reason
     if path is not None and (path == "/mcp" or path.startswith("/mcp/")):
-        code = JSONRPC_INTERNAL_ERROR if status >= 500 else JSONRPC_INVALID_REQUEST
+        code = (JSONRPC_SERVER_ERROR if status == 503 else JSONRPC_INTERNAL_ERROR if status >= 500
+                else JSONRPC_INVALID_REQUEST)
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": text}}
     else:
         body = {"error": {"code": API_CODES.get(status, "bad_request"), "message": text, "details": {}}}
@@ -133,6 +138,10 @@ class BufferingThreadWorker(ThreadWorker):
             with contextlib.suppress(OSError):
                 conn.sock.send(b"HTTP/1.1 100 Continue\r\n\r\n")
         if outcome is False:
+            if len(arrival.data) > self.limits.anonymous_body_bytes and self._holding() > LARGE_HOLD_LIMIT:
+                self._refuse(conn, Refusal(503, "this server is receiving too many large requests at once; "
+                                                "retry in a few seconds", arrival.path))
+                return True
             return False
         request = arrival.request
         if arrival.continue_needed:  # answered here: the thread must not send a second 100
@@ -144,6 +153,9 @@ class BufferingThreadWorker(ThreadWorker):
         conn.request_path = arrival.path
         super().enqueue_req(conn)
         return True
+
+    def _holding(self) -> int:
+        return sum(len(arrival.data) for arrival in self.arrivals.values())
 
     def _forget(self, conn) -> None:
         self.arrivals.pop(conn, None)

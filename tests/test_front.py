@@ -197,6 +197,8 @@ def test_a_key_lets_a_body_past_the_anonymous_limit_and_no_further():
     assert keyed.feed(head.format(auth="Authorization: Bearer k\r\n", n=1000).encode(), 1) is False
     assert keyed.feed(b"x" * 1000, 2) is True
     assert Arrival(LIMITS, 0).feed(head.format(auth="Authorization: Bearer k\r\n", n=1001).encode(), 1).status == 413
+    elsewhere = head.replace("/mcp/citeloom/", "/api/v1/corpora").format(auth="Authorization: Bearer k\r\n", n=101)
+    assert Arrival(LIMITS, 0).feed(elsewhere.encode(), 1).status == 413  # only MCP tools take more
 
 
 def test_a_chunked_body_over_the_limit_is_refused_as_soon_as_its_chunk_sizes_say_so():
