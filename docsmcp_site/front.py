@@ -77,6 +77,16 @@ def error_response(status: int, message: str, path: str | None) -> bytes:
 _answering = threading.local()
 
 
+def _receive(sock) -> bytes | None:
+    """What the socket holds (b"" once the client has closed it), or None when nothing is there yet."""
+    try:
+        return sock.recv(RECV_BYTES)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        return b""
+
+
 def write_json_error(sock, status_int: int, reason: str, mesg: str) -> None:
     """gunicorn's `util.write_error` (an HTML page), as JSON in the project's error shapes."""
     util.write_nonblock(sock, error_response(status_int, mesg, getattr(_answering, "path", None)))
@@ -107,18 +117,21 @@ class BufferingThreadWorker(ThreadWorker):
         if already and self._advance(conn, arrival, already):
             return
         conn.sock.setblocking(False)
+        # A kept-alive connection comes here because it is readable: most requests are read now,
+        # without another round through the selector.
+        chunk = _receive(conn.sock)
+        if chunk == b"":
+            self._drop(conn)
+            return
+        if chunk is not None and self._advance(conn, arrival, chunk):
+            return
         self.arrivals[conn] = arrival
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_readable, conn))
 
     def _on_readable(self, conn, sock) -> None:
-        try:
-            chunk = sock.recv(RECV_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            chunk = b""
+        chunk = _receive(sock)
         arrival = self.arrivals.get(conn)
-        if arrival is None:  # refused or timed out earlier in this round of events
+        if chunk is None or arrival is None:  # nothing yet, or refused earlier in this round of events
             return
         if not chunk:  # the client went away before its request was complete
             self._forget(conn)
