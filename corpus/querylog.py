@@ -35,7 +35,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.db import InterfaceError, OperationalError, connection
 
 logger = logging.getLogger("docsmcp.querylog")
 
@@ -113,6 +113,8 @@ class Call:
     started: float = field(default_factory=time.perf_counter)
     observations: list[Observation] = field(default_factory=list)
     closed: bool = False
+    latency_ms: float = 0.0
+    text: bool = True  # DOCSMCP_QUERY_LOG was `full` when the call ended
 
 
 _current: ContextVar[Call | None] = ContextVar("docsmcp_querylog_call", default=None)
@@ -163,10 +165,9 @@ def observe(*, corpus: str, version: str = "", build_id: str = "", hits: Iterabl
     scope = _current.get()
     if scope is None or scope.closed:
         return
-    head, _, pinned = corpus.partition("@")
-    top = [[str(i), None if s is None else round(float(s), 4)] for i, s in hits]
-    scope.observations.append(Observation(corpus=head, version=version or pinned, build_id=build_id,
-                                          hits=top[:TOP_HITS], total=len(top) if total is None else int(total),
+    hits = hits if isinstance(hits, list) else list(hits)  # shaped into rows by the writer, off the request
+    scope.observations.append(Observation(corpus=corpus, version=version, build_id=build_id, hits=hits[:TOP_HITS],
+                                          total=len(hits) if total is None else int(total),
                                           target=target, query=query, filters=filters))
 
 
@@ -203,23 +204,32 @@ def _clean(value: Any, name: str) -> Any:
 
 
 def _enqueue_records(scope: Call) -> None:
-    latency = (time.perf_counter() - scope.started) * 1000.0
-    text = mode() == FULL
+    """The closed call itself goes into the buffer: the writer thread makes its rows."""
+    scope.latency_ms = (time.perf_counter() - scope.started) * 1000.0
+    scope.text = mode() == FULL
+    _enqueue("call", scope)
+
+
+def _call_rows(scope: Call) -> list[dict[str, Any]]:
+    """The QueryRecord rows of a closed call: one per corpus (and query) observed, else one."""
     base = {"at": scope.at, "profile": scope.profile, "tool": scope.tool, "surface": scope.surface,
-            "latency_ms": round(latency, 3), "is_error": scope.is_error, "client": scope.client,
+            "latency_ms": round(scope.latency_ms, 3), "is_error": scope.is_error, "client": scope.client,
             "key_name": scope.key_name, "is_eval": scope.is_eval}
-    observations = scope.observations or [Observation(corpus=scope.corpus.partition("@")[0],
-                                                      version=scope.corpus.partition("@")[2], build_id="",
-                                                      hits=[], total=0, target=None, query=None, filters=None)]
+    observations = scope.observations or [Observation(corpus=scope.corpus, version="", build_id="", hits=[],
+                                                      total=0, target=None, query=None, filters=None)]
+    rows = []
     for seen in observations:
+        head, _, pinned = seen.corpus.partition("@")
         query = seen.query if seen.query is not None else scope.query
-        row = {**base, "corpus": seen.corpus, "version": seen.version, "build_id": seen.build_id,
-               "query": query if (text and scope.kind == SEARCH) else "",
+        top = [[str(i), None if s is None else round(float(s), 4)] for i, s in seen.hits]
+        row = {**base, "corpus": head, "version": seen.version or pinned, "build_id": seen.build_id,
+               "query": query if (scope.text and scope.kind == SEARCH) else "",
                "filters": seen.filters if seen.filters is not None else scope.filters,
                "target": (seen.target if seen.target is not None else scope.target) if scope.kind == READ else "",
-               "hits": seen.total, "top": seen.hits,
-               "top_score": max((s for _, s in seen.hits if s is not None), default=None)}
-        _enqueue("record", {k: _clean(v, k) for k, v in row.items()})
+               "hits": seen.total, "top": top,
+               "top_score": max((s for _, s in top if s is not None), default=None)}
+        rows.append({k: _clean(v, k) for k, v in row.items()})
+    return rows
 
 
 def record_feedback(*, surface: str, corpus: str, verdict: str, version: str = "", build_id: str = "",
@@ -239,12 +249,12 @@ def record_feedback(*, surface: str, corpus: str, verdict: str, version: str = "
 
 # --- the buffer and its writer ----------------------------------------------------------------------
 
-_buffer: deque[tuple[str, dict[str, Any]]] = deque()
+_buffer: deque[tuple[str, Any]] = deque()  # ("call", Call) or ("feedback", row)
 _lock = threading.Lock()
 _wake = threading.Event()
 _flush_waiters: list[threading.Event] = []
 _writer: tuple[int, threading.Thread] | None = None
-_pending: list[tuple[str, dict[str, Any]]] = []  # the writer's batch, kept while the database is away
+_pending: list[tuple[str, Any]] = []  # the writer's batch, kept while the database is away
 _counts = {"written": 0, "dropped": 0, "failed_batches": 0}
 _last_warning = {"dropped": 0.0, "failed": 0.0}
 
@@ -253,13 +263,12 @@ def capacity() -> int:
     return max(1, int(getattr(settings, "DOCSMCP_QUERY_LOG_BUFFER", 10_000) or 1))
 
 
-def _enqueue(kind: str, row: dict[str, Any]) -> bool:
+def _enqueue(kind: str, item: Any) -> bool:
     if len(_buffer) >= capacity():
         _counts["dropped"] += 1
-        _warn("dropped", "query log: the buffer is full (%d records); %d records dropped so far",
-              capacity(), _counts["dropped"])
+        _warn("dropped", "query log: the buffer is full (%d calls); %d dropped so far", capacity(), _counts["dropped"])
         return False
-    _buffer.append((kind, row))
+    _buffer.append((kind, item))
     _ensure_writer()
     if len(_buffer) >= BATCH_SIZE:
         _wake.set()
@@ -345,20 +354,20 @@ def _drain() -> None:
                   exc, len(pending) + len(_buffer))
             _close_connection()
             return
-        except DatabaseError:  # this batch cannot be written at all: never retry it forever
+        except Exception:  # this batch cannot be written at all (bad data, not an outage): never retry it
             _counts["dropped"] += len(pending)
-            logger.exception("query log: %d records could not be written and were dropped", len(pending))
+            logger.exception("query log: %d calls could not be written and were dropped", len(pending))
             _close_connection()
         else:
             _counts["written"] += len(pending)
         pending.clear()
 
 
-def _write(batch: list[tuple[str, dict[str, Any]]]) -> None:
+def _write(batch: list[tuple[str, Any]]) -> None:
     from .models import Feedback, QueryRecord
 
-    records = [QueryRecord(**row) for kind, row in batch if kind == "record"]
-    feedback = [Feedback(**row) for kind, row in batch if kind == "feedback"]
+    records = [QueryRecord(**row) for kind, item in batch if kind == "call" for row in _call_rows(item)]
+    feedback = [Feedback(**item) for kind, item in batch if kind == "feedback"]
     if records:
         QueryRecord.objects.bulk_create(records, batch_size=BATCH_SIZE)
     if feedback:
