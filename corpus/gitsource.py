@@ -9,6 +9,7 @@ files changed.
 from __future__ import annotations
 
 import logging
+import posixpath
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -64,9 +65,9 @@ def check_git_url(url: str, *, any_url: bool = False) -> str:
         return url
     if url.startswith("file://"):
         path = Path(unquote(urlsplit(url).path)).resolve()
-        roots = [Path(r).expanduser().resolve() for r in settings.DOCSMCP_SOURCE_ROOTS]
+        roots = _roots()
         if any(path.is_relative_to(root) for root in roots):
-            return url
+            return path.as_uri()  # stored resolved, so every read can tell it still resolves there
         raise SourceDirNotAllowed(f"git_url {url} is outside the allowed roots ({', '.join(map(str, roots)) or 'none'}); "
                                   "put the repository under one of DOCSMCP_SOURCE_ROOTS, or register it with "
                                   "`manage.py build_index --git URL`")
@@ -79,6 +80,28 @@ def check_git_url(url: str, *, any_url: bool = False) -> str:
                               "`manage.py build_index --git URL`")
 
 
+def _roots() -> list[Path]:
+    return [Path(r).expanduser().resolve() for r in settings.DOCSMCP_SOURCE_ROOTS]
+
+
+def check_file_source(url: str) -> None:
+    """Before every fetch: a `file://` repository inside DOCSMCP_SOURCE_ROOTS (as registered through
+    the REST API or the admin) must still resolve inside them, so a link put in its place cannot
+    lead a build elsewhere. A path outside every root was registered by the operator's command line."""
+    if not url.startswith("file://"):
+        return
+    recorded = Path(posixpath.normpath(unquote(urlsplit(url).path)))
+    roots = _roots()
+    if not any(recorded.is_relative_to(root) for root in roots):
+        return
+    if any(recorded.resolve().is_relative_to(root) for root in roots):
+        return
+    log.warning("git_url %s now resolves to %s, outside DOCSMCP_SOURCE_ROOTS; refused", url, recorded.resolve())
+    raise SourceDirNotAllowed(f"git_url {url} no longer resolves inside DOCSMCP_SOURCE_ROOTS (a symbolic link now "
+                              "leads elsewhere), so nothing was fetched; put the repository back, or register it "
+                              "with `manage.py build_index --git URL`")
+
+
 def check_git_fields(*, url: str, ref: str, subdir: str, any_url: bool = False) -> tuple[str, str, str]:
     try:
         return check_git_url(url, any_url=any_url), git.check_ref(ref), git.check_subdir(subdir)
@@ -89,6 +112,7 @@ def check_git_fields(*, url: str, ref: str, subdir: str, any_url: bool = False) 
 def read_source(corpus: Corpus, previous_revision: str = "") -> SourceSnapshot:
     """Fetch the corpus's ref and read its tree; records the commit as the latest known one."""
     source = git_source(corpus)
+    check_file_source(source.url)
     started = timezone.now()
     timeout = settings.DOCSMCP_GIT_TIMEOUT
     commit = git.fetch(source, cache_dir(), timeout=timeout)
@@ -116,6 +140,7 @@ def note_latest(corpus: Corpus, commit: str, *, seen_at=None) -> None:
 
 def remote_commit(corpus: Corpus) -> str:
     """The ref's newest commit on the remote (`git ls-remote`), recorded as the latest known one."""
+    check_file_source(corpus.git_url)
     commit = git.remote_commit(git_source(corpus), timeout=settings.DOCSMCP_GIT_TIMEOUT)
     note_latest(corpus, commit)
     return commit

@@ -117,6 +117,28 @@ def test_a_fix_is_never_written_through_a_directory_swapped_for_a_link_after_the
     assert (elsewhere / "a.md").read_text() == "# Elsewhere\n"
 
 
+def test_a_git_repository_inside_the_roots_swapped_for_a_link_is_not_fetched(roots, index_root, tmp_path, settings,
+                                                                            writer_client):
+    import json
+
+    from tests.git_helpers import sample_repo
+
+    settings.DOCSMCP_GIT_CACHE_DIR = tmp_path / "git-cache"
+    repo = sample_repo(roots / "repo")
+    body = {"name": "gitswap", "git_url": repo.url, "git_subdir": "docs"}
+    created = writer_client.post("/api/v1/corpora", data=json.dumps(body), content_type="application/json")
+    assert created.status_code == 201, created.content
+    corpus = Corpus.objects.get(name="gitswap")
+    assert build(corpus).status == BuildRun.COMPLETE
+    other = sample_repo(tmp_path / "outside-repo")
+    other.write("secret.md", "# Secret\n\n## Keys\n\nThe launch codes.\n")
+    other.commit("secret")
+    swap_for_link(repo.path, other.path)
+    refused = build(corpus)
+    assert refused.status == BuildRun.FAILED and "DOCSMCP_SOURCE_ROOTS" in refused.error
+    assert "outside-repo" not in refused.error
+
+
 # --- only regular files ------------------------------------------------------------------------
 
 @pytest.fixture
