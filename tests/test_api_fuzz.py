@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 MAX_EXAMPLES = int(os.environ.get("DOCSMCP_FUZZ_EXAMPLES", "10"))
-TAGS = ("corpora", "builds", "search", "fixes", "evals", "webhooks")
+TAGS = ("corpora", "builds", "search", "fixes", "evals", "webhooks", "insights")
 # One schemathesis run per entry; small tags share a run to keep the time budget.
-RUNS = (("corpora",), ("builds",), ("search",), ("fixes", "evals", "webhooks"))
+RUNS = (("corpora",), ("builds",), ("search",), ("fixes", "evals", "webhooks"), ("insights",))
 HARD_LIMIT = int(os.environ.get("DOCSMCP_FUZZ_SECONDS", "85"))  # past this the run is killed and the test fails
 SCHEMATHESIS = Path(sys.executable).with_name("st")
 
