@@ -65,6 +65,20 @@ def test_unknown_manifest_key_is_an_error_at_its_line(tmp_path):
     assert "'stratgy'" in finding.message
 
 
+def test_a_misspelt_manifest_key_suggests_the_key_it_resembles(tmp_path):
+    root = write_corpus(tmp_path, {".docs-mcp.json": {"version": "1", "strategy": {"chunk_by": "h2"}, "overides": []},
+                                   "a.md": "# A\n"})
+    assert "did you mean 'overrides'?" in only(root, "manifest-invalid").message
+
+
+def test_an_invalid_manifest_is_one_error_not_a_missing_strategy_per_file(tmp_path):
+    root = write_corpus(tmp_path, {".docs-mcp.json": {"version": "1", "strategy": {"chunk_by": "h2"}, "colour": 1},
+                                   **{f"p{n}.md": f"# P{n}\n" for n in range(13)},
+                                   "other/.docs-mcp.json": H2, "other/q.md": "# Q\n", "plain/r.md": "# R\n"})
+    assert [f.file for f in findings_of(root) if f.severity == "error"] == [".docs-mcp.json"]
+    assert findings_of(root, "strategy-default") == []
+
+
 def test_unknown_strategy_is_an_error_at_its_line(tmp_path):
     root = write_corpus(tmp_path, {".docs-mcp.json": '{\n  "version": "1",\n  "strategy": {"chunk_by": "h7"}\n}\n',
                                    "a.md": "# A\n"})
@@ -111,6 +125,15 @@ def test_malformed_inline_hint_json_is_an_error_at_the_comment(tmp_path):
     finding = only(root, "hint-malformed")
     assert (finding.severity, finding.file, finding.line) == ("error", "a.md", 3)
     assert "valid JSON" in finding.suggestion
+
+
+def test_a_hint_of_valid_json_with_an_unknown_strategy_names_the_strategies_once(tmp_path):
+    root = write_corpus(tmp_path, {".docs-mcp.json": H2, "a.md": '# A\n\n<!-- mcp_chunking_hint: {"chunk_by": "h4"} -->\n## B\n'})
+    finding = only(root, "hint-malformed")
+    assert (finding.file, finding.line) == ("a.md", 3)
+    assert "a.md" not in finding.message
+    assert "chunk_by='h4'" in finding.message and "h1, h2, h3, file" in finding.suggestion
+    assert "valid JSON" not in finding.suggestion
 
 
 def test_section_hint_with_sizes_is_malformed(tmp_path):

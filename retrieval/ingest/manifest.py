@@ -8,6 +8,7 @@ matter (`mcp_chunking_hint`, `mcp_metadata` / `metadata`), then a file-level inl
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -89,9 +90,15 @@ class FileConfig:
 
 
 def _check_keys(where: str, data: dict, allowed: set[str]) -> None:
-    unknown = sorted(set(data) - allowed)
+    unknown = sorted(set(data) - allowed, key=str)
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; "
+        guesses = {key: close[0] for key in unknown
+                   if (close := difflib.get_close_matches(str(key), sorted(allowed), n=1, cutoff=0.6))}
+        if len(unknown) == 1 and guesses:
+            hint = f" (did you mean {guesses[unknown[0]]!r}?)"
+        else:
+            hint = "".join(f" (did you mean {guess!r} for {key!r}?)" for key, guess in guesses.items())
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}{hint}; "
                           f"allowed: {', '.join(sorted(allowed))}")
 
 

@@ -14,7 +14,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from retrieval.errors import ConfigError
 
@@ -24,6 +24,7 @@ from .keywords import MAX_KEYWORD_CHARS, MAX_KEYWORDS, add_keywords, page_keywor
 from .links import link_targets
 from .manifest import (
     MANIFEST_NAME,
+    STRATEGIES,
     FileConfig,
     Manifest,
     Strategy,
@@ -297,12 +298,17 @@ def _resolve_hints(relpath: str, doc: ParsedDocument, findings: list[Finding]) -
     for hint in doc.hints:
         try:
             data = json.loads(hint.raw)
-            strategy = parse_strategy(data, f"{relpath}:{hint.line + 1} mcp_chunking_hint")
-        except (json.JSONDecodeError, ConfigError) as exc:
-            message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        except json.JSONDecodeError as exc:
             findings.append(Finding("error", "hint-malformed", relpath, hint.line + 1,
-                                    f"malformed mcp_chunking_hint: {message}",
+                                    f"malformed mcp_chunking_hint: {exc.msg}",
                                     "write valid JSON, e.g. <!-- mcp_chunking_hint: {\"chunk_by\": \"h3\"} -->"))
+            continue
+        try:
+            strategy = parse_strategy(data, "malformed mcp_chunking_hint")
+        except ConfigError as exc:
+            findings.append(Finding("error", "hint-malformed", relpath, hint.line + 1, str(exc),
+                                    f"chunk_by is one of {', '.join(STRATEGIES)}, e.g. "
+                                    "<!-- mcp_chunking_hint: {\"chunk_by\": \"h3\"} -->"))
             continue
         following = hint.block_index + 1
         before_content = all(b.kind == "html" for b in doc.blocks[: hint.block_index])
@@ -380,7 +386,8 @@ def process_files(scan: CorpusScan, todo: list[tuple[str, str]], *, workers: int
     taxonomy = scan.taxonomy_config()
     if workers <= 1 or len(todo) < 200:
         for relpath, key in todo:
-            yield process_file(relpath, scan.files[relpath], key, scan.manifests, taxonomy)
+            yield _without_default_under_invalid(
+                scan, process_file(relpath, scan.files[relpath], key, scan.manifests, taxonomy))
         return
     from concurrent.futures import ProcessPoolExecutor
 
@@ -391,12 +398,26 @@ def process_files(scan: CorpusScan, todo: list[tuple[str, str]], *, workers: int
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"),
                                  initializer=exit_with, initargs=(os.getpid(),)) as pool:
-            yield from pool.map(_process_args, args, chunksize=32)
+            for result in pool.map(_process_args, args, chunksize=32):
+                yield _without_default_under_invalid(scan, result)
     finally:
         with _pools_lock:
             _pools -= 1
             if _pools == 0:
                 _stop_forkserver()
+
+
+def _without_default_under_invalid(scan: CorpusScan, result: FileResult) -> FileResult:
+    """A file whose governing manifest failed to parse is not missing a strategy: the manifest's own
+    `manifest-invalid` error says what to fix, and a `strategy-default` warning per file would bury it."""
+    parts = PurePosixPath(result.relpath).parts[:-1]
+    for depth in range(len(parts), -1, -1):
+        directory = "/".join(parts[:depth])
+        if directory in scan.manifest_texts:
+            if directory not in scan.manifests:
+                result.findings = [f for f in result.findings if f.code != "strategy-default"]
+            break
+    return result
 
 
 _pools = 0  # parse pools running in this process; the forkserver stops when the last one ends
