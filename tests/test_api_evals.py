@@ -215,4 +215,7 @@ def test_a_key_limited_to_one_corpus_may_evaluate_over_http_only_that_corpus(cli
     for url in ("http://127.0.0.1:8001/mcp/c/other/", "http://127.0.0.1:8001/mcp/c/other-alias"):
         assert trigger(client, {**body, "url": url}, key=key).status_code == 202
     assert trigger(client, {**body, "url": "http://127.0.0.1:8001/mcp/c/sample/"}).status_code == 202  # no limit
+    _row, sample_key = create_api_key("sample-only", ["read", "build"], corpora=["sample"])
+    default = {"corpus": "sample", "suite": "sample-suite", "mode": "http", "url": "http://127.0.0.1:8001/mcp/"}
+    assert trigger(client, default, key=sample_key).status_code == 202  # the default corpus is its own
     assert not EvalRun.objects.filter(target_url__contains="sample").exclude(requested_by="api:test-writer").exists()
