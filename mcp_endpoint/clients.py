@@ -7,6 +7,7 @@ in VS Code) and spells the transport its own way, which is all that differs here
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,30 @@ def default_python(base_dir: Path, running: str) -> str:
     """The checkout's venv python (what a client should spawn), else the interpreter running now."""
     venv = base_dir / ".venv" / "bin" / "python"
     return str(venv) if venv.exists() else running
+
+
+# Where each client reads the printed JSON from.
+CONFIG_FILES = {
+    "claude-desktop": "claude_desktop_config.json (Claude Desktop: Settings > Developer > Edit Config), "
+                      "then restart Claude Desktop",
+    "claude-code": ".mcp.json at the project root (or run the `claude mcp add` line instead)",
+    "cursor": "~/.cursor/mcp.json (every project) or .cursor/mcp.json (this project)",
+    "vscode": ".vscode/mcp.json in the workspace",
+}
+
+
+def claude_mcp_add(launch: Launch) -> str:
+    """The `claude mcp add` command line that registers the same server with Claude Code."""
+    if launch.http_url:
+        words = ["claude", "mcp", "add", "--transport", "http", SERVER_NAME, launch.http_url]
+        if launch.needs_key:
+            words += ["--header", "Authorization: Bearer YOUR_API_KEY"]
+    else:
+        words = ["claude", "mcp", "add", SERVER_NAME]
+        for name, value in (launch.env or {}).items():
+            words += ["-e", f"{name}={value}"]
+        words += ["--", launch.python, *launch.args]
+    return shlex.join(words)
 
 
 def client_config(client: str, launch: Launch) -> dict[str, Any]:

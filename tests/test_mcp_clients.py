@@ -60,14 +60,21 @@ def test_every_json_snippet_in_clients_md_parses_and_names_what_exists():
         assert command in get_commands(), command
 
 
-def _config(*args: str) -> dict:
+def _config(*args: str, stderr: io.StringIO | None = None) -> dict:
     out = io.StringIO()
-    call_command("mcp_config", *args, stdout=out)
+    call_command("mcp_config", *args, stdout=out, stderr=stderr or io.StringIO())
     return json.loads(out.getvalue())
 
 
+@pytest.fixture
+def registered_sample(db):
+    from corpus.models import Corpus
+
+    return Corpus.objects.create(name="sample", source_dir="/nonexistent")
+
+
 @pytest.mark.parametrize("client", CLIENTS)
-def test_mcp_config_stdio_names_this_checkout(client):
+def test_mcp_config_stdio_names_this_checkout(client, registered_sample):
     (server,) = _servers(_config("--client", client, "--corpus", "sample", "--profile", "documents"))
     assert _check_server(server) == "stdio"
     assert Path(server["command"]).is_absolute() and Path(server["command"]).exists()
@@ -76,7 +83,7 @@ def test_mcp_config_stdio_names_this_checkout(client):
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_mcp_config_http_fills_in_the_endpoint_and_the_key_when_auth_is_on(client, settings):
+def test_mcp_config_http_fills_in_the_endpoint_and_the_key_when_auth_is_on(client, settings, registered_sample):
     settings.MCP_AUTH_REQUIRED = True
     (server,) = _servers(_config("--client", client, "--http", "http://127.0.0.1:8001", "--corpus", "sample"))
     assert _check_server(server) == "http"
@@ -85,6 +92,40 @@ def test_mcp_config_http_fills_in_the_endpoint_and_the_key_when_auth_is_on(clien
     settings.MCP_AUTH_REQUIRED = False
     (server,) = _servers(_config("--client", client, "--http", "http://127.0.0.1:8001"))
     assert "http://127.0.0.1:8001/mcp/" in json.dumps(server) and "Authorization" not in json.dumps(server)
+
+
+def test_mcp_config_refuses_an_unknown_corpus_and_lists_the_corpora(registered_sample):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="corpus 'nosuch' not found; available: sample"):
+        _config("--corpus", "nosuch")
+
+
+@pytest.mark.parametrize("client, where", [
+    ("claude-desktop", "claude_desktop_config.json"), ("claude-code", ".mcp.json"),
+    ("cursor", ".cursor/mcp.json"), ("vscode", ".vscode/mcp.json"),
+])
+def test_mcp_config_says_which_file_the_configuration_goes_in(client, where, registered_sample):
+    notes = io.StringIO()
+    _config("--client", client, "--corpus", "sample", stderr=notes)
+    assert notes.getvalue().startswith("Put this in ") and where in notes.getvalue().splitlines()[0]
+
+
+def test_mcp_config_prints_the_claude_mcp_add_line_for_claude_code(registered_sample, settings):
+    import shlex
+
+    notes = io.StringIO()
+    (server,) = _servers(_config("--client", "claude-code", "--corpus", "sample", stderr=notes))
+    (line,) = [s.strip() for s in notes.getvalue().splitlines() if s.strip().startswith("claude mcp add")]
+    words = shlex.split(line)
+    assert words[:4] == ["claude", "mcp", "add", "docsmcp"]
+    assert words[words.index("--") + 1:] == [server["command"], *server["args"]]
+    settings.MCP_AUTH_REQUIRED = True
+    notes = io.StringIO()
+    _config("--client", "claude-code", "--http", "http://127.0.0.1:8001", stderr=notes)
+    (line,) = [s.strip() for s in notes.getvalue().splitlines() if s.strip().startswith("claude mcp add")]
+    assert shlex.split(line) == ["claude", "mcp", "add", "--transport", "http", "docsmcp",
+                                 "http://127.0.0.1:8001/mcp/", "--header", "Authorization: Bearer YOUR_API_KEY"]
 
 
 def test_mcp_config_refuses_a_url_that_is_not_http():

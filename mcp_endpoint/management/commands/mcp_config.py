@@ -4,9 +4,20 @@ import sys
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
+from corpus.errors import CorpusError
+from corpus.selectors import corpus_get
 from mcp_endpoint import profiles
-from mcp_endpoint.clients import CLIENTS, Launch, client_config, default_python, endpoint_url
+from mcp_endpoint.clients import (
+    CLIENTS,
+    CONFIG_FILES,
+    Launch,
+    claude_mcp_add,
+    client_config,
+    default_python,
+    endpoint_url,
+)
 
 # Settings that decide which database and indexes a stdio server opens: passed on when set here.
 FORWARDED_ENV = ("DATABASE_URL", "DOCSMCP_INDEX_ROOT", "DOCSMCP_INDEX_CACHE_DIR", "DOCSMCP_DEFAULT_CORPUS",
@@ -26,6 +37,8 @@ class Command(BaseCommand):
         parser.add_argument("--http", metavar="URL", help="the server's URL, e.g. http://127.0.0.1:8001")
 
     def handle(self, *args, **options):
+        if options["corpus"]:
+            self._check_corpus(options["corpus"])
         http_url = None
         if options["http"]:
             try:
@@ -42,3 +55,17 @@ class Command(BaseCommand):
             needs_key=bool(settings.MCP_AUTH_REQUIRED),
         )
         self.stdout.write(json.dumps(client_config(options["client"], launch), indent=2))
+        # Notes go to stderr so that `mcp_config ... > .mcp.json` writes the JSON alone.
+        self.stderr.write(f"Put this in {CONFIG_FILES[options['client']]}.")
+        if options["client"] == "claude-code":
+            self.stderr.write(f"Or register it from a shell (add --scope project to write .mcp.json):\n"
+                              f"  {claude_mcp_add(launch)}")
+
+    def _check_corpus(self, name: str) -> None:
+        """A configuration naming a corpus that does not exist connects, then fails on every call."""
+        try:
+            corpus_get(name)
+        except CorpusError as exc:
+            raise CommandError(str(exc)) from exc
+        except DatabaseError as exc:
+            self.stderr.write(f"could not check that corpus {name!r} exists ({exc}); printing it anyway")
