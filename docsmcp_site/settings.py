@@ -6,10 +6,15 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from docsmcp_site import __version__
+from docsmcp_site.home import data_home, is_checkout
 from docsmcp_site.private import keep_private, sqlite_files
 from docsmcp_site.secret import installation_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Where this installation's state lives (docsmcp_site/home.py, docs/deploy.md): DOCSMCP_HOME; else var/ of a
+# checkout; else the user data directory (~/.local/share/docsmcp on Linux). Every path below defaults under it.
+DOCSMCP_HOME = data_home(BASE_DIR)
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -24,16 +29,16 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 os.environ.setdefault("LANCE_LOG", "error")
-# What this process writes (var/, the database, indexes, caches) is private to its account: umask 077.
+# What this process writes (DOCSMCP_HOME, the database, indexes, caches) is private to its account: umask 077.
 keep_private()
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 # Without DJANGO_SECRET_KEY: a development key under DEBUG, otherwise one generated for this installation.
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (
     "docsmcp-dev-secret-only-for-debug-0123456789" if DEBUG else installation_secret_key(
-        Path(os.environ.get("DOCSMCP_SECRET_KEY_FILE", BASE_DIR / "var" / "secret_key"))))
+        Path(os.environ.get("DOCSMCP_SECRET_KEY_FILE", DOCSMCP_HOME / "secret_key"))))
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
-VERSION = "0.1.0"
+VERSION = __version__
 
 INSTALLED_APPS = [
     # Without autodiscovery: urls.py registers the admin's models when the site's URLs load, so a
@@ -76,7 +81,8 @@ APPEND_SLASH = True
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # A checkout's templates/; the wheel installs the same files as docsmcp_site/templates/ (setup.py).
+        "DIRS": [BASE_DIR / "templates" if is_checkout(BASE_DIR) else Path(__file__).resolve().parent / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -91,14 +97,14 @@ TEMPLATES = [
 WSGI_APPLICATION = "docsmcp_site.wsgi.application"
 
 if "DATABASE_URL" not in os.environ:
-    (BASE_DIR / "var").mkdir(exist_ok=True)  # the embedded default lives in ./var, which a fresh checkout lacks
+    DOCSMCP_HOME.mkdir(parents=True, exist_ok=True)  # the embedded default lives there; a fresh install lacks it
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'var' / 'docsmcp.sqlite3'}"),
+        os.environ.get("DATABASE_URL", f"sqlite:///{DOCSMCP_HOME / 'docsmcp.sqlite3'}"),
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
     )
 }
-keep_private(BASE_DIR / "var", *sqlite_files(DATABASES["default"]))  # as made 0755/0644 by earlier versions
+keep_private(DOCSMCP_HOME, *sqlite_files(DATABASES["default"]))  # as made 0755/0644 by earlier versions
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en-us"
@@ -106,15 +112,15 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "var" / "static"
+STATIC_ROOT = DOCSMCP_HOME / "static"
 
-# Celery is the only task system. Without CELERY_BROKER_URL the broker is a directory under var/
+# Celery is the only task system. Without CELERY_BROKER_URL the broker is a directory under DOCSMCP_HOME
 # (kombu's filesystem transport) and `manage.py serve` starts a worker beside the web server.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "") or "filesystem://"
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or (
     None if CELERY_BROKER_URL == "filesystem://" else CELERY_BROKER_URL)
 if CELERY_BROKER_URL == "filesystem://":
-    CELERY_QUEUE_DIR = Path(os.environ.get("DOCSMCP_CELERY_DIR", BASE_DIR / "var" / "celery"))
+    CELERY_QUEUE_DIR = Path(os.environ.get("DOCSMCP_CELERY_DIR", DOCSMCP_HOME / "celery"))
     for _folder in ("queue", "control"):
         (CELERY_QUEUE_DIR / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -143,11 +149,11 @@ CELERY_TASK_IGNORE_RESULT = True
 # The engine
 # A local path, or an object store (`s3://bucket/prefix`, reached with DOCSMCP_STORAGE_OPTIONS or the
 # AWS_* variables: docs/deploy.md). Every web node and worker must name the same root.
-_index_root = str(os.environ.get("DOCSMCP_INDEX_ROOT", BASE_DIR / "var" / "indexes"))
+_index_root = str(os.environ.get("DOCSMCP_INDEX_ROOT", DOCSMCP_HOME / "indexes"))
 DOCSMCP_INDEX_ROOT = _index_root.rstrip("/") if "://" in _index_root else Path(_index_root)
 # Where a web node keeps local copies of the active builds of an object-store root, so searches do not
 # wait on the store; unused when the root is a local path.
-DOCSMCP_INDEX_CACHE_DIR = Path(os.environ.get("DOCSMCP_INDEX_CACHE_DIR", BASE_DIR / "var" / "index-cache"))
+DOCSMCP_INDEX_CACHE_DIR = Path(os.environ.get("DOCSMCP_INDEX_CACHE_DIR", DOCSMCP_HOME / "index-cache"))
 DOCSMCP_EMBEDDING_PROVIDER = os.environ.get("DOCSMCP_EMBEDDING_PROVIDER", "none")
 # Threads one run of the local model may use in a serving worker (0: the cores divided among the workers).
 DOCSMCP_LOCAL_THREADS = int(os.environ.get("DOCSMCP_LOCAL_THREADS", "0") or 0)
@@ -157,16 +163,16 @@ DOCSMCP_KEEP_BUILDS = int(os.environ.get("DOCSMCP_KEEP_BUILDS", "3"))
 DOCSMCP_BUILD_LEASE_SECONDS = int(os.environ.get("DOCSMCP_BUILD_LEASE_SECONDS", "40"))
 DOCSMCP_DEFAULT_CORPUS = os.environ.get("DOCSMCP_DEFAULT_CORPUS", "")
 # Directories a corpus registered through the REST API or the admin may read its markdown from
-# (comma-separated). Narrow by default: var/sources/ and the bundled sample. `manage.py build_index`,
+# (comma-separated). Narrow by default: sources/ under DOCSMCP_HOME and the bundled sample. `manage.py build_index`,
 # run by the operator, may register any directory.
 DOCSMCP_SOURCE_ROOTS = env_list("DOCSMCP_SOURCE_ROOTS",
-                                f"{BASE_DIR / 'var' / 'sources'},{BASE_DIR / 'corpus' / 'sample_docs'}")
+                                f"{DOCSMCP_HOME / 'sources'},{BASE_DIR / 'corpus' / 'sample_docs'}")
 # Git sources: bare cache repositories on this host's disk (never the index root), the time one git
 # command may take, and the URL prefixes the REST API and the admin may register (file:// URLs are
 # held to DOCSMCP_SOURCE_ROOTS instead). `manage.py build_index --git` may use any URL. A deploy key
 # (DOCSMCP_GIT_SSH_KEY, a private key file) or GIT_SSH_COMMAND / a credential helper gives git its
 # credentials; a password in a URL is refused.
-DOCSMCP_GIT_CACHE_DIR = Path(os.environ.get("DOCSMCP_GIT_CACHE_DIR", BASE_DIR / "var" / "git"))
+DOCSMCP_GIT_CACHE_DIR = Path(os.environ.get("DOCSMCP_GIT_CACHE_DIR", DOCSMCP_HOME / "git"))
 DOCSMCP_GIT_TIMEOUT = float(os.environ.get("DOCSMCP_GIT_TIMEOUT", "120"))
 DOCSMCP_GIT_ALLOWED_URLS = env_list("DOCSMCP_GIT_ALLOWED_URLS", "")
 # A source file (markdown page or manifest) larger than this is skipped with a finding, so one huge
