@@ -135,10 +135,10 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
 
     try:
         principal = authenticate(request)
-    except InvalidApiKey:
-        return _unauthorized()  # a garbled key never falls back to the anonymous caller
+    except InvalidApiKey as exc:  # a garbled key never falls back to the anonymous caller
+        return _unauthorized(profile_name, f"Unauthorized: {exc}", 'Bearer realm="docsmcp", error="invalid_token"')
     if principal is None and getattr(settings, "MCP_AUTH_REQUIRED", False):
-        return _unauthorized()
+        return _unauthorized(profile_name, NO_KEY, 'Bearer realm="docsmcp"')
 
     identity = principal.rate_limit_identity if principal else f"ip:{security.client_ip(request)}"
     refusal = _rate_limited(identity, 1)
@@ -178,9 +178,19 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
         return _json(jsonrpc.error_body(INVALID_REQUEST, str(exc) or f"Unknown corpus '{corpus}'"), 404)
 
 
-def _unauthorized() -> HttpResponse:
-    response = JsonResponse({"detail": "Invalid API key"}, status=401)
-    response["WWW-Authenticate"] = 'Bearer realm="docsmcp"'
+# Profiles whose contract fixes the body of a 401 (docs/contracts/techdoc-tools.md); the others answer
+# in the protocol's error shape, saying what is missing or wrong.
+DETAIL_401_PROFILES = frozenset({"techdoc"})
+NO_KEY = ("Unauthorized: this server requires an API key; send the header `Authorization: Bearer <key>` "
+          "(create a key with `manage.py mcp_apikey create NAME` or in the admin under API keys)")
+
+
+def _unauthorized(profile_name: str, message: str, challenge: str) -> HttpResponse:
+    if profile_name in DETAIL_401_PROFILES:
+        response = JsonResponse({"detail": "Invalid API key"}, status=401)
+    else:
+        response = _json(jsonrpc.error_body(SERVER_ERROR, message), 401)
+    response["WWW-Authenticate"] = challenge
     return response
 
 
