@@ -198,13 +198,32 @@ def test_a_version_argument_or_a_pinned_url_answers_from_that_version_only(two_v
     assert "Version: v1 | Revision: " in text
 
 
-def test_an_unknown_version_is_an_error_result_listing_the_versions(two_versions, client):
-    result = call(client, "/mcp/c/skyline@v9/", "search_docs", {"query": "retries"})
-    assert result["isError"] is True
-    assert "v9" in result["content"][0]["text"] and "v1" in result["content"][0]["text"]
-    assert "v2 (default)" in result["content"][0]["text"]
+def test_a_pinned_unknown_version_is_answered_like_an_unknown_corpus_listing_the_versions(two_versions, client):
+    for method, params in (
+        ("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        ("tools/list", {}),
+        ("tools/call", {"name": "search_docs", "arguments": {"query": "retries"}}),
+    ):
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        response = client.post("/mcp/c/skyline@v9/", data=json.dumps(body), content_type="application/json",
+                               HTTP_ACCEPT="application/json, text/event-stream",
+                               HTTP_MCP_PROTOCOL_VERSION="2025-11-25")
+        assert response.status_code == 404, (method, response.content)
+        message = response.json()["error"]["message"]
+        assert "no version 'v9'" in message and "v1" in message and "v2 (default)" in message
+
+
+def test_an_unknown_version_argument_is_an_error_result_listing_the_versions(two_versions, client):
     result = call(client, "/mcp/c/skyline/", "search_docs", {"query": "retries", "version": "v9"})
     assert result["isError"] is True and "v1" in result["content"][0]["text"]
+
+
+def test_each_tools_version_property_says_what_the_version_is_for(two_versions, client):
+    tools = {t["name"]: t for t in mcp(client, "/mcp/c/skyline/", "tools/list")["result"]["tools"]}
+    assert tools["search_docs"]["inputSchema"]["properties"]["version"]["description"].startswith(
+        "Which version of the documentation to search:")
+    read = tools["get_doc"]["inputSchema"]["properties"]["version"]["description"]
+    assert read.startswith("Which version of the documentation to read the chunk from:") and "search" not in read
 
 
 def test_the_documents_profile_takes_a_version_in_the_collection_name(two_versions, client):

@@ -40,7 +40,7 @@ GET_DOC_DESCRIPTION = (
     "You can optionally request surrounding context within the same file."
 )
 BASE_PROPERTIES = ("query", "limit", "cursor")
-VERSION_DESCRIPTION = ("Which version of the documentation to search: one of the versions that have an active "
+VERSION_DESCRIPTION = ("Which version of the documentation to {action}: one of the versions that have an active "
                        "build. Omit for the default version ({default}).")
 SNIPPET_STEPS = (200, 120, 60)  # characters per snippet, tried in turn when a page is over budget
 TRIMMED = "Snippets were shortened to {chars} characters to fit the response budget; get_doc returns any chunk in full."
@@ -60,13 +60,11 @@ def check_context(context: Context) -> None:
     served passes (its last known build answers), as /mcp/ does."""
     if context.corpus is None:
         return
-    from corpus.errors import CorpusNotFound, UnknownVersion
+    from corpus.errors import CorpusNotFound
 
     try:
         check_served(context.corpus)
-    except UnknownVersion:
-        return  # the corpus exists: each tool call answers isError, listing the versions it has
-    except CorpusNotFound as exc:
+    except CorpusNotFound as exc:  # also a version the corpus does not have: the message lists those it has
         raise UnknownCorpus(str(exc)) from exc
 
 
@@ -150,9 +148,9 @@ def search_schema(index: Index | None, versions: list[str] | None = None) -> dic
     return {"type": "object", "additionalProperties": False, "properties": properties, "required": ["query"]}
 
 
-def version_property(index: Index | None, versions: list[str]) -> dict[str, Any]:
+def version_property(index: Index | None, versions: list[str], action: str = "search") -> dict[str, Any]:
     default = (index.metadata.stats.get("version") if index is not None else "") or versions[0]
-    return {"type": "string", "description": VERSION_DESCRIPTION.format(default=default), "enum": list(versions)}
+    return {"type": "string", "description": VERSION_DESCRIPTION.format(action=action, default=default), "enum": list(versions)}
 
 
 GET_DOC_SCHEMA = {
@@ -380,7 +378,8 @@ def _make_tools(index: Index | None, versions: list[str]) -> list[ToolDef]:
     get_doc_schema = GET_DOC_SCHEMA
     if versions:
         get_doc_schema = {**GET_DOC_SCHEMA, "properties": {**GET_DOC_SCHEMA["properties"],
-                                                           "version": version_property(index, versions)}}
+                                                           "version": version_property(
+                                                               index, versions, "read the chunk from")}}
     return [
         ToolDef(
             name="search_docs",
