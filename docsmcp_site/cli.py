@@ -81,18 +81,23 @@ def _serve_folder(command: str, folder: Path, rest: list[str]) -> None:
         _ensure_database(quiet_stdout=stdio)
         name = _corpus_for(folder)
         _build(name, folder, say)
-    from django.core.management import call_command
-
     if stdio:
         print(f"docsmcp: serving corpus {name!r} over stdio; a client spawns it with: "
-              f"{json.dumps(stdio_config(folder))}", file=sys.stderr)
-        call_command("mcp_stdio", "--corpus", name, *rest)
-        return
+              f"{json.dumps(stdio_config(folder))}", file=sys.stderr, flush=True)
+        _restart("mcp_stdio", "--corpus", name, *rest)
     url = _http_url(name, rest)
     print(f"\nMCP endpoint:  {url}\n"
           f"Claude Code:   claude mcp add --transport http docsmcp {url}\n"
           f"Client config: {json.dumps(http_config(url))}\n", file=say, flush=True)
-    call_command("serve", *rest)
+    _restart("serve", *rest)
+
+
+def _restart(*args: str) -> None:
+    """Replace this process with `docsmcp ARGS`: the server starts without the build's memory and
+    threads (LanceDB's runtime must not be forked into serve's children)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "docsmcp_site", *args])
 
 
 @contextlib.contextmanager
@@ -175,10 +180,16 @@ def http_config(url: str) -> dict:
 
 def stdio_config(folder: Path) -> dict:
     """The configuration that makes a client spawn this installation's `docsmcp stdio FOLDER`."""
-    running = Path(sys.argv[0])
-    command = os.path.abspath(running) if running.name == "docsmcp" and running.exists() else (
-        shutil.which("docsmcp") or "docsmcp")
-    server: dict = {"command": command, "args": ["stdio", str(folder)]}
+    server: dict = {"command": docsmcp_command(), "args": ["stdio", str(folder)]}
     with contextlib.suppress(KeyError):
         server["env"] = {"DOCSMCP_HOME": os.environ["DOCSMCP_HOME"]}
     return {"mcpServers": {"docsmcp": server}}
+
+
+def docsmcp_command() -> str:
+    """The absolute path of this installation's `docsmcp` command: what a client's configuration spawns."""
+    running = Path(sys.argv[0])
+    if running.name == "docsmcp" and running.exists():
+        return os.path.abspath(running)
+    beside = Path(sys.executable).with_name("docsmcp")
+    return str(beside) if beside.exists() else shutil.which("docsmcp") or "docsmcp"

@@ -32,7 +32,8 @@ class Launch:
 
     @property
     def args(self) -> list[str]:
-        args = [self.manage, "mcp_stdio"]
+        # An installed package has no manage.py: `python` is then the `docsmcp` command itself.
+        args = [self.manage, "mcp_stdio"] if self.manage else ["mcp_stdio"]
         if self.profile:
             args += ["--profile", self.profile]
         if self.corpus:

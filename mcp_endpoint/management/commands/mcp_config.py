@@ -8,6 +8,8 @@ from django.db import DatabaseError
 
 from corpus.errors import CorpusError
 from corpus.selectors import corpus_get
+from docsmcp_site.cli import docsmcp_command
+from docsmcp_site.home import is_checkout
 from mcp_endpoint import profiles
 from mcp_endpoint.clients import (
     CLIENTS,
@@ -45,9 +47,10 @@ class Command(BaseCommand):
                 http_url = endpoint_url(options["http"], options["corpus"], options["profile"])
             except ValueError as exc:
                 raise CommandError(str(exc)) from exc
+        checkout = is_checkout(settings.BASE_DIR)
         launch = Launch(
-            python=default_python(settings.BASE_DIR, sys.executable),
-            manage=str(settings.BASE_DIR / "manage.py"),
+            python=default_python(settings.BASE_DIR, sys.executable) if checkout else docsmcp_command(),
+            manage=str(settings.BASE_DIR / "manage.py") if checkout else "",
             corpus=options["corpus"],
             profile=options["profile"],
             env={name: os.environ[name] for name in FORWARDED_ENV if os.environ.get(name)} or None,
