@@ -19,7 +19,7 @@ import hmac
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -41,7 +41,7 @@ from .providers import cached_provider
 from .selectors import active_index_path, corpus_get, default_corpus, served_corpus_names, version_labels
 
 if TYPE_CHECKING:  # the search modules load Arrow: only a process that opens an index pays for it
-    from retrieval.search.documents import ChunkWindow
+    from retrieval.search.documents import ChunkWindow, Document, DocumentSummary
     from retrieval.search.engine import SearchRequest, SearchResult
     from retrieval.search.index import Index
 
@@ -304,6 +304,71 @@ def corpus_read(name: str | None, chunk_id: str, context: int = 0, *, version: s
     window = get_chunk(index, chunk_id, context)
     querylog.observe_index(index, [(window.target.chunk_id, None)], target=window.target.chunk_id)
     return ServedRead(window, index, freshness(index))
+
+
+@dataclass(frozen=True)
+class ServedDocuments:
+    """Every document of one corpus's active build (path order), with the build it came from."""
+
+    documents: list[DocumentSummary]
+    index: Index
+    freshness: dict[str, Any]
+
+    @property
+    def build_id(self) -> str:
+        return self.index.build_id
+
+
+@dataclass(frozen=True)
+class ServedDocument:
+    """One whole document of one corpus's active build."""
+
+    document: Document
+    index: Index
+    freshness: dict[str, Any]
+
+    @property
+    def build_id(self) -> str:
+        return self.index.build_id
+
+
+# index path -> its documents: a build never changes, and listing it page by page reads it whole each time.
+_catalogs: dict[str, list[DocumentSummary]] = {}
+_catalog_lock = threading.Lock()
+
+
+def corpus_documents(name: str | None, *, version: str | None = None) -> ServedDocuments:
+    """Every document of the active build serving `name` (None: the default corpus), ordered by path."""
+    from retrieval.search.documents import all_documents
+
+    index = active_index(serving_name(name, version))
+    key = str(index.path)
+    documents = _catalogs.get(key)
+    if documents is None:
+        documents = all_documents(index)
+        with _catalog_lock:
+            if len(_catalogs) > 32:
+                _catalogs.clear()
+            _catalogs[key] = documents
+    return ServedDocuments(documents, index, freshness(index))
+
+
+def corpus_document(name: str | None, path: str, *, version: str | None = None) -> ServedDocument:
+    """The whole document at `path` of the active build serving `name`; raises NotFound (or
+    InvalidArgument for a path that could never name a document)."""
+    from retrieval.search.documents import get_document
+
+    index = active_index(serving_name(name, version))
+    return ServedDocument(get_document(index, path), index, freshness(index))
+
+
+def build_documents(index: Index, paths: Sequence[str], batch: int = 64) -> Iterator[Document]:
+    """The documents at `paths` of one build (the one a corpus_documents answer came from), in that
+    order, read `batch` at a time so a large corpus is never held whole."""
+    from retrieval.search.documents import read_documents
+
+    for start in range(0, len(paths), batch):
+        yield from read_documents(index, list(paths[start:start + batch]))
 
 
 # --- warming --------------------------------------------------------------------------------------

@@ -318,6 +318,8 @@ def _contents_to_wire(item: ResourceContents) -> dict[str, Any]:
         wire["blob"] = item.blob
     else:
         wire["text"] = item.text or ""
+    if item.meta:
+        wire["_meta"] = item.meta
     return wire
 
 

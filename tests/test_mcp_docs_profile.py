@@ -136,7 +136,9 @@ def run(coro):
 def payload(result) -> dict:
     """The SearchResult of a search_docs call; its text block and structuredContent must agree."""
     assert result.is_error is False, result.content
-    assert len(result.content) == 1 and result.content[0].type == "text"
+    # Seed 000's text block comes first; resource links to the hits' pages (2025-06-18 on) follow it.
+    assert result.content[0].type == "text"
+    assert all(block.type == "resource_link" for block in result.content[1:])
     parsed = json.loads(result.content[0].text)
     assert result.structured_content == parsed
     assert set(parsed) - {"notice"} == {"hits", "next_cursor", "hint"}

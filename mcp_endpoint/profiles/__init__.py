@@ -145,6 +145,7 @@ class ResourceContents:
     text: str | None = None
     blob: str | None = None
     mime_type: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # sent as the item's `_meta` when set
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from corpus.serving import (
 )
 from mcp_endpoint import budget
 from mcp_endpoint.jsontext import indented
-from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus, feedback
+from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus, docs_resources, feedback
+from mcp_endpoint.profiles.docs_resources import read_resource, resource_templates, resources  # noqa: F401 (hooks)
 from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA
 from retrieval.errors import RetrievalError
 from retrieval.ingest.metadata import BuildMetadata
@@ -258,6 +259,11 @@ def search_result_json(result: SearchResult, snippet_chars: int | None = None,
 
 
 def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
+    """The page of hits (seed 000's text block first), then a resource_link to each page they come from."""
+    return docs_resources.with_links(context, _search_page(context, arguments), arguments.get("version"))
+
+
+def _search_page(context: Context, arguments: dict[str, Any]) -> ToolResult:
     _name, versions = version_choices(context.corpus)
     filters = {k: v for k, v in arguments.items() if k not in BASE_PROPERTIES and not (versions and k == "version")}
     request = SearchRequest(

@@ -252,6 +252,27 @@ def list_documents(index: Index, limit: int = 100, offset: int = 0) -> DocumentP
     return DocumentPage(page, len(rows), offset, limit)
 
 
+@reads_index
+def all_documents(index: Index) -> list[DocumentSummary]:
+    """Every document of the build, ordered by path: what a listing of the whole corpus pages through."""
+    rows = index.documents.search().select(["filepath", "title", "size", "chunk_count"]).limit(None).to_arrow()
+    return [DocumentSummary(r["filepath"], r["title"] or "", int(r["size"]), int(r["chunk_count"]))
+            for r in sorted(rows.to_pylist(), key=lambda r: r["filepath"])]
+
+
+@reads_index
+def read_documents(index: Index, paths: list[str]) -> list[Document]:
+    """The documents at `paths` (unknown ones left out), in the order given: one query for a batch."""
+    if not paths:
+        return []
+    where = "filepath IN (" + ", ".join(sql_string(p) for p in paths) + ")"
+    rows = (index.documents.search().where(where).select(["filepath", "title", "content", "size", "chunk_count"])
+            .limit(None).to_arrow().to_pylist())
+    found = {r["filepath"]: r for r in rows}
+    return [Document(r["filepath"], r["title"] or "", r["content"], int(r["size"]), int(r["chunk_count"]))
+            for r in (found.get(p) for p in paths) if r is not None]
+
+
 def _outline_entries(row: dict) -> list[OutlineEntry]:
     return [OutlineEntry(int(level), str(text), int(line)) for level, text, line in json.loads(row["outline"] or "[]")]
 
