@@ -112,6 +112,17 @@ def test_rotating_the_secret_revokes_the_old_one(skyline, repo):
     assert post(body, github_headers(new, body)).status_code == 202
 
 
+@pytest.mark.django_db
+def test_git_hook_secret_refuses_a_corpus_without_a_git_source(tmp_path):
+    from django.core.management.base import CommandError
+
+    Corpus.objects.create(name="plain", source_dir=str(tmp_path))
+    with pytest.raises(CommandError, match="'plain' is not built from a git repository") as refused:
+        call_command("git_hook_secret", "--corpus", "plain", stdout=io.StringIO(), stderr=io.StringIO())
+    assert "--git URL" in str(refused.value)
+    assert Corpus.objects.get(name="plain").hook_salt == ""
+
+
 def test_a_push_to_another_branch_builds_nothing(skyline, repo):
     body = push_body("f" * 40, ref="refs/heads/feature")
     response = post(body, github_headers(hook_secret(skyline), body))

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from corpus.errors import CorpusError
-from corpus.selectors import corpus_get
+from corpus.selectors import corpus_get, family_members
 from corpus.webhooks import hook_secret
 
 
@@ -18,6 +18,12 @@ class Command(BaseCommand):
             corpus = corpus_get(options["corpus"]).family
         except CorpusError as exc:
             raise CommandError(str(exc)) from exc
+        if not any(member.git_url for member in family_members(corpus)):
+            raise CommandError(
+                f"corpus {corpus.name!r} is not built from a git repository, so a push webhook has nothing to "
+                f"rebuild; register one with `manage.py build_index --corpus {corpus.name} --git URL "
+                "[--ref REF]` (docs/versions.md), or rebuild this one with `manage.py build_index "
+                f"--corpus {corpus.name}`")
         secret = hook_secret(corpus, rotate=options["rotate"])
         self.stdout.write(f"{secret}\n")
         self.stderr.write(f"webhook URL: <server>/api/v1/hooks/git/{corpus.name} (content type application/json, "
