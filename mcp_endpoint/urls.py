@@ -16,6 +16,7 @@ urlpatterns = [
     path("mcp/c/<str:corpus>/", mcp_view, name="mcp-corpus"),
     path("mcp/<slug:profile>", mcp_view, name="mcp-profile-noslash"),
     path("mcp/<slug:profile>/", mcp_view, name="mcp-profile"),
+    path("health", health, name="health-noslash"),  # a load balancer that follows no redirect must get 200
     path("health/", health, name="health"),
     path("", health, name="root-health"),
 ]

@@ -31,6 +31,13 @@ def health(client: Client, key: str | None = None) -> dict:
     return response.json()
 
 
+@pytest.mark.parametrize("path", ["/health", "/health/"])
+def test_health_answers_with_and_without_the_slash_without_a_redirect(two_corpora, path):
+    response = Client().get(path)
+    assert response.status_code == 200 and "Location" not in response
+    assert response.json()["health"] == "ok"
+
+
 @pytest.mark.parametrize("path", ["/health/", "/"])
 def test_anonymous_callers_learn_no_corpus_names_or_build_ids_when_auth_is_required(two_corpora, auth_required,
                                                                                      path):
