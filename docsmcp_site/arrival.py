@@ -150,7 +150,7 @@ class Arrival:
             elif name == b"expect":
                 expect.append(value.strip().lower())
             elif name == b"authorization" and value.strip():
-                keyed = self.path is not None and (self.path == "/mcp" or self.path.startswith("/mcp/"))
+                keyed = _is_mcp(self.path)
         self._cap = self.limits.keyed_body_bytes if keyed else self.limits.anonymous_body_bytes
         if codings and lengths:
             return Refusal(400, "a request may not carry both Transfer-Encoding and Content-Length", self.path)
@@ -174,8 +174,9 @@ class Arrival:
         return True
 
     def _too_large(self) -> Refusal:
-        hint = ("" if self._cap >= self.limits.keyed_body_bytes
-                else " (MCP_MAX_BODY_BYTES; callers with an API key may send more where a tool takes it)")
+        hint = ""
+        if self._cap < self.limits.keyed_body_bytes and _is_mcp(self.path):
+            hint = " (MCP_MAX_BODY_BYTES; callers with an API key may send more where a tool takes it)"
         return Refusal(413, f"the body exceeds {self._cap} bytes{hint}", self.path)
 
     def _read_body(self) -> Refusal | bool:
@@ -238,6 +239,10 @@ class Arrival:
         self.request = head + b"\r\n\r\n" + body
         self.rest = bytes(self.data[end:])
         return True
+
+
+def _is_mcp(path: str | None) -> bool:
+    return path is not None and (path == "/mcp" or path.startswith("/mcp/"))
 
 
 def _path_of(request_line: bytes) -> str | None:
