@@ -19,7 +19,7 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from retrieval import storage
-from retrieval.errors import BuildCancelled, ValidationFailed
+from retrieval.errors import BuildCancelled, StorageUnavailable, ValidationFailed
 from retrieval.ingest.git import GitError
 from retrieval.ingest.metadata import METADATA_FILE, read_metadata
 from retrieval.ingest.sources import validate_corpus
@@ -170,7 +170,8 @@ def _execute(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> BuildR
         build.findings = [f.as_dict() for f in exc.findings]
     except BuildCancelled as exc:
         build.status, build.error = BuildRun.CANCELLED, str(exc)
-    except (GitError, CorpusError) as exc:  # the source could not be read: say why, keep serving the last build
+    except (GitError, CorpusError, StorageUnavailable) as exc:  # the source could not be read, or the index root
+        # cannot take a build: say why, keep serving the last build
         build.status, build.error = BuildRun.FAILED, str(exc)
     except BaseException as exc:  # interrupted (Ctrl-C, SIGTERM) or crashed: the previous index keeps serving
         build.status = BuildRun.FAILED

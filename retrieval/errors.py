@@ -33,6 +33,10 @@ class IndexUnavailable(RetrievalError):
     """No usable index at the given location (missing, incomplete or unreadable)."""
 
 
+class StorageUnavailable(RetrievalError):
+    """The index root cannot take a build (an `s3://` bucket that does not exist): nothing was written."""
+
+
 class IndexCorrupt(IndexUnavailable):
     """The index's files are there but do not read back (overwritten, truncated, half-copied):
     retrying cannot help, rebuilding the corpus does. `corpus` names it, when the index says."""

@@ -178,3 +178,25 @@ def test_a_warm_host_keeps_serving_while_the_object_store_is_unreachable(s3_inde
     index = active_index("skyline")
     assert index.build_id == build.build_id and not storage.is_remote(index.path)
     assert index.contents([0])[0]
+
+
+def test_a_root_in_a_bucket_that_does_not_exist_fails_the_build_before_chunking_in_one_line(
+        s3_index_root, copy_sample_docs, settings, caplog):
+    from tests.cli_helpers import build_cmd
+
+    settings.DOCSMCP_INDEX_ROOT = "s3://no-such-bucket/indexes"
+    stages = []
+    import corpus.execution
+
+    real = corpus.execution._ProgressWriter.__call__
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(corpus.execution._ProgressWriter, "__call__",
+                      lambda self, stage, done, total: (stages.append(stage), real(self, stage, done, total))[1])
+        code, _out, err = build_cmd("--corpus", "nobucket", "--source", str(copy_sample_docs),
+                                    "--embedding-provider", "hash")
+    assert code == 1
+    assert "the bucket 'no-such-bucket' does not exist" in err and "create it first" in err
+    assert "Traceback" not in err and "Traceback" not in caplog.text
+    assert stages == []
+    failed = Corpus.objects.get(name="nobucket").builds.first()
+    assert failed.status == BuildRun.FAILED and failed.error.startswith("the bucket 'no-such-bucket'")

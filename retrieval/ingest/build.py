@@ -125,6 +125,7 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
             raise BuildCancelled(f"build {request.build_id} was cancelled during {stage}")
         timings[stage] = round(time.perf_counter() - started - sum(timings.values()), 3)
 
+    storage.require_bucket(request.out_dir)
     scan = request.scan or scan_corpus(request.source_dir, max_file_bytes=request.max_file_bytes)
     provider = request.provider
     dims = provider.dimensions if provider else 0

@@ -12,6 +12,7 @@ from .objectstore import (
     list_children,
     list_tree,
     read_bytes,
+    require_bucket,
     write_bytes,
 )
 from .uri import (
@@ -28,5 +29,5 @@ from .uri import (
 
 __all__ = [
     "Location", "as_location", "connect", "connect_async", "copy_tree", "dataset", "delete_file", "delete_tree", "exists", "is_remote", "join",
-    "list_children", "list_tree", "name_of", "read_bytes", "storage_options", "write_bytes",
+    "list_children", "list_tree", "name_of", "read_bytes", "require_bucket", "storage_options", "write_bytes",
 ]

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
+from retrieval.errors import StorageUnavailable
+
 from .uri import Location, is_remote, storage_options
 
 if TYPE_CHECKING:
@@ -64,6 +66,23 @@ def _fs(location: Location) -> tuple[pafs.FileSystem, str]:
 def exists(location: Location) -> bool:
     fs, path = _fs(location)
     return fs.get_file_info(path).type != _pafs().FileType.NotFound
+
+
+def require_bucket(location: Location) -> None:
+    """Raises StorageUnavailable when `location` is in an object-store bucket that does not exist, so a
+    build stops before chunking rather than when it first writes. A store that refuses the question
+    (no permission to look at the bucket itself) is left for the writes to answer."""
+    if not is_remote(location):
+        return
+    fs, path = _fs(location)
+    bucket = path.split("/", 1)[0]
+    try:
+        missing = fs.get_file_info(bucket).type == _pafs().FileType.NotFound
+    except OSError:
+        return
+    if missing:
+        raise StorageUnavailable(f"the bucket {bucket!r} does not exist, so nothing can be written to {location}; "
+                                 f"create it first (e.g. `aws s3 mb s3://{bucket}`), then build again")
 
 
 def read_bytes(location: Location) -> bytes:
