@@ -37,11 +37,10 @@ FORMS = ["how do I {0}", "{0} example", "configure {0}", "{0} {1}", "what is {0}
 
 
 def _questions(rng: random.Random, words: list[str], n: int) -> list[str]:
-    out = set()
-    while len(out) < n:
-        a, b = rng.sample(words + TOPICS, 2)
-        out.add(rng.choice(FORMS).format(a, b))
-    return sorted(out)
+    """Up to `n` distinct questions over `words` and the corpus's topics."""
+    pool = sorted({form.format(a, b) for form in FORMS for a in words or TOPICS for b in TOPICS if a != b})
+    rng.shuffle(pool)
+    return pool[:n]
 
 
 def _populate(n: int, rng: random.Random) -> None:
@@ -49,7 +48,7 @@ def _populate(n: int, rng: random.Random) -> None:
 
     from corpus.models import Feedback, QueryRecord
 
-    answered = _questions(rng, TOPICS, 3000)
+    answered = _questions(rng, [], 1200)
     unanswered = _questions(rng, MISSING, 1500)
     pages = [f"guides/page{i}.md" for i in range(60)]
     now = timezone.now()
@@ -87,6 +86,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--keep", action="store_true", help="keep the test database afterwards (to EXPLAIN queries)")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "docsmcp_site.settings")
     os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/docsmcp")
@@ -150,11 +150,26 @@ def main() -> None:
                 "/api/v1/corpora/sample/queries?zero_hits=true&tool=search_docs",
                 "/api/v1/corpora/sample/feedback", "/api/v1/corpora/sample/gaps"]
         print(f"{Gap.objects.count()} gap groups; {args.repeat} warm loads each: median / max", file=sys.stderr)
+        from corpus.models import Corpus as CorpusModel
+        from insights import selectors
+        from insights.gaps import gaps_refresh
+
+        period = selectors.period_for(CorpusModel.objects.get(name="sample"))
+        parts = {"traffic": selectors.traffic, "top_queries": selectors.top_queries,
+                 "page_reads": selectors.page_reads, "feedback_by_page": selectors.feedback_by_page,
+                 "gaps_refresh": lambda p: gaps_refresh(corpus=CorpusModel.objects.get(name="sample"), period=p)}
+        for label, fn in parts.items():
+            start = time.perf_counter()
+            fn(period)
+            print(f"  {label:20} {(time.perf_counter() - start) * 1000:7.0f} ms (30 days)", file=sys.stderr)
         for url in urls:
             times = [timed(url) for _ in range(args.repeat)]
             print(f"{url:70} {statistics.median(times):8.0f} ms  (max {max(times):.0f})")
     finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
+        if args.keep:
+            print(f"kept database {connection.settings_dict['NAME']}", file=sys.stderr)
+        else:
+            connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
 if __name__ == "__main__":

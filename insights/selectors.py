@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import Case, CharField, Count, F, Max, Min, Q, QuerySet, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import TruncDay
 from django.utils import timezone
@@ -78,31 +78,76 @@ def unanswered(period: Period) -> QuerySet:
     return records(period).filter(ZERO | _low(period)).exclude(query="")
 
 
+@dataclass
+class Traffic:
+    """What one scan of a period's records tells: totals, a row per day, per build and per tool."""
+
+    summary: dict
+    days: list[dict]
+    builds: list[dict]
+    tools: list[dict]
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def traffic(period: Period) -> Traffic:
+    """One GROUP BY (day, build, tool, surface) over the period, folded in Python: the page's totals,
+    calls per day, the trend across builds and the tools, for the price of one scan of the records."""
+    rows = list(records(period).annotate(day=TruncDay("at")).values("day", "build_id", "tool", "surface")
+                .annotate(calls=Count("id"), searches=Count("id", filter=SEARCH), zero=Count("id", filter=ZERO),
+                          low=Count("id", filter=_low(period)), errors=Count("id", filter=Q(is_error=True)),
+                          first=Min("at"), last=Max("at")).order_by())
+    keys = ("calls", "searches", "zero", "low", "errors")
+    total = dict.fromkeys(keys, 0)
+    by_day: dict = defaultdict(lambda: dict.fromkeys(keys, 0))
+    by_build: dict = {}
+    by_tool: dict = defaultdict(int)
+    first = last = None
+    for r in rows:
+        for k in keys:
+            total[k] += r[k]
+            by_day[r["day"].date()][k] += r[k]
+        by_tool[(r["tool"], r["surface"])] += r["calls"]
+        first = min(first, r["first"]) if first else r["first"]
+        last = max(last, r["last"]) if last else r["last"]
+        if r["build_id"] and r["searches"]:
+            b = by_build.setdefault(r["build_id"], {"build_id": r["build_id"], "searches": 0, "zero": 0, "low": 0,
+                                                    "first": r["first"], "last": r["last"]})
+            for k in ("searches", "zero", "low"):
+                b[k] += r[k]
+            b["first"], b["last"] = min(b["first"], r["first"]), max(b["last"], r["last"])
+    summary = {**total, "reads": total["calls"] - total["searches"], "first": first, "last": last,
+               "zero_share": _share(total["zero"], total["searches"]),
+               "low_share": _share(total["low"], total["searches"])}
+    start = timezone.localdate(period.since)
+    days = []
+    for n in range(period.days + 1):
+        day = start + timedelta(days=n)
+        d = by_day.get(day) or {}
+        days.append({"day": day, "calls": d.get("calls", 0), "searches": d.get("searches", 0), "zero": d.get("zero", 0),
+                     "low": d.get("low", 0)})
+    builds = sorted(by_build.values(), key=lambda b: b["first"])[-60:]
+    for b in builds:
+        b["zero_share"], b["low_share"] = b["zero"] / b["searches"], b["low"] / b["searches"]
+    tools = [{"tool": t, "surface": surface, "calls": n}
+             for (t, surface), n in sorted(by_tool.items(), key=lambda kv: (-kv[1], kv[0]))][:20]
+    return Traffic(summary=summary, days=days, builds=builds, tools=tools)
+
+
 def summary(period: Period) -> dict:
-    agg = records(period).aggregate(
-        calls=Count("id"), searches=Count("id", filter=SEARCH), reads=Count("id", filter=~SEARCH),
-        zero=Count("id", filter=ZERO), low=Count("id", filter=_low(period)), errors=Count("id", filter=Q(is_error=True)),
-        clients=Count("client", distinct=True), first=Min("at"), last=Max("at"))
-    searches = agg["searches"] or 0
-    agg["zero_share"] = agg["zero"] / searches if searches else None
-    agg["low_share"] = agg["low"] / searches if searches else None
-    return agg
+    return traffic(period).summary
 
 
 def per_day(period: Period) -> list[dict]:
     """One row per day of the period (days without calls included): searches, reads, zero-hit, low-score."""
-    rows = (records(period).annotate(day=TruncDay("at")).values("day")
-            .annotate(calls=Count("id"), searches=Count("id", filter=SEARCH), zero=Count("id", filter=ZERO),
-                      low=Count("id", filter=_low(period))).order_by("day"))
-    by_day = {r["day"].date(): r for r in rows}
-    start = timezone.localdate(period.since) if settings.USE_TZ else period.since.date()
-    out = []
-    for n in range(period.days + 1):
-        day = start + timedelta(days=n)
-        r = by_day.get(day) or {}
-        out.append({"day": day, "calls": r.get("calls", 0), "searches": r.get("searches", 0),
-                    "zero": r.get("zero", 0), "low": r.get("low", 0)})
-    return out
+    return traffic(period).days
+
+
+def build_trend(period: Period) -> list[dict]:
+    """Zero-hit and low-score share per build served during the period, oldest build first."""
+    return traffic(period).builds
 
 
 def top_queries(period: Period, limit: int = TOP_N) -> list[dict]:
@@ -116,39 +161,24 @@ def page_of(chunk_or_path: str) -> str:
 
 
 def page_reads(period: Period, limit: int = 10) -> dict:
-    """Pages by reads (get_doc and every read tool) and by how often they led a search's hits.
+    """Pages by reads (get_doc and every read tool) and by how often they led a search's hits, in one scan.
 
     `least`: pages that searches put first but agents rarely opened, fewest reads per appearance first.
     """
-    reads = records(period).exclude(target="").filter(is_error=False).values("target").annotate(n=Count("id"))
-    shown = (records(period).filter(SEARCH, hits__gt=0).annotate(first=KT("top__0__0")).values("first")
-             .annotate(n=Count("id")))
+    item = Case(When(target="", then=KT("top__0__0")), default=F("target"), output_field=CharField())
+    rows = (records(period).filter(is_error=False).filter(~SEARCH | Q(hits__gt=0)).annotate(item=item)
+            .values("item").annotate(reads=Count("id", filter=~SEARCH), shown=Count("id", filter=SEARCH))
+            .order_by("-reads", "-shown")[:5000])
     by_page: dict[str, dict] = defaultdict(lambda: {"reads": 0, "shown": 0})
-    for row in reads.order_by("-n")[:2000]:
-        by_page[page_of(row["target"])]["reads"] += row["n"]
-    for row in shown.order_by("-n")[:2000]:
-        if row["first"]:
-            by_page[page_of(row["first"])]["shown"] += row["n"]
-    rows = [{"page": page, **v} for page, v in by_page.items()]
-    most = sorted((r for r in rows if r["reads"]), key=lambda r: (-r["reads"], r["page"]))[:limit]
-    least = sorted((r for r in rows if r["shown"]), key=lambda r: (r["reads"] / r["shown"], -r["shown"], r["page"]))
+    for row in rows:
+        if row["item"]:
+            page = by_page[page_of(row["item"])]
+            page["reads"] += row["reads"]
+            page["shown"] += row["shown"]
+    found = [{"page": page, **v} for page, v in by_page.items()]
+    most = sorted((r for r in found if r["reads"]), key=lambda r: (-r["reads"], r["page"]))[:limit]
+    least = sorted((r for r in found if r["shown"]), key=lambda r: (r["reads"] / r["shown"], -r["shown"], r["page"]))
     return {"most": most, "least": least[:limit]}
-
-
-def build_trend(period: Period) -> list[dict]:
-    """Zero-hit and low-score share per build served during the period, oldest build first."""
-    rows = (records(period).filter(SEARCH).exclude(build_id="").values("build_id")
-            .annotate(searches=Count("id"), zero=Count("id", filter=ZERO), low=Count("id", filter=_low(period)),
-                      first=Min("at"), last=Max("at")).order_by("first")[:60])
-    return [{**r, "zero_share": r["zero"] / r["searches"], "low_share": r["low"] / r["searches"]} for r in rows]
-
-
-def tools(period: Period) -> list[dict]:
-    return list(records(period).values("tool", "surface").annotate(calls=Count("id")).order_by("-calls")[:20])
-
-
-def clients(period: Period) -> list[dict]:
-    return list(records(period).values("client").annotate(calls=Count("id")).order_by("-calls")[:10])
 
 
 # --- feedback -----------------------------------------------------------------------------------------
@@ -165,10 +195,10 @@ def feedback(period: Period, *, include_dismissed: bool = False) -> QuerySet:
 
 def feedback_by_page(period: Period, limit: int = 15) -> list[dict]:
     """Per page, the count of each verdict; the pages with most complaints first."""
-    rows = feedback(period).values("filepath", "verdict").annotate(n=Count("id"))
+    rows = feedback(period).order_by().values("filepath", "verdict").annotate(n=Count("id"))
     pages: dict[str, dict] = defaultdict(lambda: dict.fromkeys(Feedback.VERDICTS, 0))
     for r in rows:
-        pages[r["filepath"] or ""][r["verdict"]] = r["n"]
+        pages[r["filepath"] or ""][r["verdict"]] += r["n"]
     out = [{"page": page, "verdicts": counts, "total": sum(counts.values()),
             "negative": sum(n for v, n in counts.items() if v != Feedback.HELPFUL)} for page, counts in pages.items()]
     return sorted(out, key=lambda r: (-r["negative"], -r["total"], r["page"]))[:limit]
@@ -234,7 +264,8 @@ def corpora_overview(days: int = 7) -> list[dict]:
                                         zero=Count("id", filter=ZERO), last=Max("at"))}
     fb = dict(Feedback.objects.filter(corpus__in=names, at__gte=since, dismissed_at__isnull=True)
               .values("corpus").annotate(n=Count("id")).values_list("corpus", "n"))
-    gaps = dict(Gap.objects.filter(corpus__in=names, status=Gap.OPEN).values("corpus").annotate(n=Count("id"))
+    gaps = dict(Gap.objects.filter(corpus__in=names, status=Gap.OPEN).order_by().values("corpus")
+                .annotate(n=Count("id"))
                 .values_list("corpus", "n"))
     out = []
     for name in names:

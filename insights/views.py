@@ -63,8 +63,8 @@ def _trend_chart(trend: list[dict]):
 def corpus_detail(request: HttpRequest, name: str):
     corpus = _corpus_or_404(name)
     period = _period(request, corpus)
-    days = selectors.per_day(period)
-    trend = selectors.build_trend(period)
+    seen = selectors.traffic(period)
+    trend = seen.builds
     feedback_pages = selectors.feedback_by_page(period)
     for row in feedback_pages:
         row["bar"] = charts.verdict_bar(row["verdicts"])
@@ -77,12 +77,12 @@ def corpus_detail(request: HttpRequest, name: str):
     versions = [m.version for m in corpus_selectors.family_members(corpus) if m.version]
     return render(request, "insights/corpus.html", {
         "corpus": corpus.family, "period": period, "periods": PERIODS, "versions": versions,
-        "summary": selectors.summary(period), "day_chart": charts.day_bars(days),
+        "summary": seen.summary, "day_chart": charts.day_bars(seen.days),
         "trend": trend, "trend_chart": _trend_chart(trend) if trend else "", "top_queries": top,
         "gaps": [(g, round(100 * g.count / gap_peak)) for g in gaps[:50]], "gap_total": len(gaps),
         "pages": selectors.page_reads(period), "feedback_pages": feedback_pages,
-        "feedback_items": list(selectors.feedback(period)[:30]), "tools": selectors.tools(period),
-        "clients": selectors.clients(period), "verdict_colors": charts.VERDICT_COLORS,
+        "feedback_items": list(selectors.feedback(period)[:30]), "tools": seen.tools,
+        "verdict_colors": charts.VERDICT_COLORS,
         "dismissed": Gap.objects.filter(corpus=corpus.family.name, status=Gap.DISMISSED).count(),
     })
 

@@ -248,3 +248,10 @@ def test_build_trend_orders_builds_by_first_use(traffic):
     trend = selectors.build_trend(selectors.period_for(traffic))
     assert [t["build_id"] for t in trend] == ["sample-build", "next-build"]
     assert trend[1]["zero_share"] == 0 and trend[0]["zero_share"] == pytest.approx(13 / 44)
+
+
+def test_feedback_by_page_counts_every_report(traffic):
+    Feedback.objects.create(at=timezone.now(), corpus="sample", verdict="helpful", filepath="guides/retries.md")
+    (page,) = selectors.feedback_by_page(selectors.period_for(traffic))
+    assert (page["page"], page["total"], page["negative"]) == ("guides/retries.md", 3, 1)
+    assert page["verdicts"]["helpful"] == 2 and page["verdicts"]["wrong"] == 1
