@@ -167,6 +167,9 @@ DOCSMCP_DEFAULT_CORPUS = os.environ.get("DOCSMCP_DEFAULT_CORPUS", "")
 # run by the operator, may register any directory.
 DOCSMCP_SOURCE_ROOTS = env_list("DOCSMCP_SOURCE_ROOTS",
                                 f"{DOCSMCP_HOME / 'sources'},{BASE_DIR / 'corpus' / 'sample_docs'}")
+# Directories mounted at the same place on every Celery worker host (a shared volume): a corpus under
+# one is not warned about as unreadable by workers elsewhere (corpus/reach.py).
+DOCSMCP_SHARED_SOURCE_ROOTS = env_list("DOCSMCP_SHARED_SOURCE_ROOTS", "")
 # Git sources: bare cache repositories on this host's disk (never the index root), the time one git
 # command may take, and the URL prefixes the REST API and the admin may register (file:// URLs are
 # held to DOCSMCP_SOURCE_ROOTS instead). `manage.py build_index --git` may use any URL. A deploy key

@@ -163,6 +163,28 @@ def test_registering_a_local_directory_warns_when_workers_may_be_on_other_hosts(
     assert source_warnings(corpus) == []
 
 
+@pytest.mark.parametrize("broker", ["redis://127.0.0.1:6379/0", "redis://localhost:6379/0", "redis://[::1]:6379/0",
+                                    "redis+socket:///run/redis/redis.sock"])
+def test_a_broker_only_this_host_reaches_has_its_workers_here_so_no_warning(copy_sample_docs, settings, broker):
+    """The single-host topology of docs/deploy.md: Redis on loopback, the worker beside the web server."""
+    from corpus.reach import source_warnings
+
+    corpus = corpus_create(name="skyline", source_dir=str(copy_sample_docs))
+    settings.CELERY_BROKER_URL, settings.CELERY_TASK_ALWAYS_EAGER = broker, False
+    assert source_warnings(corpus) == []
+
+
+def test_a_source_under_a_declared_shared_root_is_not_warned_about(copy_sample_docs, settings):
+    from corpus.reach import source_warnings
+
+    corpus = corpus_create(name="skyline", source_dir=str(copy_sample_docs))
+    settings.CELERY_BROKER_URL, settings.CELERY_TASK_ALWAYS_EAGER = "redis://10.0.0.5:6379/0", False
+    settings.DOCSMCP_SHARED_SOURCE_ROOTS = [str(copy_sample_docs.parent / "elsewhere")]
+    assert len(source_warnings(corpus)) == 1
+    settings.DOCSMCP_SHARED_SOURCE_ROOTS = [str(copy_sample_docs.parent)]
+    assert source_warnings(corpus) == []
+
+
 def test_a_warm_host_keeps_serving_while_the_object_store_is_unreachable(s3_index_root, copy_sample_docs,
                                                                            monkeypatch):
     from retrieval.search.index import INDEXES
