@@ -77,12 +77,14 @@ def run_mode(port: int, mode: str, args) -> tuple[collections.Counter, list[floa
     outcomes: collections.Counter = collections.Counter()
     latencies: list[float] = []
     started, i = time.monotonic(), 0
+    # No keep-alive: each search opens a fresh connection, as a new agent would.
+    http = httpx.Client(timeout=args.search_timeout, headers=HEADERS, limits=httpx.Limits(max_keepalive_connections=0))
     while time.monotonic() - started < args.seconds - 3:
         call = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
                 "params": {"name": "search_docs", "arguments": {"query": QUERIES[i % len(QUERIES)], "limit": 5}}}
         began = time.perf_counter()
         try:
-            response = httpx.post(url, json=call, headers=HEADERS, timeout=args.search_timeout)
+            response = http.post(url, json=call)
             hits = response.json().get("result", {}).get("structuredContent", {}).get("hits")
             outcomes["ok" if response.status_code == 200 and isinstance(hits, list) else
                      f"HTTP {response.status_code}"] += 1
@@ -91,6 +93,7 @@ def run_mode(port: int, mode: str, args) -> tuple[collections.Counter, list[floa
         latencies.append(time.perf_counter() - began)
         i += 1
         time.sleep(0.2)
+    http.close()
     for thread in slow:
         thread.join(timeout=5)
     return outcomes, sorted(latencies), slow_outcomes
