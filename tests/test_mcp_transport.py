@@ -769,7 +769,7 @@ def test_conformance_suite(docs_server, mcp_http, tmp_path):
 
 @needs_npm
 def test_conformance_of_transport_features_the_docs_profile_lacks(mcp_server, tmp_path):
-    """The docs profile has no resources, prompts or `x-mcp-header` arguments, so the suite's checks of
+    """The docs profile has no prompts or `x-mcp-header` arguments, so the suite's checks of
     those listings and of Mcp-Param-* validation run against the echo profile, with no failure allowed."""
     listings = ("resources-list", "prompts-list")
     custom_headers = "http-custom-header-server-validation"
