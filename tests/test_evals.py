@@ -520,7 +520,8 @@ def test_in_process_run_on_the_sample_corpus(sample_corpus):
     assert overall["errors"] == 0
     assert overall["chunk"]["n"] == suite.cases.exclude(expected_chunk_ids=[]).count()
     assert overall["chunk"]["mrr@10"] > 0.4 and overall["file"]["hit@10"] > 0.7
-    assert set(run.metrics["by_category"]) == {"identifier", "paraphrase", "filtered", "zero-result"}
+    assert set(run.metrics["by_category"]) == {"identifier", "paraphrase", "filtered", "zero-result", "unanswered"}
+    assert run.metrics["by_category"]["unanswered"]["cases"] == 3  # questions the sample docs cannot answer
     assert run.latency["search"]["p50"] > 0 and run.latency["get_doc"]["n"] > 0
     hit = run.results.get(case_name="ratelimiterror-python")
     assert hit.chunk_rank == 1 and hit.top_hits[0] == "sdks/python/errors.md#error-handling/ratelimiterror"
