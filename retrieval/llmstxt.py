@@ -14,7 +14,7 @@ ROOT_SECTION = "Overview"  # pages at the top of the docs tree
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _DESCRIPTION_KEY = re.compile(r"^(?:description|summary)[ \t]*:[ \t]*(.+?)[ \t]*$", re.MULTILINE | re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)][.!?])\s+(?=[A-Z])")
-_MARKUP = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|[*_`]+|<[^>]+>")
+_MARKUP = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|`+|<[^>]+>|(?<!\w)[*_]+|[*_]+(?!\w)")  # not snake_case
 
 
 @dataclass(frozen=True)

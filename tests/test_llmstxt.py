@@ -3,11 +3,13 @@ markdown, ETags from the active build, versions, /mcp/'s access rules, and refus
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
 
 import httpx
 import pytest
+from django.core.management import call_command
 
 from mcp_endpoint.apikeys import create_api_key
 from retrieval.ingest.metadata import read_metadata
@@ -59,7 +61,7 @@ def test_llms_full_txt_holds_every_page_in_the_index_order(docs_server, http, sa
         assert (SAMPLE_DOCS / path).read_text().rstrip() in full.text
 
 
-def test_each_file_answers_304_to_its_etag_until_the_build_changes(docs_server, http):
+def test_each_file_answers_304_to_its_etag(docs_server, http):
     for path in ("llms.txt", "llms-full.txt", "guides/retries.md"):
         first = http.get(f"{docs_server}/c/sample/{path}")
         etag = first.headers["etag"]
@@ -68,6 +70,29 @@ def test_each_file_answers_304_to_its_etag_until_the_build_changes(docs_server, 
         assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == etag
         stale = http.get(f"{docs_server}/c/sample/{path}", headers={"If-None-Match": '"an-older-build"'})
         assert stale.status_code == 200 and stale.content == first.content
+
+
+def test_a_rebuild_changes_every_etag_and_the_served_text(docs_server, index_root, http, tmp_path):
+    source = tmp_path / "widgets"
+    source.mkdir()
+    (source / "index.md").write_text("# Widgets\n\nWidgets are small.\n")
+    (source / "api").mkdir()
+    (source / "api" / "create.md").write_text("# Create\n\nCall create_widget.\n")
+    build_widgets(source)
+    urls = [f"{docs_server}/c/widgets/{p}" for p in ("llms.txt", "llms-full.txt", "api/create.md")]
+    before = {url: http.get(url) for url in urls}
+    assert before[urls[0]].text.startswith("# widgets\n") and "## Overview" in before[urls[0]].text
+    (source / "api" / "create.md").write_text("# Create\n\nCall create_widget with a colour.\n")
+    build_widgets(source)
+    for url, old in before.items():
+        new = http.get(url, headers={"If-None-Match": old.headers["etag"]})
+        assert new.status_code == 200 and new.headers["etag"] != old.headers["etag"], url
+        assert "create_widget with a colour" in new.text
+
+
+def build_widgets(source) -> None:
+    call_command("build_index", "--corpus", "widgets", "--source", str(source), "--embedding-provider", "none",
+                 "--full", "--no-progress", stdout=io.StringIO())
 
 
 def test_a_version_is_served_under_its_own_name(docs_server, http):
@@ -121,6 +146,7 @@ def test_other_methods_and_origins_are_refused(docs_server, http):
     ("---\ntitle: A\ndescription: \"From the front matter.\"\n---\n# A\n\nBody.", "From the front matter."),
     ("# A\n\n```py\ncode\n```\n\nFirst *real* [paragraph](x.md)\ncontinues.\n\nSecond.", "First real paragraph continues."),
     ("# A\n\nThe first sentence. The second one.", "The first sentence."),
+    ("Call `create_widget` with **bold_text**, _then_ stop.", "Call create_widget with bold_text, then stop."),
     ("# Only a heading\n\n## And another", ""),
 ])
 def test_a_page_description_is_its_front_matter_or_first_paragraph(markdown, description):
