@@ -41,10 +41,13 @@ def parse_uri(uri: str) -> tuple[str, str, str | None]:
     """(corpus, document path, version or None) of a `docs://` URI; raises ResourceNotFound for any other."""
     if not uri.startswith(SCHEME):
         raise ResourceNotFound(uri)
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+    except ValueError:  # e.g. an unclosed '[' where a host would be
+        raise ResourceNotFound(uri) from None
     corpus, path = unquote(parts.netloc), unquote(parts.path.lstrip("/"))
     versions = parse_qs(parts.query).get("version") or [None]
-    if not corpus or not path or parts.fragment:
+    if not corpus or not path or parts.fragment or any(c < " " or c == "\x7f" for c in corpus + (versions[0] or "")):
         raise ResourceNotFound(uri, f"Resource not found: {uri}. Document URIs look like "
                                     f"{SCHEME}<corpus>/<path>, e.g. {SCHEME}sample/guides/retries.md.")
     return corpus, path, versions[0]
