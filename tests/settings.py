@@ -19,3 +19,5 @@ CELERY_TASK_ALWAYS_EAGER = True
 # off unless a test turns it on (tests/test_querylog.py; a server process it starts with
 # DOCSMCP_TEST_QUERY_LOG), so no test sees another's recorded calls.
 DOCSMCP_QUERY_LOG = os.environ.get("DOCSMCP_TEST_QUERY_LOG", "off")
+# Nor does the writer's hourly retention run delete a test's deliberately old rows (tests prune explicitly).
+DOCSMCP_QUERY_LOG_DAYS = 0
