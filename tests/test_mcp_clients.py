@@ -15,6 +15,7 @@ import pytest
 from django.core.management import call_command, get_commands
 from django.urls import Resolver404, resolve
 
+from docsmcp_site.cli import ALIASES
 from mcp_endpoint.clients import CLIENTS
 from tests.conftest import ROOT
 
@@ -42,6 +43,9 @@ def _check_server(server: dict) -> str:
                 pytest.fail(f"{url} names no route in the urlconf")
         return "http"
     args = server["args"]
+    if Path(server["command"]).name == "docsmcp":  # the installed package's command (docsmcp_site/cli.py)
+        assert ALIASES.get(args[0], args[0]) in get_commands(), args
+        return "stdio"
     assert Path(server["command"]).name.startswith("python")
     assert Path(args[0]).name == "manage.py"
     assert args[1] in get_commands(), args

@@ -128,6 +128,10 @@ def test_every_management_command_is_a_docsmcp_command(installed, user_env, tmp_
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: docsmcp build_index") and "--source" in result.stdout
+    config = subprocess.run([installed / "docsmcp", "mcp_config", "--client", "cursor"], cwd=tmp_path,
+                            env=user_env, capture_output=True, text=True, timeout=120)
+    assert json.loads(config.stdout)["mcpServers"]["docsmcp"] == {
+        "command": str(installed / "docsmcp"), "args": ["mcp_stdio"], "env": {"DOCSMCP_HOME": user_env["DOCSMCP_HOME"]}}
 
 
 def test_a_path_that_is_not_a_folder_is_one_clear_line(installed, user_env, tmp_path):

@@ -22,7 +22,7 @@ from mcp_endpoint.clients import (
 )
 
 # Settings that decide which database and indexes a stdio server opens: passed on when set here.
-FORWARDED_ENV = ("DATABASE_URL", "DOCSMCP_INDEX_ROOT", "DOCSMCP_INDEX_CACHE_DIR", "DOCSMCP_DEFAULT_CORPUS",
+FORWARDED_ENV = ("DOCSMCP_HOME", "DATABASE_URL", "DOCSMCP_INDEX_ROOT", "DOCSMCP_INDEX_CACHE_DIR", "DOCSMCP_DEFAULT_CORPUS",
                  "DOCSMCP_EMBEDDING_PROVIDER")
 
 
