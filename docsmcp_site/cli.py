@@ -32,6 +32,11 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "docsmcp_site.settings")
     command = argv[1] if len(argv) > 1 else "help"
     command = ALIASES.get(command, command)
+    if command == "--version":  # Django's own would print Django's version
+        from docsmcp_site import __version__
+
+        print(f"docsmcp {__version__}")
+        return
     argv[1:2] = [command] if len(argv) > 1 else []
     if command in ("serve", "mcp_stdio") and len(argv) > 2 and not argv[2].startswith("-"):
         try:

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from docsmcp_site import __version__
 from docsmcp_site.home import data_home, user_data_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,6 +129,8 @@ def test_every_management_command_is_a_docsmcp_command(installed, user_env, tmp_
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: docsmcp build_index") and "--source" in result.stdout
+    version = subprocess.run([installed / "docsmcp", "--version"], env=user_env, capture_output=True, text=True)
+    assert version.stdout.strip() == f"docsmcp {__version__}"
     config = subprocess.run([installed / "docsmcp", "mcp_config", "--client", "cursor"], cwd=tmp_path,
                             env=user_env, capture_output=True, text=True, timeout=120)
     assert json.loads(config.stdout)["mcpServers"]["docsmcp"] == {
