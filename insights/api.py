@@ -135,8 +135,8 @@ class GapOut(Schema):
     count: int = Field(description="Unanswered calls in the period.")
     distinct_queries: int
     examples: list[ExampleOut]
-    first_seen: datetime
-    last_seen: datetime
+    first_seen: datetime | None
+    last_seen: datetime | None
     status: str
     status_at: datetime | None
     dismissed_reason: str

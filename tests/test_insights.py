@@ -6,6 +6,7 @@ the session's prebuilt index (hash embeddings), so gaps are grouped by its embed
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -255,3 +256,17 @@ def test_feedback_by_page_counts_every_report(traffic):
     (page,) = selectors.feedback_by_page(selectors.period_for(traffic))
     assert (page["page"], page["total"], page["negative"]) == ("guides/retries.md", 3, 1)
     assert page["verdicts"]["helpful"] == 2 and page["verdicts"]["wrong"] == 1
+
+
+def test_a_feedback_item_asks_for_a_content_fix_of_its_page(client, traffic, admin_key):
+    item = Feedback.objects.get(verdict="wrong")
+    item.query = "circuit breaker settings"
+    item.save()
+    response = call(client, "post", f"/corpora/sample/feedback/{item.pk}/fix", {"llm": False}, key=admin_key)
+    assert response.status_code == 201, response.content
+    proposal = response.json()
+    assert (proposal["file"], proposal["kind"], proposal["status"]) == ("guides/retries.md", "content-keywords",
+                                                                       "pending")
+    assert "the default is 5 retries, not 3" in json.dumps(proposal["finding"]) and "+keywords:" in proposal["diff"]
+    assert_error(call(client, "post", f"/corpora/sample/feedback/{item.pk}/fix", {"filepath": "nope.md"},
+                      key=admin_key), 400, message_contains="not a page of corpus")
