@@ -118,11 +118,12 @@ def test_create_refuses_a_source_dir_outside_the_allowed_roots(client, db, docs_
 
 
 def test_default_roots_refuse_a_system_directory_and_allow_var_sources(client, db, settings):
-    """The defaults (var/sources/ and the bundled sample), as a fresh install has them."""
+    """The defaults (sources/ in the data directory, a checkout's var/, and the bundled sample), as a fresh
+    install has them."""
     settings.DOCSMCP_SOURCE_ROOTS = list(defaults.DOCSMCP_SOURCE_ROOTS)
     assert_error(create(client, "x", "/etc"), 400, "source_dir_not_allowed", "outside the allowed roots")
     assert not Corpus.objects.exists()
-    sources = Path(defaults.BASE_DIR) / "var" / "sources" / "test-default-roots"
+    sources = Path(defaults.DOCSMCP_HOME) / "sources" / "test-default-roots"
     sources.mkdir(parents=True, exist_ok=True)
     try:
         assert create(client, "x", sources).status_code == 201
