@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 DESCRIPTION_CHARS = 160
+SCAN_CHARS = 20_000  # a page's first paragraph of prose is near its top; a long page is not read to its end
 ROOT_SECTION = "Overview"  # pages at the top of the docs tree
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _DESCRIPTION_KEY = re.compile(r"^(?:description|summary)[ \t]*:[ \t]*(.+?)[ \t]*$", re.MULTILINE | re.IGNORECASE)
@@ -51,7 +52,7 @@ def page_description(markdown: str) -> str:
         markdown = markdown[front.end():]
     in_fence = False
     paragraph: list[str] = []
-    for line in markdown.splitlines():
+    for line in markdown[:SCAN_CHARS].splitlines():
         stripped = line.strip()
         if stripped.startswith(("```", "~~~")):
             in_fence = not in_fence
