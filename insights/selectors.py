@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Case, CharField, Count, F, Max, Min, Q, QuerySet, When
+from django.db import connections, transaction
+from django.db.models import Case, CharField, Count, F, Max, Q, QuerySet, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import TruncDay
 from django.utils import timezone
 
-from corpus.models import Corpus, Feedback, QueryRecord
+from corpus.models import BuildRun, Corpus, Feedback, QueryRecord
 
 MAX_DAYS = 366
 TOP_N = 20
@@ -95,30 +96,33 @@ def _share(part: int, whole: int) -> float | None:
 def traffic(period: Period) -> Traffic:
     """One GROUP BY (day, build, tool, surface) over the period, folded in Python: the page's totals,
     calls per day, the trend across builds and the tools, for the price of one scan of the records."""
-    rows = list(records(period).annotate(day=TruncDay("at")).values("day", "build_id", "tool", "surface")
-                .annotate(calls=Count("id"), searches=Count("id", filter=SEARCH), zero=Count("id", filter=ZERO),
-                          low=Count("id", filter=_low(period)), errors=Count("id", filter=Q(is_error=True)),
-                          first=Min("at"), last=Max("at")).order_by())
+    query = (records(period).annotate(day=TruncDay("at")).values("day", "build_id", "tool", "surface")
+             .annotate(calls=Count("id"), searches=Count("id", filter=SEARCH), zero=Count("id", filter=ZERO),
+                       low=Count("id", filter=_low(period)), errors=Count("id", filter=Q(is_error=True))).order_by())
+    with transaction.atomic(using=query.db):
+        if connections[query.db].vendor == "postgresql":
+            # The planner cannot tell how few (day, build, tool) groups there are and sorts every row,
+            # spilling to disk with the default 4 MB; this query's own allowance lets it sort in memory.
+            with connections[query.db].cursor() as cursor:
+                cursor.execute("SET LOCAL work_mem = '32MB'")
+        rows = list(query)
     keys = ("calls", "searches", "zero", "low", "errors")
     total = dict.fromkeys(keys, 0)
     by_day: dict = defaultdict(lambda: dict.fromkeys(keys, 0))
     by_build: dict = {}
     by_tool: dict = defaultdict(int)
-    first = last = None
     for r in rows:
         for k in keys:
             total[k] += r[k]
             by_day[r["day"].date()][k] += r[k]
         by_tool[(r["tool"], r["surface"])] += r["calls"]
-        first = min(first, r["first"]) if first else r["first"]
-        last = max(last, r["last"]) if last else r["last"]
         if r["build_id"] and r["searches"]:
             b = by_build.setdefault(r["build_id"], {"build_id": r["build_id"], "searches": 0, "zero": 0, "low": 0,
-                                                    "first": r["first"], "last": r["last"]})
+                                                    "first": r["day"], "last": r["day"]})
             for k in ("searches", "zero", "low"):
                 b[k] += r[k]
-            b["first"], b["last"] = min(b["first"], r["first"]), max(b["last"], r["last"])
-    summary = {**total, "reads": total["calls"] - total["searches"], "first": first, "last": last,
+            b["first"], b["last"] = min(b["first"], r["day"]), max(b["last"], r["day"])
+    summary = {**total, "reads": total["calls"] - total["searches"],
                "zero_share": _share(total["zero"], total["searches"]),
                "low_share": _share(total["low"], total["searches"])}
     start = timezone.localdate(period.since)
@@ -128,7 +132,8 @@ def traffic(period: Period) -> Traffic:
         d = by_day.get(day) or {}
         days.append({"day": day, "calls": d.get("calls", 0), "searches": d.get("searches", 0), "zero": d.get("zero", 0),
                      "low": d.get("low", 0)})
-    builds = sorted(by_build.values(), key=lambda b: b["first"])[-60:]
+    made = dict(BuildRun.objects.filter(build_id__in=list(by_build)).values_list("build_id", "created_at"))
+    builds = sorted(by_build.values(), key=lambda b: (b["first"], made.get(b["build_id"]) or b["first"]))[-60:]
     for b in builds:
         b["zero_share"], b["low_share"] = b["zero"] / b["searches"], b["low"] / b["searches"]
     tools = [{"tool": t, "surface": surface, "calls": n}

@@ -51,7 +51,7 @@ def index(request: HttpRequest):
 
 
 def _trend_chart(trend: list[dict]):
-    labels = [f"build {t['build_id']} · from {t['first']:%Y-%m-%d %H:%M} · {t['searches']} searches" for t in trend]
+    labels = [f"build {t['build_id']} · from {t['first']:%Y-%m-%d} · {t['searches']} searches" for t in trend]
     axis = [t["build_id"][:16] for t in trend]
     return eval_charts.line_chart([eval_charts.Series("zero-hit share", [t["zero_share"] for t in trend]),
                                    eval_charts.Series("low-score share", [t["low_share"] for t in trend])],
