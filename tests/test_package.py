@@ -27,11 +27,20 @@ ROOT = Path(__file__).resolve().parent.parent
 ACCEPT = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
 
 
+def _not_packaged(folder: str, names: list[str]) -> set[str]:
+    top = Path(folder) == ROOT and {".git", ".venv", "node_modules", "var", "test-artifacts", "build", "dist", "tests",
+                                     "bench", "conformance", ".ci", ".hypothesis", ".ruff_cache"}
+    return {name for name in names if name == "__pycache__" or name.endswith(".egg-info") or (top and name in top)}
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """A fresh venv with the wheel installed; its bin/ directory."""
     tmp = tmp_path_factory.mktemp("package")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
+    # Built from a copy: pip builds in the source tree, and two test processes must not share one.
+    source = tmp / "source"
+    shutil.copytree(ROOT, source, ignore=_not_packaged)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
                     "--quiet", "-w", str(tmp / "dist")], check=True, capture_output=True)
     wheel = next((tmp / "dist").glob("docsmcp-*-py3-none-any.whl"))
     venv = tmp / "venv"
