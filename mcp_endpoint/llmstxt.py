@@ -61,7 +61,7 @@ def _text(body: str, status: int = 200, content_type: str = TEXT) -> HttpRespons
 def _admit(request: HttpRequest, corpus: str) -> Principal | None:
     """/mcp/'s checks for a GET: method, corpus name, Origin, key, scope, rate limit; raises Refusal."""
     if request.method not in ("GET", "HEAD"):
-        raise Refusal(405, "Method Not Allowed: use GET.\n", {"Allow": "GET, HEAD"})
+        raise Refusal(405, "Method Not Allowed: use GET.\n", {"Allow": "GET, HEAD, OPTIONS"})
     if find_bad_text(corpus, "corpus") is not None:
         raise Refusal(404, NOT_FOUND)
     if not security.origin_allowed(request.headers.get("Origin")):
@@ -97,6 +97,13 @@ def _matches(request: HttpRequest, etag: str) -> bool:
 
 def _served(request: HttpRequest, corpus: str, read: Callable[[], HttpResponse]) -> HttpResponse:
     """`read()` under the caller's corpus limit, its failures answered in plain text, never a 500 page."""
+    if request.method == "OPTIONS":  # a browser's CORS preflight for a GET with a key
+        response = security.preflight(request)
+        if response.status_code == 204:
+            response["Allow"] = "GET, HEAD, OPTIONS"
+            if "Access-Control-Allow-Methods" in response:
+                response["Access-Control-Allow-Methods"] = "GET, HEAD, OPTIONS"
+        return response
     try:
         principal = _admit(request, corpus)
         with limited_to(principal.corpora if principal else None):

@@ -177,3 +177,18 @@ def test_list_and_read_results_carry_cache_hints_on_2026_07_28(docs_server, sett
         assert result["resultType"] == "complete"
         assert result["ttlMs"] == 60000 and result["cacheScope"] == "public"
     assert read["contents"][0]["_meta"][META_KEY]["indexed_at"]
+
+
+def test_a_key_limited_to_other_corpora_cannot_read_this_one(docs_server, settings):
+    from corpus.models import Corpus
+    from mcp_endpoint.apikeys import create_api_key
+
+    settings.MCP_AUTH_REQUIRED = True
+    Corpus.objects.create(name="other", source_dir=str(SAMPLE_DOCS))
+    _, key = create_api_key("other-team", ["read"], corpora=["other"])
+    with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {key}"}) as http:
+        reply = post(http, f"{docs_server}/mcp/c/other/",
+                     {"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+                      "params": {"uri": "docs://sample/guides/retries.md"}}, version="2025-11-25").json()
+    assert reply["error"]["code"] == -32602 and reply["error"]["data"] == {"uri": "docs://sample/guides/retries.md"}
+    assert "No corpus of that name" in reply["error"]["message"] and "other" not in reply["error"]["message"]

@@ -136,10 +136,16 @@ def test_with_auth_required_a_read_key_is_needed_and_a_limited_key_sees_its_corp
     assert hidden.status_code == 404 and "sample" not in hidden.text
 
 
-def test_other_methods_and_origins_are_refused(docs_server, http):
+def test_other_methods_and_origins_are_refused_and_allowed_origins_preflight(docs_server, http):
     assert http.post(f"{docs_server}/c/sample/llms.txt").status_code == 405
     foreign = http.get(f"{docs_server}/c/sample/llms.txt", headers={"Origin": "https://evil.example"})
     assert foreign.status_code == 403
+    local = {"Origin": "http://localhost:3000"}
+    preflight = http.options(f"{docs_server}/c/sample/llms.txt",
+                             headers={**local, "Access-Control-Request-Headers": "authorization"})
+    assert preflight.status_code == 204 and "GET" in preflight.headers["access-control-allow-methods"]
+    allowed = http.get(f"{docs_server}/c/sample/llms.txt", headers=local)
+    assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == "http://localhost:3000"
 
 
 @pytest.mark.parametrize(("markdown", "description"), [
