@@ -227,6 +227,8 @@ DOCSMCP_EVAL_ALLOWED_URLS = env_list("DOCSMCP_EVAL_ALLOWED_URLS", "")
 # Insights (docs/feedback.md): a search whose best hit scores below this counts as low-score; a corpus's
 # settings {"low_score": 0.3} override it. Scores are fused ranks in [0, 1]: 1 = first in every leg.
 DOCSMCP_INSIGHTS_LOW_SCORE = float(os.environ.get("DOCSMCP_INSIGHTS_LOW_SCORE", "0.4"))
+# Seconds a corpus page's aggregates (calls per day, top queries, pages) are reused; 0: always recomputed.
+DOCSMCP_INSIGHTS_CACHE_SECONDS = int(os.environ.get("DOCSMCP_INSIGHTS_CACHE_SECONDS", "30"))
 # The query log (corpus/querylog.py, docs/security.md): every search and read call, and agents' feedback.
 # full: everything; no-text: no query text, feedback query or comment; off: nothing is recorded.
 DOCSMCP_QUERY_LOG = os.environ.get("DOCSMCP_QUERY_LOG", "full").strip().lower()

@@ -9,11 +9,13 @@ DOCSMCP_INSIGHTS_LOW_SCORE).
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connections, transaction
 from django.db.models import Case, CharField, Count, F, Max, Q, QuerySet, When
 from django.db.models.fields.json import KT
@@ -159,6 +161,20 @@ def top_queries(period: Period, limit: int = TOP_N) -> list[dict]:
     return list(records(period).filter(SEARCH).exclude(query="").values("query")
                 .annotate(calls=Count("id"), zero=Count("id", filter=ZERO), low=Count("id", filter=_low(period)),
                           last=Max("at")).order_by("-calls", "-last")[:limit])
+
+
+def cached_aggregates(period: Period) -> dict:
+    """The corpus page's traffic, top queries and pages, kept DOCSMCP_INSIGHTS_CACHE_SECONDS (default 30) in
+    the cache: an author going back and forth between a corpus and its gaps does not rescan the records."""
+    seconds = int(getattr(settings, "DOCSMCP_INSIGHTS_CACHE_SECONDS", 30) or 0)
+    raw = f"{period.corpus}\0{period.version}\0{period.days}\0{period.include_eval}\0{period.low_score}"
+    key = "insights:" + hashlib.sha256(raw.encode()).hexdigest()
+    value = cache.get(key) if seconds > 0 else None
+    if value is None:
+        value = {"traffic": traffic(period), "top_queries": top_queries(period), "pages": page_reads(period)}
+        if seconds > 0:
+            cache.set(key, value, seconds)
+    return value
 
 
 def page_of(chunk_or_path: str) -> str:

@@ -63,12 +63,13 @@ def _trend_chart(trend: list[dict]):
 def corpus_detail(request: HttpRequest, name: str):
     corpus = _corpus_or_404(name)
     period = _period(request, corpus)
-    seen = selectors.traffic(period)
+    found = selectors.cached_aggregates(period)
+    seen = found["traffic"]
     trend = seen.builds
     feedback_pages = selectors.feedback_by_page(period)
     for row in feedback_pages:
         row["bar"] = charts.verdict_bar(row["verdicts"])
-    top = selectors.top_queries(period)
+    top = [dict(q) for q in found["top_queries"]]
     peak = max((q["calls"] for q in top), default=1)
     for q in top:
         q["width"] = round(100 * q["calls"] / peak)
@@ -80,7 +81,7 @@ def corpus_detail(request: HttpRequest, name: str):
         "summary": seen.summary, "day_chart": charts.day_bars(seen.days),
         "trend": trend, "trend_chart": _trend_chart(trend) if trend else "", "top_queries": top,
         "gaps": [(g, round(100 * g.count / gap_peak)) for g in gaps[:50]], "gap_total": len(gaps),
-        "pages": selectors.page_reads(period), "feedback_pages": feedback_pages,
+        "pages": found["pages"], "feedback_pages": feedback_pages,
         "feedback_items": list(selectors.feedback(period)[:30]), "tools": seen.tools,
         "verdict_colors": charts.VERDICT_COLORS,
         "dismissed": Gap.objects.filter(corpus=corpus.family.name, status=Gap.DISMISSED).count(),

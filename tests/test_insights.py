@@ -38,6 +38,12 @@ def unanswered(queries: list[str], times: int = 1, **kw) -> list[QueryRecord]:
     return [record(q, hits=0, score=None, **kw) for q in queries for _ in range(times)]
 
 
+@pytest.fixture(autouse=True)
+def fresh_aggregates(settings):
+    """Every load recomputes: a cached page of another test's rows must not answer this one's."""
+    settings.DOCSMCP_INSIGHTS_CACHE_SECONDS = 0
+
+
 @pytest.fixture
 def traffic(sample_corpus):
     rows = [record("retry backoff") for _ in range(20)]

@@ -22,6 +22,12 @@ ASKED = {"kubernetes helm chart": 9, "helm charts on kubernetes": 4, "graphql mu
          "how do I write a graphql mutation": 2, "retry backoff": 40, "RateLimitError": 25}
 
 
+@pytest.fixture(autouse=True)
+def fresh_aggregates(settings):
+    """Every load recomputes: a cached page of another test's rows must not answer this one's."""
+    settings.DOCSMCP_INSIGHTS_CACHE_SECONDS = 0
+
+
 @pytest.fixture
 def calls(sample_corpus):
     now = timezone.now()
