@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,12 +37,20 @@ from retrieval.storage.cache import BuildCache
 from . import querylog, warming
 from .access import visible
 from .errors import CorpusError, CorpusNotFound, DatabaseUnavailable
+from .models import Corpus
 from .providers import cached_provider
-from .selectors import active_index_path, corpus_get, default_corpus, served_corpus_names, version_labels
+from .selectors import (
+    active_index_path,
+    corpus_get,
+    corpus_list,
+    default_corpus,
+    served_corpus_names,
+    version_labels,
+)
 
 if TYPE_CHECKING:  # the search modules load Arrow: only a process that opens an index pays for it
     from retrieval.search.documents import ChunkWindow, Document, DocumentSummary
-    from retrieval.search.engine import SearchRequest, SearchResult
+    from retrieval.search.engine import SearchHit, SearchRequest, SearchResult
     from retrieval.search.index import Index
 
 logger = logging.getLogger("docsmcp.corpus")
@@ -92,6 +100,7 @@ def forget_active(name: str | None = None) -> None:
     with _pointer_lock:
         _generation += 1
         _versions.clear()
+        _count.clear()
         if name is None:
             _pointers.clear()
         else:
@@ -369,6 +378,194 @@ def build_documents(index: Index, paths: Sequence[str], batch: int = 64) -> Iter
 
     for start in range(0, len(paths), batch):
         yield from read_documents(index, list(paths[start:start + batch]))
+
+
+# --- many corpora ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CorpusHit:
+    """A hit and the corpus it came from, for merging the results of several corpora."""
+
+    corpus: Corpus
+    hit: SearchHit
+    order: tuple[int, int]  # (position of its corpus among those searched, rank): the tie-break
+    freshness: dict[str, Any] = field(default_factory=dict)
+
+
+def merge_hits(per_corpus: list[list[CorpusHit]], limit: int) -> list[CorpusHit]:
+    """Hits of several corpora by descending score (each corpus's scores are normalised to [0, 1]
+    the same way), ties by corpus order then rank; the first `limit`."""
+    merged = [hit for hits in per_corpus for hit in hits]
+    merged.sort(key=lambda h: (-h.hit.score, h.order))
+    return merged[:limit]
+
+
+def served_corpora() -> list[Corpus]:
+    """Markdown corpora with an active build that the caller may see, by name; other versions of a
+    corpus are reached through `version`, not listed, so a search across all does not repeat a corpus."""
+    return [c for c in corpus_list() if c.kind == Corpus.KIND_MARKDOWN and not c.version_of_id
+            and c.active_build_id is not None]
+
+
+_count: list[tuple[float, int]] = []  # (when, served_corpus_count), cached like the pointers
+
+
+def served_corpus_count() -> int:
+    """How many corpora this server serves, whoever asks: whether /mcp/ offers a choice of corpus does not
+    depend on the caller's key (the names it may see do). Every tools/list and tools/call asks, so it is
+    cached for POINTER_TTL like the active pointers; while the database is unreachable the last count holds."""
+    now = time.monotonic()
+    if _count and now - _count[0][0] < POINTER_TTL:
+        return _count[0][1]
+    try:
+        value = Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, version_of__isnull=True,
+                                      active_build__isnull=False).count()
+    except DatabaseError:
+        if not _count:
+            raise
+        return _count[0][1]
+    _count[:] = [(now, value)]
+    return value
+
+
+@dataclass(frozen=True)
+class CorpusCard:
+    """What `list_corpora` says of one corpus: enough for an agent to choose it and to judge how current it is."""
+
+    name: str
+    title: str
+    description: str
+    versions: list[str]
+    default_version: str | None
+    pages: int
+    chunks: int
+    last_built: str | None
+    freshness: dict[str, Any]
+    score: float | None = None  # how well it matches the query, when one was given
+
+
+# index path -> (its description, page titles, summary terms), read from metadata.json: listing and
+# ranking corpora never open an index.
+_profiles: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _profile_of(path: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    from retrieval.corpus_summary import summarize
+    from retrieval.ingest.metadata import read_metadata
+
+    known = _profiles.get(path)
+    if known is None:
+        try:
+            metadata = read_metadata(build_location(path))
+        except (RetrievalError, OSError) as exc:
+            logger.warning("no corpus summary from %s: %s", path, exc)
+            return "", (), ()
+        summary = metadata.extra.get("summary") or summarize(metadata.files)  # builds made before summaries
+        description = metadata.corpus_description if metadata.corpus_description != metadata.corpus else ""
+        known = (description, tuple(t for t in metadata.files.values() if t), tuple(summary.get("terms", ())))
+        with _pointer_lock:
+            if len(_profiles) > 4096:
+                _profiles.clear()
+            _profiles[path] = known
+    return known
+
+
+def corpus_cards(query: str | None = None) -> list[CorpusCard]:
+    """Every corpus the caller may read, by name; with `query`, best match first (name, description,
+    page titles and the build's summary terms, BM25: retrieval/corpus_summary.py)."""
+    from corpus.selectors import default_version, served_versions
+    from retrieval.corpus_summary import CorpusProfile, rank_corpora
+
+    cards = []
+    profiles = []
+    for corpus in served_corpora():
+        serving = default_version(corpus)
+        build = serving.active_build or corpus.active_build
+        stats = (build.stats or {}) if build else {}
+        versions = [m.version for m in served_versions(corpus)]
+        description, titles, terms = _profile_of(build.index_path) if build and build.index_path else ("", (), ())
+        fresh = {"version": stats.get("version") or None, "revision": stats.get("revision") or None,
+                 "indexed_at": stats.get("indexed_at") or None, "stale": corpus.is_stale}
+        cards.append(CorpusCard(
+            name=corpus.name, title=str((corpus.settings or {}).get("title") or corpus.name),
+            description=corpus.description or description, versions=versions,
+            default_version=(serving.version or None) if versions else (corpus.version or None),
+            pages=int(stats.get("total_files") or 0), chunks=int(stats.get("total_chunks") or 0),
+            last_built=stats.get("indexed_at") or None, freshness=fresh))
+        profiles.append(CorpusProfile(corpus.name, corpus.description or description, titles, terms))
+    if not query:
+        return cards
+    by_name = {card.name: card for card in cards}
+    return [replace(by_name[name], score=score) for name, score in rank_corpora(query, profiles)]
+
+
+@dataclass(frozen=True)
+class CorporaSearch:
+    """One page of a search across several corpora, merged by score.
+
+    Paging is by offset over the merged list: page N re-runs each corpus's search for its first
+    offset+limit hits and merges again. The cursor is signed like a one-corpus cursor, bound to
+    the query and to the set of corpora and their active builds (`builds`), so a rebuild of any of
+    them, or a key that sees other corpora, asks for a new search."""
+
+    hits: list[CorpusHit]
+    request: SearchRequest
+    offset: int
+    limit: int
+    builds: str
+    more: bool
+
+    @property
+    def next_cursor(self) -> str | None:
+        return self.cursor_after(len(self.hits)) if self.more else None
+
+    def cursor_after(self, kept: int) -> str:
+        """The cursor of the page that starts after the first `kept` hits of this one."""
+        from retrieval.search.cursor import CursorState, encode_cursor
+        from retrieval.search.engine import DEFAULT_DEPTH, check_query
+
+        return encode_cursor(cursor_secret(), query=check_query(self.request.query), filters={},
+                             build_id=self.builds, state=CursorState(self.offset + kept, self.limit, DEFAULT_DEPTH))
+
+
+def _builds_key(indexes: Sequence[tuple[str, Index]]) -> str:
+    text = "\n".join(f"{name}={index.build_id}" for name, index in sorted(indexes, key=lambda item: item[0]))
+    return "corpora:" + hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearch:
+    """`request` (query, limit, cursor; no filters: taxonomies differ between corpora) on each corpus
+    named, merged by score. Each hit keeps the chunk ID it has on its corpus's own endpoint."""
+    from retrieval.search.cursor import decode_cursor
+    from retrieval.search.engine import DEFAULT_LIMIT, MAX_LIMIT, check_limit, check_query
+
+    query = check_query(request.query)
+    corpora = {c.name: c for c in served_corpora()}
+    targets = [corpora[name] for name in dict.fromkeys(names) if name in corpora]
+    indexes = [(c.name, active_index(c.name)) for c in targets]
+    builds = _builds_key(indexes)
+    offset, limit = 0, check_limit(request.limit if request.limit is not None else DEFAULT_LIMIT)
+    if request.cursor is not None:
+        state = decode_cursor(cursor_secret(), request.cursor, query=query, filters={}, build_id=builds)
+        offset = state.offset
+        limit = check_limit(request.limit if request.limit is not None else state.limit)
+    wanted = offset + limit + 1  # one more than the page: whether a next page exists
+    per_corpus: list[list[CorpusHit]] = []
+    for position, (corpus, (_name, index)) in enumerate(zip(targets, indexes, strict=True)):
+        fresh = freshness(index)
+        hits: list[SearchHit] = []
+        cursor = None
+        while len(hits) < wanted:
+            served = corpus_search(corpus.name, replace(request, query=query, filters={}, cursor=cursor,
+                                                       limit=min(MAX_LIMIT, wanted - len(hits))))
+            hits += served.result.hits
+            cursor = served.result.next_cursor
+            if cursor is None:
+                break
+        per_corpus.append([CorpusHit(corpus, hit, (position, rank), fresh) for rank, hit in enumerate(hits)])
+    merged = merge_hits(per_corpus, wanted)
+    return CorporaSearch(merged[offset:offset + limit], request, offset, limit, builds, len(merged) > offset + limit)
 
 
 # --- warming --------------------------------------------------------------------------------------

@@ -162,6 +162,9 @@ DOCSMCP_KEEP_BUILDS = int(os.environ.get("DOCSMCP_KEEP_BUILDS", "3"))
 # marked failed (its worker stopped) the next time anyone asks, so a dead worker blocks a corpus this long.
 DOCSMCP_BUILD_LEASE_SECONDS = int(os.environ.get("DOCSMCP_BUILD_LEASE_SECONDS", "40"))
 DOCSMCP_DEFAULT_CORPUS = os.environ.get("DOCSMCP_DEFAULT_CORPUS", "")
+# /mcp/ of several corpora (docs/corpora.md): up to this many corpora a caller may read, search_docs' and get_doc's
+# `corpus` argument lists them (an enum); above, it is a free string and a wrong name gets "did you mean".
+DOCSMCP_CORPUS_ENUM_MAX = int(os.environ.get("DOCSMCP_CORPUS_ENUM_MAX", "20"))
 # Directories a corpus registered through the REST API or the admin may read its markdown from
 # (comma-separated). Narrow by default: sources/ under DOCSMCP_HOME and the bundled sample. `manage.py build_index`,
 # run by the operator, may register any directory.

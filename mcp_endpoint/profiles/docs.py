@@ -23,7 +23,15 @@ from corpus.serving import (
 )
 from mcp_endpoint import budget
 from mcp_endpoint.jsontext import indented
-from mcp_endpoint.profiles import Context, ToolDef, ToolResult, UnknownCorpus, docs_resources, feedback
+from mcp_endpoint.profiles import (
+    Context,
+    ToolDef,
+    ToolResult,
+    UnknownCorpus,
+    docs_corpora,
+    docs_resources,
+    feedback,
+)
 from mcp_endpoint.profiles.docs_resources import read_resource, resource_templates, resources  # noqa: F401 (hooks)
 from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA
 from retrieval.errors import RetrievalError
@@ -74,6 +82,8 @@ def instructions(context: Context) -> str:
         index = _index(context)
     except RetrievalError as exc:
         return f"docsmcp documentation server. {exc}"
+    if docs_corpora.applies(context):
+        return docs_corpora.instructions()
     metadata = index.metadata
     text = (
         f"This server searches the {describe(metadata)}. Call search_docs with a question or "
@@ -358,7 +368,10 @@ def tools(context: Context) -> list[ToolDef]:
     except RetrievalError:  # no usable index: base schema; search_docs itself reports why
         index = None
     _name, versions = version_choices(context.corpus)
-    return _tools(index, tuple(versions or ()))
+    made = _tools(index, tuple(versions or ()))
+    if docs_corpora.applies(context):  # /mcp/ of a server of several corpora: a choice of corpus
+        return docs_corpora.extended(made, f"{index.path if index is not None else ''}|{','.join(versions or ())}")
+    return made
 
 
 # Every tools/call looks its tool up in this list, so it is made once per build and version list,

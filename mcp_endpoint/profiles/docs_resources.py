@@ -129,20 +129,23 @@ def links_supported(version: str | None) -> bool:
 def with_links(context: Context, result: ToolResult, version: str | None) -> ToolResult:
     """`result` (a search_docs page) followed by one `resource_link` block per page its hits come from, in
     hit order, after the text block that stays first; unchanged for clients whose protocol version
-    predates resource links."""
+    predates resource links. Hits of a search across corpora link to their own corpus's pages."""
     if result.is_error or not links_supported(context.protocol_version) or not isinstance(result.structured, dict):
         return result
     hits = result.structured.get("hits") or []
     if not hits:
         return result
-    head, version = _addressed(context, context.corpus or active_index(None).metadata.corpus, version)
+    merged = context.corpus is None and "corpus" in hits[0]  # a search across corpora: each hit names its own
+    head, version = _addressed(context, context.corpus or ("" if merged else active_index(None).metadata.corpus),
+                               version)
     seen: set[str] = set()
     links = []
     for hit in hits:
-        if hit["filepath"] in seen:
+        uri = document_uri(hit["corpus"] if merged else head, hit["filepath"], version)
+        if uri in seen:
             continue
-        seen.add(hit["filepath"])
-        link = {"type": "resource_link", "uri": document_uri(head, hit["filepath"], version),
+        seen.add(uri)
+        link = {"type": "resource_link", "uri": uri,
                 "name": hit["filepath"], "mimeType": MIME_TYPE}
         if hit.get("title"):
             link["title"] = hit["title"]

@@ -6,14 +6,12 @@ corpora of kind "chunks" belong to the citeloom profile and are invisible here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from corpus.models import Corpus
 from corpus.selectors import corpus_list
-from corpus.serving import active_index, freshness, version_choices
+from corpus.serving import CorpusHit, active_index, freshness, merge_hits, version_choices  # noqa: F401 (shared)
 from retrieval.errors import RetrievalError
-from retrieval.search.engine import SearchHit
 
 
 def markdown_corpora() -> list[Corpus]:
@@ -25,16 +23,6 @@ def markdown_corpora() -> list[Corpus]:
 def served_corpora() -> list[Corpus]:
     """Markdown corpora with an active build: the ones a search across "all" covers."""
     return [c for c in markdown_corpora() if c.active_build_id is not None]
-
-
-@dataclass(frozen=True)
-class CorpusHit:
-    """A hit and the corpus it came from, for merging the results of several corpora."""
-
-    corpus: Corpus
-    hit: SearchHit
-    order: tuple[int, int]  # (position of its corpus among those searched, rank): the tie-break
-    freshness: dict[str, Any] = field(default_factory=dict)
 
 
 def corpora_freshness() -> str:
@@ -61,9 +49,3 @@ FRESHNESS_SCHEMA: dict[str, Any] = {
     "indexed_at": {"type": ["string", "null"], "description": "When that build was made (ISO 8601, UTC)."},
 }
 
-def merge_hits(per_corpus: list[list[CorpusHit]], limit: int) -> list[CorpusHit]:
-    """Hits of several corpora by descending score (each corpus's scores are normalised to [0, 1]
-    the same way), ties by corpus order then rank; the first `limit`."""
-    merged = [hit for hits in per_corpus for hit in hits]
-    merged.sort(key=lambda h: (-h.hit.score, h.order))
-    return merged[:limit]

@@ -39,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from retrieval import storage
+from retrieval.corpus_summary import summarize
 from retrieval.embeddings.base import EmbeddingProvider
 from retrieval.embeddings.cache import EmbeddingCache, embed_with_cache
 from retrieval.errors import BuildCancelled, ValidationFailed
@@ -187,6 +188,7 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
             stats=stats,
             embedding=spec,
             files={r.relpath: r.title for r in results},
+            extra={"summary": summarize({r.relpath: r.title for r in results})},
         )
         write_contents(partial)
         if cancelled():
