@@ -10,7 +10,7 @@ calls over 30 days (searches of a few thousand distinct questions, a share of th
 low-score, reads, eval-run calls) and 2,000 feedback items, then requests each page and endpoint
 as a staff user through Django's test client: the first corpus page load (which groups every
 unanswered text not grouped yet) separately, then `--repeat` warm loads of each. Prints one line
-per URL: median and max milliseconds.
+per URL: median and max milliseconds, with the corpus page's aggregate cache off, then on.
 """
 
 from __future__ import annotations
@@ -162,9 +162,12 @@ def main() -> None:
             start = time.perf_counter()
             fn(period)
             print(f"  {label:20} {(time.perf_counter() - start) * 1000:7.0f} ms (30 days)", file=sys.stderr)
-        for url in urls:
-            times = [timed(url) for _ in range(args.repeat)]
-            print(f"{url:70} {statistics.median(times):8.0f} ms  (max {max(times):.0f})")
+        for seconds in (0, 30):
+            settings.DOCSMCP_INSIGHTS_CACHE_SECONDS = seconds
+            print(f"DOCSMCP_INSIGHTS_CACHE_SECONDS={seconds}" + (" (every load recomputes)" if not seconds else ""))
+            for url in urls:
+                times = [timed(url) for _ in range(args.repeat)]
+                print(f"  {url:70} {statistics.median(times):8.0f} ms  (max {max(times):.0f})")
     finally:
         if args.keep:
             print(f"kept database {connection.settings_dict['NAME']}", file=sys.stderr)
