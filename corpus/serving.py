@@ -550,7 +550,8 @@ def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearc
         state = decode_cursor(cursor_secret(), request.cursor, query=query, filters={}, build_id=builds)
         offset = state.offset
         limit = check_limit(request.limit if request.limit is not None else state.limit)
-    wanted = offset + limit + 1  # one more than the page: whether a next page exists
+    wanted = offset + limit
+    more = False  # whether some corpus has hits beyond those fetched: they belong to later pages
     per_corpus: list[list[CorpusHit]] = []
     for position, (corpus, (_name, index)) in enumerate(zip(targets, indexes, strict=True)):
         fresh = freshness(index)
@@ -563,9 +564,11 @@ def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearc
             cursor = served.result.next_cursor
             if cursor is None:
                 break
+        more = more or cursor is not None
         per_corpus.append([CorpusHit(corpus, hit, (position, rank), fresh) for rank, hit in enumerate(hits)])
     merged = merge_hits(per_corpus, wanted)
-    return CorporaSearch(merged[offset:offset + limit], request, offset, limit, builds, len(merged) > offset + limit)
+    return CorporaSearch(merged[offset:offset + limit], request, offset, limit, builds,
+                         more or len(merged) > offset + limit)
 
 
 # --- warming --------------------------------------------------------------------------------------
@@ -586,8 +589,23 @@ def _warm_in_background(index: Index) -> None:
         connections.close_all()
 
 
+def pinned_corpora(names: Sequence[str]) -> list[str]:
+    """The corpora a serving process loads at start and never evicts: DOCSMCP_PINNED_CORPORA (comma-separated
+    names, or `*` for all); unset, every corpus while there are at most DOCSMCP_PIN_ALL_MAX of them (a small
+    server starts as it always did, everything warm), else none (each opens on its first use)."""
+    wanted = str(getattr(settings, "DOCSMCP_PINNED_CORPORA", "") or "").strip()
+    if wanted == "*":
+        return list(names)
+    if wanted:
+        chosen = {n.strip() for n in wanted.split(",") if n.strip()}
+        return [n for n in names if n in chosen]
+    return list(names) if len(names) <= int(getattr(settings, "DOCSMCP_PIN_ALL_MAX", 20)) else []
+
+
 def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> dict:
-    """Warms the active build of every corpus; then (with `watch`) warms new activations as they come.
+    """Warms the active build of every pinned corpus (pinned_corpora); then (with `watch`) warms new
+    activations of the corpora this process has loaded as they come. Other corpora open on first use
+    and stay while they fit DOCSMCP_SERVING_MEMORY_MB (retrieval.search.index.IndexCache).
 
     `notify` is called between corpora, so a supervisor that expects signs of life (gunicorn's
     worker timeout) does not kill a process warming a large corpus.
@@ -603,6 +621,10 @@ def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> 
     except Exception as exc:  # no database at start: serve what requests bring, opened on first use
         logger.warning("warming skipped: the corpora cannot be listed (%s)", exc)
         names = []
+    names = pinned_corpora(names)
+    budget = int(getattr(settings, "DOCSMCP_SERVING_MEMORY_MB", 0) or 0)
+    INDEXES.configure(budget_bytes=budget * 1024 * 1024 if budget else None, pinned=frozenset(names),
+                      max_open=None if budget else INDEXES.max_open)
     for name in names:
         began = time.perf_counter()
         try:
@@ -645,10 +667,19 @@ def start_watcher(interval: float = POINTER_TTL) -> None:
 def _watch(interval: float) -> None:
     while True:
         time.sleep(interval)
-        try:
-            for name in served_corpus_names():
-                active_index(name)  # a changed build starts warming in the background (IndexCache)
-        except Exception as exc:  # the database may be down: requests keep the last known builds
-            logger.debug("activation watcher: %s", exc)
-        finally:
-            close_old_connections()
+        watch_once()
+
+
+def watch_once() -> None:
+    """One look at the active builds: a loaded corpus whose build changed starts warming the new one in the
+    background (IndexCache); a corpus not loaded opens its new build on its first use, not here."""
+    from retrieval.search.index import INDEXES
+
+    try:
+        for name in served_corpus_names():
+            if INDEXES.loaded(name):
+                active_index(name)
+    except Exception as exc:  # the database may be down: requests keep the last known builds
+        logger.debug("activation watcher: %s", exc)
+    finally:
+        close_old_connections()

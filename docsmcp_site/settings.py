@@ -165,6 +165,13 @@ DOCSMCP_DEFAULT_CORPUS = os.environ.get("DOCSMCP_DEFAULT_CORPUS", "")
 # /mcp/ of several corpora (docs/corpora.md): up to this many corpora a caller may read, search_docs' and get_doc's
 # `corpus` argument lists them (an enum); above, it is a free string and a wrong name gets "did you mean".
 DOCSMCP_CORPUS_ENUM_MAX = int(os.environ.get("DOCSMCP_CORPUS_ENUM_MAX", "20"))
+# Memory a serving worker may spend on open indexes (docs/corpora.md): corpora open on first use and the least
+# recently used close beyond it; 0: no budget (at most 8 indexes open besides the pinned ones, as before).
+DOCSMCP_SERVING_MEMORY_MB = int(os.environ.get("DOCSMCP_SERVING_MEMORY_MB", "0") or 0)
+# Corpora a worker loads before it serves and never closes: comma-separated names, or * for all. Unset: every
+# corpus while the server has at most DOCSMCP_PIN_ALL_MAX of them, else none.
+DOCSMCP_PINNED_CORPORA = os.environ.get("DOCSMCP_PINNED_CORPORA", "")
+DOCSMCP_PIN_ALL_MAX = int(os.environ.get("DOCSMCP_PIN_ALL_MAX", "20"))
 # Directories a corpus registered through the REST API or the admin may read its markdown from
 # (comma-separated). Narrow by default: sources/ under DOCSMCP_HOME and the bundled sample. `manage.py build_index`,
 # run by the operator, may register any directory.

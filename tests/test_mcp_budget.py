@@ -42,7 +42,8 @@ def result_of(http, url: str, tool: str, arguments: dict, **kwargs) -> tuple[dic
 
 
 def docs(base: str) -> str:
-    return f"{base}/mcp/"
+    """The sample corpus's docs endpoint: with several corpora, /mcp/ searches them all (tests/test_mcp_corpora.py)."""
+    return f"{base}/mcp/c/sample/"
 
 
 def _all_ids(http, base: str, args: dict) -> tuple[list[str], list[dict]]:
