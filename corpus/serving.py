@@ -589,6 +589,19 @@ def _warm_in_background(index: Index) -> None:
         connections.close_all()
 
 
+def _warm_model(name: str) -> None:
+    """Loads the query embedding model of one corpus without loading its index (only its metadata.json is
+    read), so a worker that pins no corpus does not make its first search load the model."""
+    from retrieval.search.index import Index
+
+    try:
+        embedder = query_embedder(Index(build_location(active_index_path(name))))
+        if embedder is not None:
+            embedder.embed_query("warm up")
+    except Exception as exc:  # the first search loads it instead, and reports what is wrong
+        logger.warning("query model of corpus %s not loaded: %s", name, exc)
+
+
 def pinned_corpora(names: Sequence[str]) -> list[str]:
     """The corpora a serving process loads at start and never evicts: DOCSMCP_PINNED_CORPORA (comma-separated
     names, or `*` for all); unset, every corpus while there are at most DOCSMCP_PIN_ALL_MAX of them (a small
@@ -621,7 +634,9 @@ def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> 
     except Exception as exc:  # no database at start: serve what requests bring, opened on first use
         logger.warning("warming skipped: the corpora cannot be listed (%s)", exc)
         names = []
-    names = pinned_corpora(names)
+    served, names = names, pinned_corpora(names)
+    if served and not names:
+        _warm_model(served[0])
     budget = int(getattr(settings, "DOCSMCP_SERVING_MEMORY_MB", 0) or 0)
     INDEXES.configure(budget_bytes=budget * 1024 * 1024 if budget else None, pinned=frozenset(names),
                       max_open=None if budget else INDEXES.max_open)
