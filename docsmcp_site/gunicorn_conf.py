@@ -2,7 +2,9 @@
 
 The master loads the site and imports every view and tool profile once (`preload_app`,
 `when_ready`), so the workers it forks share that code and start without importing it again;
-nothing it loads opens a database connection, a thread or an index. Then gunicorn calls
+it also loads the local embedding model when an active build needs it and one thread runs it
+(mcp_endpoint.startup.preload_model), so the workers share its pages too. Nothing it keeps holds a
+database connection, a thread or an index. Then gunicorn calls
 `post_worker_init` in each new worker before the worker accepts connections: the worker opens and
 warms the active build of every corpus (LanceDB is loaded here, after the fork: its threads do
 not survive one). Until then connections wait in the listening socket's queue, or go to a worker
@@ -19,11 +21,12 @@ def when_ready(server) -> None:
     import tempfile
 
     from corpus.warming import SERVE_DIR_ENV, SERVE_WORKERS_ENV
-    from mcp_endpoint.startup import import_views
+    from mcp_endpoint.startup import import_views, preload_model
 
     import_views()
     os.environ[SERVE_DIR_ENV] = tempfile.mkdtemp(prefix="docsmcp-serve-")
     os.environ[SERVE_WORKERS_ENV] = str(server.cfg.workers)
+    preload_model()
 
 
 def on_exit(server) -> None:

@@ -23,6 +23,44 @@ def import_views() -> None:
         profiles.get_profile(name)
 
 
+def preload_model() -> bool:
+    """In gunicorn's master, before the fork: loads the local embedding model when an active build
+    needs it, so every worker shares its pages instead of holding its own copy (docs/BENCHMARKS.md).
+
+    Only when each model run uses one thread (DOCSMCP_LOCAL_THREADS, or the cores divided among
+    the workers): onnxruntime then runs on the calling thread and has no thread pool for a fork to
+    lose. With more threads the workers load it after the fork, as before. Closes the database
+    connection it used, which the workers must not inherit.
+    """
+    import gc
+
+    from django.db import DatabaseError, connections
+
+    from corpus.models import Corpus
+    from corpus.warming import model_threads
+    from retrieval.embeddings import local
+
+    threads = model_threads()
+    try:
+        wanted = threads == 1 and Corpus.objects.filter(
+            kind=Corpus.KIND_MARKDOWN, active_build__embedding_provider=local.LocalEmbeddingProvider.name
+        ).exists()
+    except DatabaseError:  # the workers report it; nothing to share
+        wanted = False
+    finally:
+        connections.close_all()
+    if not wanted:
+        return False
+    local.set_intra_op_threads(threads)
+    try:
+        local.runtime()
+    except Exception:  # a broken model is reported by the workers' searches, as without a preload
+        return False
+    gc.collect()
+    gc.freeze()  # the collector in a worker then never writes to these objects' pages
+    return True
+
+
 def serve_ready(notify: Callable[[], None] | None = None) -> dict:
     import_views()  # a no-op after the master's preload
     if notify is not None:

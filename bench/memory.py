@@ -1,0 +1,188 @@
+"""Memory of a running demo: RSS and PSS of every process `manage.py serve` starts, after a search
+reached each worker.
+
+    python bench/memory.py [--corpus DIR] [--provider none|hash|local] [--index-root DIR]
+                           [--workers N] [--no-worker] [--json OUT]
+
+It sets up a fresh SQLite database and the corpus like bench/http_load.py (reusing a build under
+`--index-root` made with the same provider), starts `manage.py serve` as scripts/demo.sh does (the
+Celery worker beside gunicorn unless `--no-worker`; `--workers` defaults to serve's own default),
+waits until every worker is warm, sends `search_docs` calls from 4 x workers fresh connections so
+each worker answers some, and prints, per process (the serve parent, the gunicorn master, each
+worker, the Celery worker), RSS and PSS from /proc/<pid>/smaps_rollup, then their sums.
+
+PSS divides each page among the processes that map it: the sum of PSS is what the demo costs the
+machine, where the sum of RSS counts a page shared by the workers once per worker. Linux only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import httpx  # noqa: E402
+from http_load import (  # noqa: E402
+    DEFAULT_CORPUS,
+    ROOT,
+    McpClient,
+    configure_django,
+    corpus_name,
+    free_port,
+    prepare_index,
+    stop_server,
+)
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def memory(pid: int) -> dict[str, float]:
+    """RSS and PSS in MB (0 for a process that has gone)."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return {"rss": 0.0, "pss": 0.0}
+    kb = dict(re.findall(r"^(Rss|Pss):\s+(\d+) kB", text, re.M))
+    return {"rss": int(kb["Rss"]) / 1024, "pss": int(kb["Pss"]) / 1024}
+
+
+def command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def processes(serve: int) -> list[tuple[str, int]]:
+    """(role, pid) of serve and its descendants, each named by what it is."""
+    found = [("serve parent", serve)]
+    for child in children(serve):
+        if "gunicorn" in command(child):
+            found.append(("gunicorn master", child))
+            found += [(f"worker {i + 1}", w) for i, w in enumerate(sorted(children(child)))]
+        elif "celery" in command(child):
+            found.append(("celery worker", child))
+            found += [("celery child", c) for c in children(child)]
+        else:
+            found.append(("other", child))
+    if len(found) == 1 and "gunicorn" in command(serve):  # serve exec'd into gunicorn (--no-worker)
+        found = [("gunicorn master", serve)] + [(f"worker {i + 1}", w) for i, w in enumerate(sorted(children(serve)))]
+    return found
+
+
+def gunicorn_master(serve: int) -> int:
+    if "gunicorn" in command(serve):
+        return serve
+    return next((c for c in children(serve) if "gunicorn" in command(c)), 0)
+
+
+def wait_ready(url: str, serve: subprocess.Popen, workers: int, log: Path) -> None:
+    """Until /health/ answers 200 (every worker warm) and the workers stop using CPU."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if serve.poll() is not None:
+            raise SystemExit(f"serve exited with {serve.returncode}; see {log}")
+        try:
+            if httpx.get(url.replace("/mcp/", "/health/"), timeout=5).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    else:
+        raise SystemExit(f"serve did not answer /health/ within 600s; see {log}")
+    while len(children(gunicorn_master(serve.pid))) < workers and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def search_everywhere(url: str, clients: int) -> int:
+    """One search_docs call from each of `clients` fresh connections at once; returns the errors."""
+
+    def one(i: int) -> int:
+        client = McpClient(url)
+        try:
+            return 1 if client.search({"query": f"how do I configure search {i}", "limit": 5}) else 0
+        except Exception:
+            return 1
+        finally:
+            client.close()
+
+    with ThreadPoolExecutor(clients) as pool:
+        return sum(pool.map(one, range(clients)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="markdown corpus directory")
+    ap.add_argument("--name", help="corpus name (default: from the directory name)")
+    ap.add_argument("--provider", default="local", choices=["none", "hash", "local"])
+    ap.add_argument("--index-root", type=Path, help="index root to reuse (or build into); default a temp dir")
+    ap.add_argument("--workers", type=int, help="gunicorn workers (default: serve's default)")
+    ap.add_argument("--no-worker", action="store_true", help="no Celery worker beside gunicorn")
+    ap.add_argument("--json", type=Path, help="also write the table to this file")
+    args = ap.parse_args(argv)
+    corpus = args.corpus.resolve()
+    name = corpus_name(corpus, args.name)
+    workdir = Path(tempfile.mkdtemp(prefix="docsmcp-bench-memory-"))
+    index_root = (args.index_root or workdir / "indexes").resolve()
+    env = configure_django(workdir, index_root, name)
+    env.pop("CELERY_BROKER_URL")  # serve's default: a filesystem queue and a Celery worker beside it
+    env["DOCSMCP_HOME"] = str(workdir)
+    prepare_index(corpus, name, args.provider, index_root)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp/"
+    argv_serve = [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    if args.workers:
+        argv_serve += ["--workers", str(args.workers)]
+    if args.no_worker:
+        argv_serve.append("--no-worker")
+    log = workdir / "server.log"
+    child_env = {**os.environ, **env}
+    child_env.pop("CELERY_BROKER_URL", None)
+    with open(log, "wb") as out:
+        serve = subprocess.Popen(argv_serve, cwd=ROOT, env=child_env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        from mcp_endpoint.management.commands.serve import default_workers
+
+        workers = args.workers or default_workers()
+        wait_ready(url, serve, workers, log)
+        errors = search_everywhere(url, 4 * workers)
+        time.sleep(2)
+        rows = [(role, pid, memory(pid)) for role, pid in processes(serve.pid)]
+    finally:
+        stop_server(serve)
+    print(f"corpus {name}, provider {args.provider}, {workers} workers, search errors {errors}")
+    print(f"{'process':<16} {'pid':>7} {'RSS MB':>8} {'PSS MB':>8}")
+    for role, pid, mem in rows:
+        print(f"{role:<16} {pid:>7} {mem['rss']:8.1f} {mem['pss']:8.1f}")
+    served = [mem for role, _, mem in rows if role.startswith("worker")]
+    total_pss = sum(mem["pss"] for _, _, mem in rows)
+    total_rss = sum(mem["rss"] for _, _, mem in rows)
+    workers_pss = sum(m["pss"] for m in served)
+    one_rss = max((m["rss"] for m in served), default=0.0)
+    print(f"{'all processes':<16} {'':>7} {total_rss:8.1f} {total_pss:8.1f}")
+    print(f"workers: PSS sum {workers_pss:.1f} MB, largest RSS {one_rss:.1f} MB, "
+          f"PSS sum / one worker's RSS = {workers_pss / one_rss if one_rss else float('nan'):.2f}")
+    if args.json:
+        args.json.write_text(json.dumps({"corpus": name, "provider": args.provider, "workers": workers,
+                                         "processes": [{"role": r, "pid": p, **m} for r, p, m in rows]}, indent=2))
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
