@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.ingest.links import link_targets, page_key, resolve_links
+from retrieval.ingest.linkgraph import page_key, resolve_links
+from retrieval.ingest.links import link_targets
 from retrieval.ingest.parsing import parse_markdown
 from retrieval.search import engine, priors, warm
 from retrieval.search import index as index_module

@@ -8,7 +8,7 @@ that as a ranking prior (retrieval/search/priors.py).
 
 The build stores each page's link targets as written, made relative to the corpus root (a
 relative link is resolved against its page's folder); the search resolves them against the
-build's pages when it first needs them, so a target is found whichever build added the page it
+build's pages when it first needs them (linkgraph.py), so a target is found whichever build added the page it
 names. Sites publish pages under URLs that differ from their source paths (`/docs/concepts/pods/`
 for `concepts/pods.md`, `guide/` for `guide/index.md`), so a target names the page whose path,
 without its extension or index file name, is the longest tail of the target's path.
@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 
-import numpy as np
-
+from .linkgraph import page_key
 from .parsing import ParsedDocument
 
 # [text](target), from its "](" on: link text may wrap over lines. Images match too; they
@@ -30,33 +27,7 @@ from .parsing import ParsedDocument
 _INLINE = re.compile(r"\]\(\s*<?([^)\s>]+)")
 _REFERENCE = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?([^\s>]+)")  # [label]: target
 _EXTERNAL = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*:|//)")  # https:, mailto:, //host
-_PAGE_EXTENSIONS = frozenset({".md", ".markdown", ".html", ".htm"})
-_INDEX_NAMES = frozenset({"index", "_index", "readme"})
 _CODE_BLOCKS = frozenset({"fence", "code"})
-
-
-@dataclass(frozen=True)
-class PageLinks:
-    """Resolved links in compressed rows: page i links to `targets[starts[i]:starts[i + 1]]`
-    (page numbers as in the list of pages resolved against, no page linking to itself)."""
-
-    starts: np.ndarray  # int64, one more than there are pages
-    targets: np.ndarray  # int64
-
-    def of(self, page: int) -> np.ndarray:
-        return self.targets[self.starts[page]:self.starts[page + 1]]
-
-
-def page_key(path: str) -> str:
-    """A page's path as a link names it: no extension, no index file name, no `.` or `..` part."""
-    parts = [p for p in path.split("/") if p and p not in (".", "..")]
-    if parts:
-        stem, extension = posixpath.splitext(parts[-1])
-        if extension.lower() in _PAGE_EXTENSIONS:
-            parts[-1] = stem
-        if parts[-1].lower() in _INDEX_NAMES:
-            parts.pop()
-    return "/".join(parts)
 
 
 def _target(href: str, relpath: str) -> str | None:
@@ -87,29 +58,3 @@ def link_targets(doc: ParsedDocument, relpath: str) -> list[str]:
             if target:
                 found.setdefault(target, None)
     return list(found)
-
-
-def resolve_links(pages: Sequence[str], targets: Sequence[Sequence[str] | None]) -> PageLinks:
-    """`targets[i]`, the stored link targets of `pages[i]`, as page numbers."""
-    keys: dict[str, int] = {}  # a page's key -> the page; -1 when several pages share it
-    for page, path in enumerate(pages):
-        key = page_key(path)
-        keys[key] = page if keys.get(key, page) == page else -1
-    deepest = max((key.count("/") + 1 for key in keys), default=0)
-    starts = np.zeros(len(pages) + 1, np.int64)
-    found: list[int] = []
-    for page, written in enumerate(targets):
-        linked: dict[int, None] = {}
-        for target in written or ():
-            parts = target.split("/")
-            if len(parts) > deepest:
-                parts = parts[-deepest:]  # no page key is longer
-            for start in range(len(parts)):
-                hit = keys.get("/".join(parts[start:]))
-                if hit is not None:  # the longest tail that is a page's key decides, even when ambiguous
-                    if hit >= 0 and hit != page:
-                        linked.setdefault(hit, None)
-                    break
-        found.extend(linked)
-        starts[page + 1] = len(found)
-    return PageLinks(starts, np.asarray(found, np.int64))

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from retrieval import storage
 from retrieval.errors import IndexUnavailable
 from retrieval.ingest.layout import CHUNKS_TABLE, DOCUMENTS_TABLE, open_tables, taxonomy_column
-from retrieval.ingest.links import PageLinks, resolve_links
+from retrieval.ingest.linkgraph import PageLinks, resolve_links
 from retrieval.ingest.metadata import BuildMetadata, read_metadata
 from retrieval.memory import release_unused_memory
 from retrieval.storage import Location
