@@ -108,6 +108,11 @@ def active_index_path(name: str) -> str:
     return build.index_path
 
 
+def active_build_pk(corpus_pk: int) -> int | None:
+    """The primary key of the corpus's active build, read now (no cache): None without one."""
+    return Corpus.objects.filter(pk=corpus_pk).values_list("active_build_id", flat=True).first()
+
+
 def served_corpus_names() -> list[str]:
     """Every markdown corpus with an active build, by name: what a serving process warms."""
     return list(Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, active_build__isnull=False)

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from corpus import querylog
-from corpus.models import Corpus
+from corpus.selectors import active_build_pk
 from mcp_endpoint.profiles import UnknownCorpus
 from retrieval.errors import RetrievalError
 
@@ -100,7 +100,7 @@ def eval_execute(*, run: EvalRun, progress: Progress | None = None, headers: dic
         with target:
             outcomes = runner.run_cases(target, cases, match=run.match_mode, max_rounds=run.max_rounds,
                                         extra_filters=run.extra_filters, progress=writer)
-        active = Corpus.objects.filter(pk=run.corpus_id).values_list("active_build_id", flat=True).first()
+        active = active_build_pk(run.corpus_id)
         if run.mode == EvalRun.MODE_IN_PROCESS and active != run.build_id:
             run.error = (f"warning: the corpus's active build changed during the run (was {run.build_label}); "
                          "later cases may have been answered by the new build")
