@@ -49,7 +49,7 @@ def test_the_root_manifest_description_is_used_when_no_flag_is_given(db, k8s_doc
 def test_without_any_description_the_server_never_reads_the_bare_name(db, k8s_docs):
     _build(k8s_docs)
     assert _instructions().startswith("This server searches the k8s documentation.")
-    (tool, _) = docs.tools(Context(request=None, profile="docs", corpus="k8s"))
-    assert tool.description.startswith("Search the k8s documentation.")
+    tools = {t.name: t for t in docs.tools(Context(request=None, profile="docs", corpus="k8s"))}
+    assert tools["search_docs"].description.startswith("Search the k8s documentation.")
     index = active_index("k8s")
     assert index.metadata.corpus == "k8s"
