@@ -30,6 +30,13 @@ CUT_NOTICE = (
 )
 CONTENT_STEPS = (1500, 600, 250)  # characters per item, tried in turn when a list is over budget
 NOTICE_ROOM = 400  # kept free for the notice a cut result carries
+# search_docs's page over budget, one corpus or several: shorter snippets first, then fewer hits
+SNIPPET_STEPS = (200, 120, 60)  # characters per snippet, tried in turn when a page is over budget
+TRIMMED = "Snippets were shortened to {chars} characters to fit the response budget; get_doc returns any chunk in full."
+DROPPED = (
+    "Only {kept} hits fit the response budget (snippets shortened to {chars} characters); "
+    "next_cursor continues with the next hit, so nothing is skipped."
+)
 GENERIC_HOW = "Ask for less (a smaller limit, a narrower query, or one section or chunk at a time)."
 
 

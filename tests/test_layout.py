@@ -60,25 +60,94 @@ def test_nothing_in_retrieval_imports_django():
     assert offenders == []
 
 
-@pytest.mark.parametrize(("package", "forbidden"), [
-    ("retrieval", ("corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")),
-    ("retrieval.ingest", ("retrieval.search", "retrieval.fixes", "retrieval.chunkstore")),
-    ("retrieval.embeddings", ("retrieval.search", "retrieval.fixes", "retrieval.chunkstore", "retrieval.ingest")),
-    ("retrieval.fixes", ("retrieval.search", "retrieval.chunkstore")),
-    ("retrieval.storage", ("retrieval.search", "retrieval.fixes", "retrieval.chunkstore", "retrieval.ingest",
-                           "retrieval.embeddings")),
-    ("retrieval.search", ("retrieval.fixes", "retrieval.chunkstore", "retrieval.ingest.build",
-                          "retrieval.ingest.sources")),
-    ("corpus", ("mcp_endpoint", "evals", "insights")),
-    # insights reads corpus and evals; only the site's URL and API assembly may import it
-    ("evals", ("insights",)),
-    ("mcp_endpoint", ("insights",)),
-    ("insights", ("mcp_endpoint", "docsmcp_site.urls", "docsmcp_site.api.assembly")),
-])
-def test_dependencies_point_one_way(graph, package, forbidden):
-    wrong = sorted(f"{m} -> {t}" for m, targets in graph.items() if m == package or m.startswith(package + ".")
-                   for t in targets if any(t == f or t.startswith(f + ".") for f in forbidden))
-    assert wrong == []
+# Each of these packages states in its __init__ docstring what else in the project it may import.
+GOVERNED = ("retrieval", "retrieval.chunkstore", "retrieval.embeddings", "retrieval.fixes", "retrieval.ingest",
+            "retrieval.search", "retrieval.storage", "corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
+
+
+def parse_allow_list(docstring: str) -> list[str] | None:
+    """The backquoted names of the sentence that starts "May import:" (none for "nothing else in the
+    project"); None when the docstring has no such sentence. The sentence ends at a full stop outside
+    backquotes, so the reasons can follow it."""
+    _, found, rest = docstring.partition("May import:")
+    if not found:
+        return None
+    names = []
+    for n, part in enumerate(rest.split("`")):
+        if n % 2:
+            names.append(part)
+        elif part.endswith(".") or ". " in part or ".\n" in part:
+            break
+    return names
+
+
+def _allow_lists() -> dict[str, list[str] | None]:
+    lists = {}
+    for package in GOVERNED:
+        init = ROOT.joinpath(*package.split("."), "__init__.py")
+        lists[package] = parse_allow_list(ast.get_docstring(ast.parse(init.read_text())) or "")
+    return lists
+
+
+def _targets(path: Path, modules: set[str]) -> set[str]:
+    """The project modules the file imports, each as precisely as the import names it: `from a import b`
+    is `a.b` when b is a module, `a` when it is a name in a."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names)
+    return found & modules
+
+
+def _owner(module: str, packages) -> str | None:
+    owners = [p for p in packages if module == p or module.startswith(p + ".")]
+    return max(owners, key=len) if owners else None
+
+
+def allow_list_violations(imports: dict[str, set[str]], allowed: dict[str, list[str] | None]) -> list[str]:
+    """`importer -> target` for each import that leaves the importer's package for a module its
+    package's allow-list does not name (a name allows the module and everything under it). A
+    package's own __init__ and its parents are not counted: Python imports them anyway."""
+    wrong = []
+    for module, targets in imports.items():
+        owner = _owner(module, allowed)
+        for target in targets:
+            if module.startswith(target + ".") or _owner(target, allowed) == owner:
+                continue
+            if not any(target == a or target.startswith(a + ".") for a in allowed.get(owner) or ()):
+                wrong.append(f"{module} -> {target}")
+    return sorted(wrong)
+
+
+def test_parse_allow_list():
+    assert parse_allow_list("Why.\n\nMay import: `a.b`, `c` (its\nerrors) and `d`. Not `e`: because.") == [
+        "a.b", "c", "d"]
+    assert parse_allow_list("May import: nothing else in the project.") == []
+    assert parse_allow_list("Plain.") is None
+
+
+def test_allow_list_violations_names_the_import():
+    imports = {"a.x": {"b.y", "a.z"}, "a.z": {"c"}, "b.y": {"a"}}
+    assert allow_list_violations(imports, {"a": ["b"], "b": []}) == ["a.z -> c", "b.y -> a"]
+
+
+def test_every_package_states_its_allow_list():
+    assert [p for p, names in _allow_lists().items() if names is None] == []
+
+
+def test_imports_keep_the_allow_lists():
+    files = [p for app in APPS for p in (ROOT / app).rglob("*.py") if "migrations" not in p.parts]
+    modules = {_module_name(p): p for p in files}
+    imports = {name: _targets(path, set(modules)) - {name} for name, path in modules.items()}
+    assert allow_list_violations(imports, _allow_lists()) == []
 
 
 def find_cycles(graph: dict[str, set[str]]) -> list[str]:

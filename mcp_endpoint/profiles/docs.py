@@ -22,6 +22,7 @@ from corpus.serving import (
     version_choices,
 )
 from mcp_endpoint import budget
+from mcp_endpoint.budget import DROPPED, SNIPPET_STEPS, TRIMMED
 from mcp_endpoint.jsontext import indented
 from mcp_endpoint.profiles import (
     Context,
@@ -51,12 +52,6 @@ GET_DOC_DESCRIPTION = (
 BASE_PROPERTIES = ("query", "limit", "cursor")
 VERSION_DESCRIPTION = ("Which version of the documentation to {action}: one of the versions that have an active "
                        "build. Omit for the default version ({default}).")
-SNIPPET_STEPS = (200, 120, 60)  # characters per snippet, tried in turn when a page is over budget
-TRIMMED = "Snippets were shortened to {chars} characters to fit the response budget; get_doc returns any chunk in full."
-DROPPED = (
-    "Only {kept} hits fit the response budget (snippets shortened to {chars} characters); "
-    "next_cursor continues with the next hit, so nothing is skipped."
-)
 
 
 def _index(context: Context, version: str | None = None) -> Index:

@@ -31,6 +31,7 @@ from corpus.serving import (
     served_corpus_count,
 )
 from mcp_endpoint import budget
+from mcp_endpoint.budget import DROPPED, SNIPPET_STEPS, TRIMMED
 from mcp_endpoint.jsontext import indented
 from mcp_endpoint.profiles import Context, ToolDef, ToolError, ToolResult, docs_resources
 from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA
@@ -46,7 +47,6 @@ CORPUS_DESCRIPTION = ("Which corpus to {action} (list_corpora describes them). O
 MULTI_VERSION_DESCRIPTION = ("Which version of the named corpus to {action}; list_corpora gives each corpus's "
                              "versions. Omit for its default version.")
 UNKNOWN = "unknown corpus {name!r}; {hint}"
-SNIPPET_STEPS = (200, 120, 60)
 
 
 def enum_max() -> int:
@@ -224,8 +224,6 @@ def hits_json(found: CorporaSearch, snippet_chars: int | None = None, keep: int 
 def _fit(found: CorporaSearch) -> ToolResult:
     """The merged page within the response budget: shorter snippets first, then fewer hits (the cursor
     continues at the first one left out), as for one corpus."""
-    from mcp_endpoint.profiles.docs import DROPPED, TRIMMED
-
     limit = budget.budget_chars()
     payload = hits_json(found)
     if len(indented(payload)) + budget.NOTICE_ROOM <= limit:

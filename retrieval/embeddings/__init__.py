@@ -1,6 +1,10 @@
 """Embedding providers behind one interface, chosen by name from configuration.
 
 Factories import their backend lazily so that choosing "hash" never pays for importing openai or onnxruntime.
+
+May import: `retrieval.errors`, `retrieval.memory`, `retrieval.storage`. The embedding cache
+(cache.py) keeps its files beside the builds, on local disk or in an object store, so it goes
+through storage, which imports no other subpackage; no other subpackage is imported.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ The deterministic fixer (`heuristics`, with `hints` and `taxonomy`), the LLM fix
 what every fixer shares (`base`), minimal format-preserving edits and their diffs (`edits`),
 the before/after chunk preview (`preview`), and writing an approved change (`apply`).
 
-May import: `retrieval.errors`, `retrieval.ingest` (parsing, manifests, chunking) and
-`retrieval.embeddings` (the OpenAI client settings). Never imports `retrieval.search`.
+May import: `retrieval.errors`, `retrieval.ingest`, `retrieval.embeddings.openai_api`. A fix is
+checked by parsing and chunking the changed files as a build would (ingest); the LLM fixer reuses
+the OpenAI client settings (openai_api). Never imports `retrieval.search`.
 """

@@ -5,7 +5,8 @@ per-file validation (`sources`), chunking and chunk IDs (`chunking`, `slugs`, `t
 build's `metadata.json` (`metadata`), the table layout both sides share (`layout`), and the
 build itself (`build`).
 
-May import: `retrieval.errors`, `retrieval.memory`, `retrieval.embeddings`, `retrieval.storage`. Never imports
-`retrieval.search`, `retrieval.fixes` or `retrieval.chunkstore`: a build must not depend on
+May import: `retrieval.errors`, `retrieval.memory`, `retrieval.embeddings`, `retrieval.storage`,
+`retrieval.corpus_summary`. The build writes its summary (corpus_summary) into metadata.json. Never
+imports `retrieval.search`, `retrieval.fixes` or `retrieval.chunkstore`: a build must not depend on
 how it will be read.
 """

@@ -5,6 +5,8 @@ An opened build (`index`: catalog, compressed texts, int8 vectors), the legs tha
 cursors, zero-result hints and snippets, and the reads an agent makes besides search
 (`documents`, `related`). `engine.search` ties them together.
 
-May import: `retrieval.errors`, `retrieval.memory`, `retrieval.embeddings`, `retrieval.storage`, and from
-`retrieval.ingest` only what describes a build (`layout`, `metadata`, `terms`, `slugs`).
+May import: `retrieval.errors`, `retrieval.memory`, `retrieval.embeddings`, `retrieval.storage`,
+`retrieval.ingest.layout`, `retrieval.ingest.metadata`, `retrieval.ingest.terms`, `retrieval.ingest.slugs`,
+`retrieval.ingest.linkgraph`. From ingest, only the modules that describe a build (its tables, its
+metadata.json, how its terms and slugs and stored links are spelt): never the scanning and writing.
 """

@@ -2,6 +2,8 @@
 
 Plain Python on pyarrow's filesystems and LanceDB's `storage_options`; imports no other
 subpackage of `retrieval`, so ingest, search, embeddings and the chunk store can all use it.
+
+May import: `retrieval.errors`.
 """
 
 from .objectstore import (
