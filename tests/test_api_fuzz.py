@@ -62,8 +62,9 @@ def fuzz_env(settings, tmp_path, index_root, sample_corpus, copy_sample_docs, mo
     settings.MCP_AUTH_REQUIRED = False  # anonymous callers read; the keyed runs reach every handler
     # Builds would run inline in the request (no broker), with whatever provider the fuzzer picks
     # (`local` loads a model, `openai` calls out): queue them instead; test_api_builds runs real ones.
-    monkeypatch.setattr(run_build, "delay", lambda *args, **kwargs: None)
-    monkeypatch.setattr(run_eval, "delay", lambda *args, **kwargs: None)  # eval runs too (http mode calls out)
+    for task in (run_build, run_eval):  # eval runs too (http mode calls out)
+        monkeypatch.setattr(task, "delay", lambda *args, **kwargs: None)
+        monkeypatch.setattr(task, "apply_async", lambda *args, **kwargs: None)
     suite_import(name="fuzz-suite", text='[{"query": "retries", "expectedChunkId": "guides/retries.md"}]',
                  corpus=sample_corpus)
     Corpus.objects.filter(pk=sample_corpus.pk).update(source_dir=str(copy_sample_docs))
