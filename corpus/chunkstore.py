@@ -1,4 +1,4 @@
-"""Projects (seed 004): corpora of kind "chunks", fed by store_chunks instead of built from markdown.
+"""Projects (docs/contracts/citeloom-tools.md): corpora of kind "chunks", fed by store_chunks instead of built from markdown.
 
 A project's identity is `settings["project_id"]` (e.g. `citeloom/clean-arch`, which is not a slug)
 or, when unset, the corpus name; its name and aliases work too. Its embedding model is recorded in
@@ -106,7 +106,7 @@ def query_embedder(corpus: Corpus) -> EmbeddingProvider | None:
 # --- writes ---------------------------------------------------------------------------------------
 
 def _project_name(project: str) -> str:
-    """`citeloom/clean-arch` -> `proj-citeloom-clean-arch` (seed 004's collection naming)."""
+    """`citeloom/clean-arch` -> `proj-citeloom-clean-arch` (the citeloom contract's collection naming)."""
     slug = re.sub(r"[^a-z0-9]+", "-", project.lower()).strip("-")
     return f"proj-{slug}"[:100]
 

@@ -7,7 +7,7 @@ from django.db.models import Q
 
 
 class Corpus(models.Model):
-    """A documentation set: seed 002's collection, seed 003's doc_type, seed 004's project."""
+    """A documentation set: the documents tool contract's collection, the techdoc contract's doc_type, the citeloom contract's project."""
 
     KIND_MARKDOWN = "markdown"
     KIND_CHUNKS = "chunks"

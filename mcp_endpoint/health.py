@@ -1,4 +1,4 @@
-"""Health checks: `GET /health/` for load balancers and seed 003's `GET /`.
+"""Health checks: `GET /health/` for load balancers and the techdoc contract's `GET /`.
 
 Three things can fail independently: the database (registrations, keys, builds), the broker (queued
 builds and evals) and each corpus's active index (what search and get_doc read). Serving needs only
@@ -10,7 +10,7 @@ the indexes, and keeps its last known active builds while the database is down, 
 - `unhealthy` (503): no corpus can be served (every registered index unreadable, or the database
   down with no active build known to this process).
 
-`status` stays seed 003's two words: "healthy" for ok and degraded, "unhealthy" otherwise.
+`status` stays the techdoc contract's two words: "healthy" for ok and degraded, "unhealthy" otherwise.
 
 `ready` says whether this process has warmed what it serves (corpus/warming.py): a server started
 by `manage.py serve` answers only once its active builds are loaded; while it is still warming,
@@ -135,7 +135,7 @@ def health_payload() -> tuple[dict[str, Any], str]:
     if warming["state"] == WARMING and status != UNHEALTHY:
         status = STARTING
     payload = {
-        # seed 003's field, word for word: "healthy" while the documentation can be served
+        # the techdoc contract's field, word for word: "healthy" while the documentation can be served
         "status": "unhealthy" if status in (UNHEALTHY, STARTING) else "healthy",
         "health": status,
         "ready": status not in (UNHEALTHY, STARTING),

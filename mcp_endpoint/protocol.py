@@ -284,7 +284,7 @@ def _run_handler(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> 
 def tool_result_to_wire(tool: ToolDef, result: ToolResult, version: str) -> dict[str, Any]:
     wire: dict[str, Any] = {"content": list(result.content), "isError": result.is_error}
     # An error result carries structured content only when its handler built one on purpose
-    # (seed 004's error object); ToolResult.error() and raised errors never do.
+    # (the citeloom contract's error object); ToolResult.error() and raised errors never do.
     if tool.output_schema is not None and result.structured is not None and _at_least(version, "2025-06-18"):
         wire["structuredContent"] = result.structured
     return _with_extra(wire, result.extra)

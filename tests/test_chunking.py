@@ -1,4 +1,4 @@
-"""Chunk IDs and chunk boundaries: the conformance cases of seed 001's chunk identity scheme.
+"""Chunk IDs and chunk boundaries: the conformance cases of the build pipeline contract's chunk identity scheme.
 
 Every case states the exact chunk IDs, line ranges and contents an author (and an agent
 calling get_doc) will see. docs/chunking.md describes the rules these pin down.

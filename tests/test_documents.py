@@ -1,4 +1,4 @@
-"""Chunk and document retrieval: seed 000's delimiter grammar and error texts, listings, outlines,
+"""Chunk and document retrieval: the docs tool contract's delimiter grammar and error texts, listings, outlines,
 sections and related chunks, on the handwritten corpus."""
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ def test_list_corpora_ranks_the_library_a_question_is_about(corpora, http):
 def test_list_corpora_is_only_on_the_shared_endpoint_and_per_corpus_urls_are_unchanged(corpora, http):
     shared = tools(http, f"{corpora}/mcp/")
     assert "list_corpora" in shared
-    # Seed 000's properties (the default corpus's filters) are kept as they are; `corpus` and `version` are added.
+    # The docs tool contract's properties (the default corpus's filters) are kept as they are; `corpus` and `version` are added.
     properties = shared["search_docs"]["inputSchema"]["properties"]
     assert {k: v for k, v in properties.items() if k not in ("corpus", "version")} == SEARCH_SCHEMA["properties"]
     filtered = parsed(call(http, f"{corpora}/mcp/", "search_docs", {"query": "retries", "language": "python"}))

@@ -1,4 +1,4 @@
-"""The docs profile (seeds 000/001: `search_docs`, `get_doc`) end to end: a live server, real HTTP,
+"""The docs profile (docs/contracts/docs-tools.md and build-pipeline.md: `search_docs`, `get_doc`) end to end: a live server, real HTTP,
 and the official `mcp` client in each protocol era (2025-06-18 and 2025-11-25 with the initialize
 handshake, 2026-07-28 without). Raw httpx only where the client cannot go: malformed JSON, 404 routes.
 
@@ -36,7 +36,7 @@ ERAS = [
 
 docs_server = fixtures_mcp.docs_server  # bound here so the tests below can request it by name
 
-# Seed 000, word for word; the taxonomy properties are the sample build's.
+# The docs tool contract, word for word; the taxonomy properties are the sample build's.
 SEARCH_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -136,7 +136,7 @@ def run(coro):
 def payload(result) -> dict:
     """The SearchResult of a search_docs call; its text block and structuredContent must agree."""
     assert result.is_error is False, result.content
-    # Seed 000's text block comes first; resource links to the hits' pages (2025-06-18 on) follow it.
+    # The docs tool contract's text block comes first; resource links to the hits' pages (2025-06-18 on) follow it.
     assert result.content[0].type == "text"
     assert all(block.type == "resource_link" for block in result.content[1:])
     parsed = json.loads(result.content[0].text)
@@ -336,7 +336,7 @@ async def _continue_without_limit(url: str, mode: str) -> tuple[dict, dict, dict
 
 @pytest.mark.parametrize(("mode", "version"), ERAS)
 def test_an_omitted_limit_is_10_on_every_page(docs_server, pin_handshake, mode, version):
-    """Seed 000: limit defaults to 10, also when continuing a cursor issued for another page size;
+    """The docs tool contract: limit defaults to 10, also when continuing a cursor issued for another page size;
     pages are cut by offset, so changing the size neither skips nor repeats hits."""
     pin_handshake(mode, version)
     first, second, wider = run(_continue_without_limit(f"{docs_server}/mcp/", mode))

@@ -1,4 +1,4 @@
-"""The citeloom profile (seed 004) end to end over HTTP at /mcp/citeloom/: every tool, every error code,
+"""The citeloom profile (docs/contracts/citeloom-tools.md) end to end over HTTP at /mcp/citeloom/: every tool, every error code,
 output shaping, timeouts and strict project isolation; plus the chunk store on its own."""
 
 from __future__ import annotations

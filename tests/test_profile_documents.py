@@ -1,4 +1,4 @@
-"""The documents profile (seed 002) end to end over HTTP with the official mcp client, at /mcp/documents/."""
+"""The documents profile (docs/contracts/documents-tools.md) end to end over HTTP with the official mcp client, at /mcp/documents/."""
 
 from __future__ import annotations
 

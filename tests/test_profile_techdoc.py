@@ -1,4 +1,4 @@
-"""The techdoc profile (seed 003) end to end over HTTP: the seed's curl examples as written, its validation
+"""The techdoc profile (docs/contracts/techdoc-tools.md) end to end over HTTP: the seed's curl examples as written, its validation
 table, its error and resource shapes, its settings, and the official mcp client."""
 
 from __future__ import annotations

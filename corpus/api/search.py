@@ -1,7 +1,7 @@
 """Search and chunk retrieval over REST: `search_docs` and `get_doc` for clients that do not speak MCP.
 
 The engine does the work (`retrieval.search.engine.search`, `retrieval.search.documents`) on the corpus's
-active index; this module only parses the request and shapes the answer like seed 000's
+active index; this module only parses the request and shapes the answer like the docs tool contract's
 SearchResult (`hits`, `next_cursor`, `hint`).
 """
 

@@ -73,7 +73,7 @@ class ToolResult:
     content: list[dict[str, Any]]
     structured: Any = None
     is_error: bool = False
-    # Extra top-level fields of the tools/call result, for contracts that read their own (seed 003's
+    # Extra top-level fields of the tools/call result, for contracts that read their own (the techdoc contract's
     # `is_error`/`error`); merged after the spec's fields and never replacing one of them.
     extra: dict[str, Any] = field(default_factory=dict)
     # Set by a handler that fitted the result to the response budget itself, where it knows what can go

@@ -1,4 +1,4 @@
-"""The citeloom profile (seed 004): store and retrieve caller-embedded chunks per project, at /mcp/citeloom/.
+"""The citeloom profile (docs/contracts/citeloom-tools.md): store and retrieve caller-embedded chunks per project, at /mcp/citeloom/.
 
 A project is a corpus of kind "chunks" (corpus/chunkstore.py). Every tool runs in a worker thread
 under its timeout (CITELOOM_TIMEOUTS); past it the caller gets TIMEOUT at once. Failures of the
@@ -79,7 +79,7 @@ def max_body_bytes() -> int:
 
 
 class CiteloomError(Exception):
-    """One of seed 004's error codes, with its details."""
+    """One of the citeloom contract's error codes, with its details."""
 
     def __init__(self, code: str, message: str, details: dict[str, Any]):
         super().__init__(message)
@@ -131,7 +131,7 @@ def _timed(tool: str, project: str | None, work: Callable[[], dict[str, Any]]) -
 
 
 def _handler(tool: str, work: Callable[[dict[str, Any]], dict[str, Any]]):
-    """Runs `work(args)` under the tool's timeout and maps failures to seed 004's codes."""
+    """Runs `work(args)` under the tool's timeout and maps failures to the citeloom contract's codes."""
 
     def handle(context: Context, args: dict[str, Any]) -> ToolResult:
         project = args.get("project")

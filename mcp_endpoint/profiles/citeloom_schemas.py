@@ -1,4 +1,4 @@
-"""Input and output schemas and descriptions of the citeloom profile's tools (seed 004's parameters;
+"""Input and output schemas and descriptions of the citeloom profile's tools (the citeloom contract's parameters;
 bounds read from settings when tools/list is answered, so a test can change them)."""
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ OUTPUT = {
         "required": ["projects"],
     },
 }
-# Seed 004's own text where it has one.
+# The citeloom contract's own text where it has one.
 DESCRIPTIONS = {
     "store_chunks": "Batched upsert of chunks into a project collection.",
     "find_chunks": "Vector search for chunks in a project.",

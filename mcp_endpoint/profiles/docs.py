@@ -1,4 +1,4 @@
-"""The docs profile (seeds 000/001): `search_docs` and `get_doc`, at /mcp/ and /mcp/c/<corpus>/.
+"""The docs profile (docs/contracts/docs-tools.md and build-pipeline.md): `search_docs` and `get_doc`, at /mcp/ and /mcp/c/<corpus>/.
 
 The search_docs schema is rebuilt from the active build's metadata on every tools/list, so a
 rebuild that adds a taxonomy value (a new SDK language) shows in the next listing.
@@ -237,7 +237,7 @@ SEARCH_OUTPUT_SCHEMA = {
 
 def search_result_json(result: SearchResult, snippet_chars: int | None = None,
                        fresh: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The seed 000 `SearchResult` shape, field for field, plus each hit's document `title` and the
+    """The docs tool contract's `SearchResult` shape, field for field, plus each hit's document `title` and the
     build it came from (`fresh`: version, revision, indexed_at); snippets cut to `snippet_chars` when given."""
     return {
         "hits": [
@@ -264,7 +264,7 @@ def search_result_json(result: SearchResult, snippet_chars: int | None = None,
 
 
 def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
-    """The page of hits (seed 000's text block first), then a resource_link to each page they come from."""
+    """The page of hits (the docs tool contract's text block first), then a resource_link to each page they come from."""
     return docs_resources.with_links(context, _search_page(context, arguments), arguments.get("version"))
 
 
@@ -327,7 +327,7 @@ def _get_doc(context: Context, arguments: dict[str, Any]) -> ToolResult:
 
 
 def fit_window(window: ChunkWindow, limit: int, fresh: dict[str, Any] | None = None) -> str:
-    """A header naming the document, then seed 000's delimited chunks, within `limit` characters.
+    """A header naming the document, then the docs tool contract's delimited chunks, within `limit` characters.
 
     Over budget, the target is kept first, then context chunks nearest to it; the chunk IDs
     left out are named so the model can ask for each with get_doc.

@@ -1,4 +1,4 @@
-"""The documents profile (seed 002): collections, documents, outlines, sections, batch and related search,
+"""The documents profile (docs/contracts/documents-tools.md): collections, documents, outlines, sections, batch and related search,
 at /mcp/documents/.
 
 A collection is a markdown corpus. A client may name it by its name or any of its aliases; results
@@ -116,7 +116,7 @@ def _targets(names: list[str] | None) -> list[Collection]:
 
 
 def _open_document(args: dict[str, Any]) -> tuple[Collection, Index]:
-    """The collection and its index, when `args["document"]` is one of its documents (seed 002's message otherwise)."""
+    """The collection and its index, when `args["document"]` is one of its documents (the documents tool contract's message otherwise)."""
     collection = resolve_collection(args["collection"])
     index = collection.index()
     if args["document"] not in index.metadata.files:

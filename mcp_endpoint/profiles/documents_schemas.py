@@ -1,4 +1,4 @@
-"""Input and output schemas and descriptions of the documents profile's tools (seed 002's names,
+"""Input and output schemas and descriptions of the documents profile's tools (the documents tool contract's names,
 parameters and defaults; the new tools' descriptions are the seed's own)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The techdoc profile (seed 003, "TechDoc Genie"): `search_documentation` and `get_document`, and the
+"""The techdoc profile (docs/contracts/techdoc-tools.md, "TechDoc Genie"): `search_documentation` and `get_document`, and the
 corpora as `techdoc://<doc_type>/docs` resources, at /mcp/techdoc/ (and at /mcp with
 DOCSMCP_DEFAULT_PROFILE=techdoc, where the seed's curl examples post).
 

@@ -1,4 +1,4 @@
-"""A chunk store (seed 004's project collection): caller-chunked, caller-embedded items in one LanceDB table.
+"""A chunk store (the citeloom contract's project collection): caller-chunked, caller-embedded items in one LanceDB table.
 
 Unlike a build, a store is written in place, batch by batch: `upsert` merges on the chunk ID
 (`merge_insert("id")`), so sending a batch twice changes nothing. Readers open the table with
@@ -98,7 +98,7 @@ def _page_span(value: Any) -> tuple[int, int] | None:
 
 @dataclass(frozen=True)
 class Citation:
-    """The citation fields of a chunk, read from its payload (seed 004 layout, flat keys as fallback)."""
+    """The citation fields of a chunk, read from its payload (the citeloom contract layout, flat keys as fallback)."""
 
     citekey: str | None = None
     doi: str | None = None

@@ -1,6 +1,6 @@
 """Split a parsed markdown document into chunks along its heading structure.
 
-Rules (seed 001 plus the choices written down in docs/chunking.md):
+Rules (the build pipeline contract plus the choices written down in docs/chunking.md):
 - The split level L comes from the strategy (`h1`..`h3`; `file` means no split). Everything
   before the first level-L heading is the preamble (`#_preamble`). After it, every heading
   of level <= L starts a chunk, so an `##` that follows `###` chunks is not swallowed by them.

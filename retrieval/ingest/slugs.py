@@ -1,6 +1,6 @@
 """Slugs and the collision rule that keeps chunk IDs unique within a file.
 
-Seed 001's algorithm: lowercase; drop everything but `[a-z0-9 -]`; spaces -> hyphens;
+The build pipeline contract's algorithm: lowercase; drop everything but `[a-z0-9 -]`; spaces -> hyphens;
 collapse hyphens. We also trim edge hyphens and fall back to `section` for headings that
 slugify to nothing (`日本語`).
 

@@ -13,7 +13,7 @@ Chunks without a value for the key (global guides) are never dropped. Limiting (
 headings keeps the comparison cheap (no all-pairs similarity) and avoids collapsing two
 different sections that merely read alike. The best-ranked variant survives, so the answer
 stays the one the ranking preferred; the agent can filter to get another language's page.
-Seed 001 calls dynamic collapse UX-hostile as a replacement for filters; here it only
+The build pipeline contract calls dynamic collapse UX-hostile as a replacement for filters; here it only
 applies when the agent chose not to filter.
 """
 

@@ -4,7 +4,7 @@ outlines and sections. Everything a `get_doc`-style tool needs besides search.
 Chunks are read from the chunks table (exact markdown source slices, positions 0-based in
 storage, 1-based in every output); documents, outlines and sections from the documents table,
 whose outline column comes from the markdown parser, so headings inside fenced code are
-never mistaken for sections (seed 002's line regex would).
+never mistaken for sections (the documents tool contract's line regex would).
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def _delimiter(chunk: ChunkRecord, label: str) -> str:
 
 
 def render_chunk_window(window: ChunkWindow) -> str:
-    """Seed 000's `get_doc` text: `--- Chunk: {id} (Chunk {n} of {m}) (Target|Context: {+N|-N}) ---`,
+    """The docs tool contract's `get_doc` text: `--- Chunk: {id} (Chunk {n} of {m}) (Target|Context: {+N|-N}) ---`,
     then the chunk's markdown; blocks separated by one blank line, exactly one `(Target)`."""
     blocks = []
     for chunk in window.chunks:
@@ -287,7 +287,7 @@ def get_outline(index: Index, path: str, max_depth: int = 3) -> Outline:
 
 def get_section(index: Index, path: str, heading: str, include_subsections: bool = True) -> Section:
     """The section under the first heading matching `heading`: an exact case-insensitive match wins,
-    else the first heading containing it (seed 002). It runs to the next heading of the same or a
+    else the first heading containing it (docs/contracts/documents-tools.md). It runs to the next heading of the same or a
     higher level, or to the next heading of any level without subsections."""
     if not isinstance(heading, str) or not heading.strip():
         raise InvalidArgument("section heading text must be a non-empty string, e.g. 'Backoff strategy'")

@@ -5,7 +5,7 @@ agent guessed (`Python`, `py`) fails loudly with the allowed values instead of s
 matching nothing. The allowed keys and values are always read from `metadata.json`, never
 typed by hand.
 
-Auto-include (seed 001 section 4, generalised): for each manifest rule
+Auto-include (the build pipeline contract section 4, generalised): for each manifest rule
 `{"when": W, "unless": U, "include": {K: V}}` that applies (W filtered, U not), the clause
 becomes `(<all filters>) OR (<filters except W> AND K = V ...)`. With the seed's rule and
 `language=typescript` that is `(language = 'typescript') OR (scope = 'global-guide')`. Key
@@ -114,6 +114,6 @@ def plain_where(filters: Mapping[str, str]) -> str | None:
 
 
 def describe_filters(filters: Mapping[str, str]) -> str:
-    """`scope 'sdk-specific'` / `language 'go' and scope 'sdk-specific'`, as in seed 000's hint."""
+    """`scope 'sdk-specific'` / `language 'go' and scope 'sdk-specific'`, as in the docs tool contract's hint."""
     parts = [f"{key} {value!r}" for key, value in sorted(filters.items())]
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

@@ -53,7 +53,7 @@ def fuse(rankings: Sequence[Sequence[K]], tie_break: Sequence[str] | dict[K, str
     """Items by descending normalised RRF score in [0, 1]; equal scores ordered by `tie_break[item]`.
 
     Normalisation divides by `rrf_max` over the legs given, so 1.0 means "ranked first by every
-    leg that ran" and scores are comparable across queries with the same legs (seed 004 asks
+    leg that ran" and scores are comparable across queries with the same legs (the citeloom contract asks
     for scores in [0, 1]). The tie-break (the chunk ID) makes equal-score order deterministic
     across processes, which stable pagination depends on.
     """

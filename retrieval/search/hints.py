@@ -1,4 +1,4 @@
-"""Zero-result hints (seed 000 `hint`, seed 001 "Guided Discovery").
+"""Zero-result hints (the docs tool contract `hint`, the build pipeline contract "Guided Discovery").
 
 When a filtered search finds nothing, the agent's next move should be a search that works.
 For each filter key K the query is rerun cheaply (the full-text and identifier legs, small

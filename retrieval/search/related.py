@@ -1,4 +1,4 @@
-"""Related chunks for a document or a passage (seed 002 `documents_find_related`).
+"""Related chunks for a document or a passage (the documents tool contract `documents_find_related`).
 
 With vectors: the probe is the embedded `chunk_text` when given, else the centroid of the
 document's chunk vectors (mean, re-normalised), which leans towards what the document is
