@@ -4,6 +4,9 @@ import sys
 
 if __name__ == "__main__":
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "docsmcp_site.settings")
+    from retrieval.boot import boot
+
+    boot()
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

@@ -27,6 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from retrieval.boot import boot  # noqa: E402
+
+boot()  # as the server and the build worker do
 
 TOPICS = ["retry", "backoff", "webhook", "signature", "payment", "refund", "currency", "pagination", "rate limit",
           "idempotency", "api key", "sdk", "python", "typescript", "error", "timeout", "invoice", "customer"]

@@ -30,6 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from retrieval.boot import boot  # noqa: E402
+
+boot()  # as the server and the build worker do
 
 from tqdm import tqdm  # noqa: E402
 

@@ -21,9 +21,19 @@ LAZY, WARMING, READY = "lazy", "warming", "ready"
 _state = {"state": LAZY, "corpora": {}}
 
 
-# Set by the gunicorn master for its workers: a directory where each warm worker leaves a file
-# named by its pid, and how many workers the server runs.
-SERVE_DIR_ENV, SERVE_WORKERS_ENV = "DOCSMCP_SERVE_STATE_DIR", "DOCSMCP_SERVE_WORKERS"
+# Set by the gunicorn master before it forks, so every worker inherits it (serve_with): a
+# directory where each warm worker leaves a file named by its pid, and how many workers the server runs.
+_server: dict = {"directory": None, "workers": None}
+
+
+def serve_with(directory: str, workers: int) -> None:
+    """The master's word to the workers it forks: where they say they are warm, and how many they are.
+    Workers are forked from the master (preload_app), so module state reaches them as it is."""
+    _server.update(directory=directory, workers=workers)
+
+
+def server_directory() -> str | None:
+    return _server["directory"]
 
 
 def warm_state() -> dict:
@@ -41,7 +51,7 @@ def warm_state() -> dict:
 
 
 def _all_workers_warm() -> bool:
-    directory, workers = os.environ.get(SERVE_DIR_ENV), os.environ.get(SERVE_WORKERS_ENV)
+    directory, workers = _server["directory"], _server["workers"]
     if not directory or not workers:
         return True
     try:
@@ -77,7 +87,7 @@ def ready() -> None:
 
 
 def _announce_warm() -> None:
-    directory = os.environ.get(SERVE_DIR_ENV)
+    directory = _server["directory"]
     if directory:
         with contextlib.suppress(OSError):
             Path(directory, str(os.getpid())).touch()
@@ -89,5 +99,5 @@ def model_threads() -> int:
 
     if settings.DOCSMCP_LOCAL_THREADS:
         return settings.DOCSMCP_LOCAL_THREADS
-    workers = int(os.environ.get(SERVE_WORKERS_ENV) or 1)
+    workers = _server["workers"] or 1
     return max(1, (os.cpu_count() or 1) // workers)

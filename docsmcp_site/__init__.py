@@ -1,7 +1,7 @@
 """The Django project. Celery's app lives in docsmcp_site.celery, which `celery -A docsmcp_site` finds
 by itself and the task modules import: a command or request that queues nothing never loads Celery.
 
-May import: `retrieval.errors`, `corpus.access`, `corpus.api`, `corpus.errors`, `corpus.models`,
+May import: `retrieval.errors`, `retrieval.boot`, `corpus.access`, `corpus.api`, `corpus.errors`, `corpus.models`,
 `corpus.warming`, `evals.api`, `evals.errors`, `insights.api`, `mcp_endpoint.apikeys`,
 `mcp_endpoint.clients`, `mcp_endpoint.models`, `mcp_endpoint.security`, `mcp_endpoint.startup`.
 The site mounts every app's API (api/assembly.py), translates their errors and checks their keys

@@ -1,6 +1,10 @@
 import os
 
-from django.core.asgi import get_asgi_application
+from retrieval.boot import boot
+
+boot()
+
+from django.core.asgi import get_asgi_application  # noqa: E402 (after boot: Django may load LanceDB)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "docsmcp_site.settings")
 application = get_asgi_application()

@@ -30,6 +30,9 @@ class CliError(Exception):
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv if argv is None else argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "docsmcp_site.settings")
+    from retrieval.boot import boot
+
+    boot()
     command = argv[1] if len(argv) > 1 else "help"
     command = ALIASES.get(command, command)
     if command == "--version":  # Django's own would print Django's version

@@ -17,26 +17,23 @@ preload_app = True
 def when_ready(server) -> None:
     """In the master, before the first fork: import the views, and make the directory where warm
     workers say so (/health/ reports ready once all of them have)."""
-    import os
     import tempfile
 
-    from corpus.warming import SERVE_DIR_ENV, SERVE_WORKERS_ENV
+    from corpus.warming import serve_with
     from mcp_endpoint.startup import import_views, preload_model
 
     import_views()
-    os.environ[SERVE_DIR_ENV] = tempfile.mkdtemp(prefix="docsmcp-serve-")
-    os.environ[SERVE_WORKERS_ENV] = str(server.cfg.workers)
+    serve_with(tempfile.mkdtemp(prefix="docsmcp-serve-"), server.cfg.workers)
     preload_model()
 
 
 def on_exit(server) -> None:
-    import os
     import shutil
 
-    from corpus.warming import SERVE_DIR_ENV
+    from corpus.warming import server_directory
 
-    if os.environ.get(SERVE_DIR_ENV):
-        shutil.rmtree(os.environ[SERVE_DIR_ENV], ignore_errors=True)
+    if server_directory():
+        shutil.rmtree(server_directory(), ignore_errors=True)
 
 
 def post_worker_init(worker) -> None:

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.boot import boot
+
+boot()  # tests run the engine as the server and the build worker do
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = ROOT / "corpus" / "sample_docs"
 ARTIFACTS = ROOT / "test-artifacts"

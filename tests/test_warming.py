@@ -43,9 +43,32 @@ def test_a_bare_django_setup_loads_no_index_library_model_runtime_api_client_tas
     assert json.loads(out) == []
 
 
+def _python_choosing_no_allocator(code: str) -> str:
+    environment = {k: v for k, v in os.environ.items() if k not in ("ARROW_DEFAULT_MEMORY_POOL", "MALLOC_ARENA_MAX")}
+    environment["DJANGO_SETTINGS_MODULE"] = "docsmcp_site.settings"
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_importing_the_engine_changes_nothing_in_the_process():
+    out = _python_choosing_no_allocator(
+        "import json, os, sys, retrieval, retrieval.search.engine, retrieval.ingest.build\n"
+        "print(json.dumps(['lance_namespace_urllib3_client' in sys.modules, 'ARROW_DEFAULT_MEMORY_POOL' in os.environ]))")
+    assert json.loads(out) == [False, False]
+
+
+@pytest.mark.parametrize("entry", ["docsmcp_site.wsgi", "docsmcp_site.asgi", "docsmcp_site.celery"])
+def test_the_entry_points_set_up_the_process(entry):
+    out = _python_choosing_no_allocator(
+        f"import json, os, sys, {entry}\n"
+        "print(json.dumps([type(sys.modules['lance_namespace_urllib3_client']).__name__,"
+        " os.environ.get('ARROW_DEFAULT_MEMORY_POOL')]))")
+    assert json.loads(out) == ["_DeferredPackage", "system"]
+
+
 def test_lancedb_loads_without_its_remote_namespace_client_which_still_loads_when_used():
     out = _fresh_python(
-        "import json, sys, retrieval, lancedb\n"
+        "import json, sys\nfrom retrieval.boot import boot\nboot()\nimport lancedb\n"
         "before = sorted(m for m in sys.modules if m.startswith('lance_namespace_urllib3_client.api'))\n"
         "from lance_namespace_urllib3_client import ApiClient, TableApi\n"
         "print(json.dumps([before, ApiClient.__name__, TableApi.__name__]))")
