@@ -20,10 +20,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connections
@@ -383,6 +384,14 @@ def build_documents(index: Index, paths: Sequence[str], batch: int = 64) -> Iter
 # --- many corpora ---------------------------------------------------------------------------------
 
 
+class _Ranked(Protocol):
+    score: float
+    order: tuple[int, int]
+
+
+Merged = TypeVar("Merged", bound=_Ranked)
+
+
 @dataclass(frozen=True)
 class CorpusHit:
     """A hit and the corpus it came from, for merging the results of several corpora."""
@@ -393,11 +402,16 @@ class CorpusHit:
     freshness: dict[str, Any] = field(default_factory=dict)
 
 
-def merge_hits(per_corpus: list[list[CorpusHit]], limit: int) -> list[CorpusHit]:
+    @property
+    def score(self) -> float:
+        return self.hit.score
+
+
+def merge_hits(per_corpus: list[list[Merged]], limit: int) -> list[Merged]:
     """Hits of several corpora by descending score (each corpus's scores are normalised to [0, 1]
     the same way), ties by corpus order then rank; the first `limit`."""
     merged = [hit for hits in per_corpus for hit in hits]
-    merged.sort(key=lambda h: (-h.hit.score, h.order))
+    merged.sort(key=lambda h: (-h.score, h.order))
     return merged[:limit]
 
 
@@ -409,6 +423,15 @@ def served_corpora() -> list[Corpus]:
 
 
 _count: list[tuple[float, int]] = []  # (when, served_corpus_count), cached like the pointers
+
+
+def readable_corpus_names() -> list[str]:
+    """The names of served_corpora(), in one narrow query: asked on every tools/list and search at /mcp/."""
+    from .access import visible_only
+
+    return list(visible_only(Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, version_of__isnull=True,
+                                                   active_build__isnull=False))
+                .order_by("name").values_list("name", flat=True))
 
 
 def served_corpus_count() -> int:
@@ -500,6 +523,23 @@ def corpus_cards(query: str | None = None) -> list[CorpusCard]:
     return [replace(by_name[name], score=score) for name, score in rank_corpora(query, profiles)]
 
 
+def best_corpora(query: str, limit: int) -> list[str]:
+    """The `limit` readable corpora that best match `query` (list_corpora's ranking), only those that match
+    at all: what a search without `corpus` covers on a server of more corpora than it can search at once."""
+    from retrieval.corpus_summary import CorpusProfile, rank_corpora
+
+    from .access import visible_only
+
+    rows = visible_only(Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, version_of__isnull=True,
+                                              active_build__isnull=False)).values_list(
+        "name", "description", "active_build__index_path")
+    profiles = []
+    for name, description, path in rows:
+        built_description, titles, terms = _profile_of(path) if path else ("", (), ())
+        profiles.append(CorpusProfile(name, description or built_description, titles, terms))
+    return [name for name, score in rank_corpora(query, profiles)[:limit] if score > 0]
+
+
 @dataclass(frozen=True)
 class CorporaSearch:
     """One page of a search across several corpora, merged by score.
@@ -538,11 +578,22 @@ def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearc
     """`request` (query, limit, cursor; no filters: taxonomies differ between corpora) on each corpus
     named, merged by score. Each hit keeps the chunk ID it has on its corpus's own endpoint."""
     from retrieval.search.cursor import decode_cursor
-    from retrieval.search.engine import DEFAULT_LIMIT, MAX_LIMIT, check_limit, check_query
+    from retrieval.search.engine import (
+        DEFAULT_LIMIT,
+        check_limit,
+        check_query,
+        dress,
+        query_vector_for,
+        rank_all,
+    )
 
     query = check_query(request.query)
-    corpora = {c.name: c for c in served_corpora()}
-    targets = [corpora[name] for name in dict.fromkeys(names) if name in corpora]
+    from .access import visible_only
+
+    wanted_names = list(dict.fromkeys(names))
+    corpora = {c.name: c for c in visible_only(Corpus.objects.filter(
+        name__in=wanted_names, kind=Corpus.KIND_MARKDOWN, version_of__isnull=True, active_build__isnull=False))}
+    targets = [corpora[name] for name in wanted_names if name in corpora]
     indexes = [(c.name, active_index(c.name)) for c in targets]
     builds = _builds_key(indexes)
     offset, limit = 0, check_limit(request.limit if request.limit is not None else DEFAULT_LIMIT)
@@ -551,24 +602,63 @@ def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearc
         offset = state.offset
         limit = check_limit(request.limit if request.limit is not None else state.limit)
     wanted = offset + limit
-    more = False  # whether some corpus has hits beyond those fetched: they belong to later pages
-    per_corpus: list[list[CorpusHit]] = []
+    # Rank every corpus (one query embedding per model, the corpora in parallel threads: the legs wait on
+    # LanceDB and numpy, not the interpreter), merge the undressed (position, score) lists, then dress only
+    # the page's hits: a corpus's chunk texts are read only for hits that are shown.
+    # Embedders and query vectors are made here: the provider lookup reads the database, which the pool's
+    # threads must not (each would open a connection of its own).
+    vectors: dict[str, Any] = {}
+    legs: list[tuple[EmbeddingProvider | None, Any]] = []
+    for _name, index in indexes:
+        embedder = embedder_for(index)
+        spec = repr(sorted((index.metadata.embedding or {}).items()))
+        if embedder is not None and spec not in vectors:
+            try:
+                vectors[spec] = query_vector_for(index, embedder, query)
+            except Exception as exc:  # as in a one-corpus search: the full-text legs still answer
+                logger.warning("query not embedded for %s: %s", index.path, exc)
+                vectors[spec] = None
+        legs.append((embedder, vectors.get(spec)))
+
+    def ranked(position: int) -> list[Candidate]:
+        index = indexes[position][1]
+        embedder, vector = legs[position]
+        ranking = rank_all(index, query, embedder=embedder, query_vector=vector)
+        return [Candidate(position, item, score, ranking, (position, rank))
+                for rank, (item, score) in enumerate(ranking.items[:wanted + 1])]
+
+    if len(indexes) > 1:
+        with ThreadPoolExecutor(max_workers=min(CORPORA_SEARCH_THREADS, len(indexes))) as pool:
+            per_corpus = list(pool.map(ranked, range(len(indexes))))
+    else:
+        per_corpus = [ranked(0)] if indexes else []
+    merged = merge_hits(per_corpus, wanted + 1)
+    page = merged[offset:offset + limit]
+    hits: dict[tuple[int, int], CorpusHit] = {}
     for position, (corpus, (_name, index)) in enumerate(zip(targets, indexes, strict=True)):
+        mine = [c for c in page if c.corpus == position]
+        if not mine:
+            continue
+        dressed = dress(index, query, [(c.item, c.score) for c in mine], mine[0].ranking)
         fresh = freshness(index)
-        hits: list[SearchHit] = []
-        cursor = None
-        while len(hits) < wanted:
-            served = corpus_search(corpus.name, replace(request, query=query, filters={}, cursor=cursor,
-                                                       limit=min(MAX_LIMIT, wanted - len(hits))))
-            hits += served.result.hits
-            cursor = served.result.next_cursor
-            if cursor is None:
-                break
-        more = more or cursor is not None
-        per_corpus.append([CorpusHit(corpus, hit, (position, rank), fresh) for rank, hit in enumerate(hits)])
-    merged = merge_hits(per_corpus, wanted)
-    return CorporaSearch(merged[offset:offset + limit], request, offset, limit, builds,
-                         more or len(merged) > offset + limit)
+        for candidate, hit in zip(mine, dressed, strict=True):
+            hits[candidate.order] = CorpusHit(corpus, hit, candidate.order, fresh)
+        querylog.observe_index(index, [(h.chunk_id, h.score) for h in dressed], query=query)
+    return CorporaSearch([hits[c.order] for c in page], request, offset, limit, builds, len(merged) > wanted)
+
+
+CORPORA_SEARCH_THREADS = 4
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One corpus's ranked chunk before it is dressed as a hit (merge_hits orders these like hits)."""
+
+    corpus: int  # position among the corpora searched
+    item: int  # catalog position in its index
+    score: float
+    ranking: Any
+    order: tuple[int, int]
 
 
 # --- warming --------------------------------------------------------------------------------------

@@ -165,6 +165,9 @@ DOCSMCP_DEFAULT_CORPUS = os.environ.get("DOCSMCP_DEFAULT_CORPUS", "")
 # /mcp/ of several corpora (docs/corpora.md): up to this many corpora a caller may read, search_docs' and get_doc's
 # `corpus` argument lists them (an enum); above, it is a free string and a wrong name gets "did you mean".
 DOCSMCP_CORPUS_ENUM_MAX = int(os.environ.get("DOCSMCP_CORPUS_ENUM_MAX", "20"))
+# Up to this many readable corpora, a search at /mcp/ without `corpus` covers them all; above, the ones that best
+# match the query (list_corpora's ranking), so one search never opens every corpus of a large server.
+DOCSMCP_SEARCH_ALL_MAX = int(os.environ.get("DOCSMCP_SEARCH_ALL_MAX", "20"))
 # Memory a serving worker may spend on open indexes (docs/corpora.md): corpora open on first use and the least
 # recently used close beyond it; 0: no budget (at most 8 indexes open besides the pinned ones, as before).
 DOCSMCP_SERVING_MEMORY_MB = int(os.environ.get("DOCSMCP_SERVING_MEMORY_MB", "0") or 0)

@@ -204,3 +204,13 @@ def test_a_key_limited_to_one_corpus_never_sees_the_others(corpora, http, settin
     assert refused["content"][0]["text"] == "unknown corpus 'kubernetes'; call list_corpora for the corpora you can search."
     refused = call(http, url, "get_doc", {"chunk_id": "x", "corpus": "fastapy"}, key)
     assert refused["content"][0]["text"] == "unknown corpus 'fastapy'; did you mean 'fastapi'?"
+
+
+def test_with_more_corpora_than_one_search_covers_it_searches_those_that_best_match(corpora, http, settings):
+    settings.DOCSMCP_SEARCH_ALL_MAX = 1
+    url = f"{corpora}/mcp/"
+    found = parsed(call(http, url, "search_docs", {"query": "kubernetes pods deployment"}))
+    assert found["hits"] and {h["corpus"] for h in found["hits"]} == {"kubernetes"}
+    assert found["notice"].startswith("Searched the 1 of 3 corpora that best match the query (kubernetes)")
+    nothing = call(http, url, "search_docs", {"query": "zyzzyva"})
+    assert nothing["isError"] is True and "call list_corpora and pass `corpus`" in nothing["content"][0]["text"]

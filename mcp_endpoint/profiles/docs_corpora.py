@@ -25,9 +25,10 @@ from django.db import DatabaseError
 from corpus.serving import (
     CorporaSearch,
     active_index,
+    best_corpora,
     corpora_search,
     corpus_cards,
-    served_corpora,
+    readable_corpus_names,
     served_corpus_count,
 )
 from mcp_endpoint import budget
@@ -47,6 +48,15 @@ CORPUS_DESCRIPTION = ("Which corpus to {action} (list_corpora describes them). O
 MULTI_VERSION_DESCRIPTION = ("Which version of the named corpus to {action}; list_corpora gives each corpus's "
                              "versions. Omit for its default version.")
 UNKNOWN = "unknown corpus {name!r}; {hint}"
+DEFAULT_SEARCH_ALL_MAX = 20  # DOCSMCP_SEARCH_ALL_MAX: above, a search without `corpus` covers the best-matching ones
+SEARCHED_BEST = ("Searched the {count} of {total} corpora that best match the query ({names}); pass `corpus` to "
+                 "search another (list_corpora ranks them all).")
+NO_MATCHING_CORPUS = ("No corpus of the {total} you may read matches the query by name, description or page titles; "
+                      "call list_corpora and pass `corpus` to search one.")
+
+
+def search_all_max() -> int:
+    return int(getattr(settings, "DOCSMCP_SEARCH_ALL_MAX", DEFAULT_SEARCH_ALL_MAX))
 
 
 def enum_max() -> int:
@@ -66,7 +76,7 @@ def applies(context: Context) -> bool:
 
 def readable() -> list[str]:
     """The corpora the caller may read, by name."""
-    return [c.name for c in served_corpora()]
+    return readable_corpus_names()
 
 
 def resolve(name: Any, names: list[str] | None = None) -> str:
@@ -168,8 +178,15 @@ def _search_docs(one_corpus):
         names = readable()
         if not names:
             raise ToolError("no corpus you may read has an active build yet.")
+        notice = None
+        if len(names) > search_all_max():
+            # Too many to search at once (each would be opened): the corpora list_corpora ranks first.
+            total, names = len(names), best_corpora(arguments["query"], search_all_max())
+            if not names:
+                raise ToolError(NO_MATCHING_CORPUS.format(total=total))
+            notice = SEARCHED_BEST.format(count=len(names), total=total, names=", ".join(names))
         request = SearchRequest(query=arguments["query"], limit=arguments.get("limit"), cursor=arguments.get("cursor"))
-        return docs_resources.with_links(context, _fit(corpora_search(names, request)), None)
+        return docs_resources.with_links(context, _fit(corpora_search(names, request), notice), None)
     return handler
 
 
@@ -221,22 +238,29 @@ def hits_json(found: CorporaSearch, snippet_chars: int | None = None, keep: int 
     }
 
 
-def _fit(found: CorporaSearch) -> ToolResult:
+def _fit(found: CorporaSearch, searched: str | None = None) -> ToolResult:
     """The merged page within the response budget: shorter snippets first, then fewer hits (the cursor
-    continues at the first one left out), as for one corpus."""
+    continues at the first one left out), as for one corpus. `searched` says which corpora were searched
+    when not all of them were."""
+
+    def noted(payload: dict[str, Any], notice: str | None = None) -> dict[str, Any]:
+        text = " ".join(t for t in (searched, notice) if t)
+        if text:
+            payload["notice"] = text
+        return payload
+
     limit = budget.budget_chars()
+    room = budget.NOTICE_ROOM + len(searched or "")
     payload = hits_json(found)
-    if len(indented(payload)) + budget.NOTICE_ROOM <= limit:
-        return ToolResult.json(payload).as_fitted()
+    if len(indented(payload)) + room <= limit:
+        return ToolResult.json(noted(payload)).as_fitted()
     for chars in SNIPPET_STEPS:
         payload = hits_json(found, chars)
-        if len(indented(payload)) + budget.NOTICE_ROOM <= limit:
-            payload["notice"] = TRIMMED.format(chars=chars)
-            return ToolResult.json(payload).as_fitted()
+        if len(indented(payload)) + room <= limit:
+            return ToolResult.json(noted(payload, TRIMMED.format(chars=chars))).as_fitted()
     keep = max(1, len(found.hits) - 1)
     while True:
-        payload = hits_json(found, SNIPPET_STEPS[-1], keep)
-        payload["notice"] = DROPPED.format(kept=keep, chars=SNIPPET_STEPS[-1])
+        payload = noted(hits_json(found, SNIPPET_STEPS[-1], keep), DROPPED.format(kept=keep, chars=SNIPPET_STEPS[-1]))
         if keep == 1 or len(indented(payload)) + budget.NOTICE_ROOM <= limit:
             return ToolResult.json(payload).as_fitted()
         keep -= 1

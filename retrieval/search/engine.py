@@ -350,6 +350,29 @@ def _found_by(page: list[tuple[int, float]], legs: list[LegResult]) -> dict[int,
     return {p: tuple(name for name, members in leg_sets if p in members) for p, _ in page}
 
 
+@reads_index
+def rank_all(index: Index, query: str, *, embedder: EmbeddingProvider | None = None,
+             query_vector: np.ndarray | None = None) -> Ranking:
+    """The fused ranking of an unfiltered search, undressed: a search across several corpora ranks each,
+    merges the (position, score) lists, and dresses only the hits of the page it shows (`dress`)."""
+    return rank(index, check_query(query), plan_filters(index.metadata, {}), embedder=embedder,
+                query_vector=query_vector)
+
+
+@reads_index
+def dress(index: Index, query: str, page: list[tuple[int, float]], ranking: Ranking) -> list[SearchHit]:
+    """`page` (items of `ranking`) as hits."""
+    return make_hits(index, check_query(query), page, _found_by(page, ranking.legs))
+
+
+def query_vector_for(index: Index, embedder: EmbeddingProvider | None, query: str) -> np.ndarray | None:
+    """The query's embedding for this index's vector leg, or None when it has none: indexes of one
+    embedding model share it, so a search across corpora embeds the query once."""
+    if embedder is None or not index.has_vectors or not index.metadata.embedding:
+        return None
+    return _query_vector(index, embedder, check_query(query))
+
+
 def cursor_after(index: Index, request: SearchRequest, result: SearchResult, kept: int, *,
                  cursor_secret: bytes) -> str:
     """A cursor for the page that starts after the first `kept` hits of `result` (the answer to

@@ -468,7 +468,7 @@ class IndexCache:
             self._open.pop(victim, None)
             self._sizes.pop(victim, None)
             self._used.pop(victim, None)
-            log.info("index %s closed (least recently used; %d open, about %d MB held)", victim, len(self._open),
+            log.debug("index %s closed (least recently used; %d open, about %d MB held)", victim, len(self._open),
                      self.held_bytes() // (1024 * 1024))
 
     def _warm_then_swap(self, key: str, path: Location, warmer: Callable[[Index], None]) -> None:
