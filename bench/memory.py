@@ -133,12 +133,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--index-root", type=Path, help="index root to reuse (or build into); default a temp dir")
     ap.add_argument("--workers", type=int, help="gunicorn workers (default: serve's default)")
     ap.add_argument("--no-worker", action="store_true", help="no Celery worker beside gunicorn")
+    ap.add_argument("--build", action="store_true",
+                    help="then queue a full build of the corpus to the Celery worker and, once it is done, "
+                         "print the table again (what the worker keeps after a build)")
     ap.add_argument("--json", type=Path, help="also write the table to this file")
     args = ap.parse_args(argv)
     corpus = args.corpus.resolve()
     name = corpus_name(corpus, args.name)
     workdir = Path(tempfile.mkdtemp(prefix="docsmcp-bench-memory-"))
     index_root = (args.index_root or workdir / "indexes").resolve()
+    os.environ["DOCSMCP_HOME"] = str(workdir)  # the filesystem queue this process and serve's worker share
     env = configure_django(workdir, index_root, name)
     env.pop("CELERY_BROKER_URL")  # serve's default: a filesystem queue and a Celery worker beside it
     env["DOCSMCP_HOME"] = str(workdir)
@@ -162,10 +166,45 @@ def main(argv: list[str] | None = None) -> int:
         wait_ready(url, serve, workers, log)
         errors = search_everywhere(url, 4 * workers)
         time.sleep(2)
-        rows = [(role, pid, memory(pid)) for role, pid in processes(serve.pid)]
+        tables = [("after the first searches", [(role, pid, memory(pid)) for role, pid in processes(serve.pid)])]
+        if args.build:
+            tables.append((f"after a queued build ({queued_build(name)})",
+                           [(role, pid, memory(pid)) for role, pid in processes(serve.pid)]))
     finally:
         stop_server(serve)
     print(f"corpus {name}, provider {args.provider}, {workers} workers, search errors {errors}")
+    for title, rows in tables:
+        print(title)
+        print_table(rows)
+    if args.json:
+        args.json.write_text(json.dumps({"corpus": name, "provider": args.provider, "workers": workers, "tables": [
+            {"when": t, "processes": [{"role": r, "pid": p, **m} for r, p, m in rows]} for t, rows in tables]},
+            indent=2))
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 1 if errors else 0
+
+
+def queued_build(name: str) -> str:
+    """A full build of `name` through the queue, as the admin starts one; waits until it ends."""
+    from django.db import transaction
+
+    from corpus.models import BuildRun
+    from corpus.selectors import corpus_get
+    from corpus.services import build_start
+
+    with transaction.atomic():
+        build = build_start(corpus=corpus_get(name), kind=BuildRun.KIND_FULL)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        build.refresh_from_db()
+        if build.status not in (BuildRun.QUEUED, BuildRun.RUNNING):
+            time.sleep(2)  # the worker's task_postrun runs after the status is saved
+            return build.status
+        time.sleep(1)
+    return "still running after 600 s"
+
+
+def print_table(rows: list[tuple[str, int, dict[str, float]]]) -> None:
     print(f"{'process':<16} {'pid':>7} {'RSS MB':>8} {'PSS MB':>8}")
     for role, pid, mem in rows:
         print(f"{role:<16} {pid:>7} {mem['rss']:8.1f} {mem['pss']:8.1f}")
@@ -177,11 +216,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'all processes':<16} {'':>7} {total_rss:8.1f} {total_pss:8.1f}")
     print(f"workers: PSS sum {workers_pss:.1f} MB, largest RSS {one_rss:.1f} MB, "
           f"PSS sum / one worker's RSS = {workers_pss / one_rss if one_rss else float('nan'):.2f}")
-    if args.json:
-        args.json.write_text(json.dumps({"corpus": name, "provider": args.provider, "workers": workers,
-                                         "processes": [{"role": r, "pid": p, **m} for r, p, m in rows]}, indent=2))
-    shutil.rmtree(workdir, ignore_errors=True)
-    return 1 if errors else 0
 
 
 if __name__ == "__main__":
