@@ -43,7 +43,7 @@ def cache_dir() -> Path:
 
 
 def git_source(corpus: Corpus) -> git.GitSource:
-    return git.GitSource(corpus.git_url, corpus.git_ref, corpus.git_subdir)
+    return git.GitSource(corpus.git_url, corpus.git_ref, corpus.git_subdir, ssh_key=settings.DOCSMCP_GIT_SSH_KEY)
 
 
 def check_git_url(url: str, *, any_url: bool = False) -> str:

@@ -190,6 +190,7 @@ DOCSMCP_SHARED_SOURCE_ROOTS = env_list("DOCSMCP_SHARED_SOURCE_ROOTS", "")
 # credentials; a password in a URL is refused.
 DOCSMCP_GIT_CACHE_DIR = Path(os.environ.get("DOCSMCP_GIT_CACHE_DIR", DOCSMCP_HOME / "git"))
 DOCSMCP_GIT_TIMEOUT = float(os.environ.get("DOCSMCP_GIT_TIMEOUT", "120"))
+DOCSMCP_GIT_SSH_KEY = os.environ.get("DOCSMCP_GIT_SSH_KEY", "")
 DOCSMCP_GIT_ALLOWED_URLS = env_list("DOCSMCP_GIT_ALLOWED_URLS", "")
 # A source file (markdown page or manifest) larger than this is skipped with a finding, so one huge
 # page cannot take the build's memory.

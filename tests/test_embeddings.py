@@ -487,16 +487,17 @@ def test_openai_connection_errors_are_retried_then_reported():
     assert time.monotonic() - started < 10
 
 
-def test_openai_reads_key_and_url_from_the_environment(monkeypatch):
+def test_openai_takes_key_and_url_from_its_options_never_from_the_environment(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     with openai_stub(embedding_dim=8) as stub:
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
-        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
-        get_provider("openai").embed(["alpha"])
-        assert stub.embedding_requests[0].headers["authorization"] == "Bearer sk-env"
+        get_provider("openai", base_url=stub.base_url, api_key="sk-option").embed(["alpha"])
+        assert stub.embedding_requests[0].headers["authorization"] == "Bearer sk-option"
+    assert get_provider("openai", api_key="sk-option").base_url.startswith("https://api.openai.com/")
 
 
-def test_openai_without_a_key_is_a_configuration_error(monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+def test_openai_without_a_key_is_a_configuration_error_even_with_one_in_the_environment(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     with pytest.raises(EmbeddingError, match="OPENAI_API_KEY"):
         get_provider("openai")
 

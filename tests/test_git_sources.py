@@ -401,3 +401,18 @@ def test_deleting_a_git_corpus_removes_its_cache_once_no_corpus_uses_it(repo, gi
     assert caches[0].is_dir(), "the other corpus still builds from this repository"
     assert writer_client.delete("/api/v1/corpora/second").status_code == 204
     assert not list(git_cache.glob("*.git"))
+
+
+def test_the_deploy_key_comes_from_the_settings_not_from_the_environment(settings, monkeypatch):
+    from corpus.gitsource import git_source
+    from retrieval.ingest.git import _env
+
+    monkeypatch.delenv("GIT_SSH_COMMAND", raising=False)
+    monkeypatch.setenv("DOCSMCP_GIT_SSH_KEY", "/from/the/environment")
+    settings.DOCSMCP_GIT_SSH_KEY = "/etc/docsmcp/deploy key"
+    source = git_source(Corpus(name="keyed", git_url="ssh://git.example/docs.git"))
+    assert _env(ssh_key=source.ssh_key)["GIT_SSH_COMMAND"] == (
+        "ssh -i '/etc/docsmcp/deploy key' -o IdentitiesOnly=yes -o BatchMode=yes")
+    assert _env()["GIT_SSH_COMMAND"] == "ssh -o BatchMode=yes"
+    monkeypatch.setenv("GIT_SSH_COMMAND", "ssh -F /etc/docsmcp/ssh_config")  # the operator's own command wins
+    assert _env(ssh_key=source.ssh_key)["GIT_SSH_COMMAND"] == "ssh -F /etc/docsmcp/ssh_config"

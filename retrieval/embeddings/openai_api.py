@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
@@ -16,6 +15,8 @@ from retrieval.errors import EmbeddingError
 from .base import EmbeddingProvider
 
 DEFAULT_MODEL = "text-embedding-3-small"
+# Given to the SDK explicitly: left None, it would read OPENAI_BASE_URL from the environment itself.
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Longest wait taken from a Retry-After header, so a server asking for an hour cannot stall a build that long.
 MAX_RETRY_AFTER = 120.0
 MAX_BACKOFF = 30.0
@@ -77,13 +78,12 @@ class OpenAIEmbeddingProvider(EmbeddingProvider):
             )
         if dimensions is not None and int(dimensions) < 1:
             raise EmbeddingError(f"openai embeddings need dimensions >= 1 when given, got {dimensions}")
-        api_key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not api_key:
+        if not api_key:  # the caller's (a server's OPENAI_API_KEY setting); the environment is not read here
             raise EmbeddingError(
-                "the openai embedding provider needs an API key: set OPENAI_API_KEY or the api_key option "
-                "(any non-empty value for a local server that ignores it)"
+                "the openai embedding provider needs an API key: set OPENAI_API_KEY on the server, or pass the "
+                "api_key option (any non-empty value for a local server that ignores it)"
             )
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        base_url = base_url or DEFAULT_BASE_URL
         # The SDK's own retries are off: ours honour Retry-After per batch and report in our error types.
         import openai  # on use: a web worker that never calls the API need not hold its 14 MB
 

@@ -25,7 +25,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from retrieval.embeddings.openai_api import MAX_BACKOFF, _is_retryable_status, _retry_after, _server_message
+from retrieval.embeddings.openai_api import (
+    DEFAULT_BASE_URL,
+    MAX_BACKOFF,
+    _is_retryable_status,
+    _retry_after,
+    _server_message,
+)
 from retrieval.errors import ConfigError, RetrievalError
 from retrieval.ingest.manifest import (
     DEFAULT_MAX_CHUNK_SIZE,
@@ -181,7 +187,8 @@ class LLMFixer:
                               "local server that ignores it)")
         import openai  # on use: a web worker that never calls the API need not hold its 14 MB
 
-        self._client = openai.OpenAI(base_url=base_url or None, api_key=api_key, max_retries=0, timeout=timeout)
+        # not None: the SDK would read OPENAI_BASE_URL from the environment itself
+        self._client = openai.OpenAI(base_url=base_url or DEFAULT_BASE_URL, api_key=api_key, max_retries=0, timeout=timeout)
         self.base_url = str(self._client.base_url)
         self.model = model
         self.max_retries = max_retries

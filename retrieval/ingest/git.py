@@ -26,7 +26,7 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -50,6 +50,9 @@ class GitSource:
     url: str
     ref: str = ""  # branch or tag; "" is the remote's default branch (HEAD)
     subdir: str = ""  # the corpus root inside the repository, "" for the whole tree
+    # A private key file git's ssh uses for this remote (the operator's DOCSMCP_GIT_SSH_KEY), unless
+    # the process environment gives GIT_SSH_COMMAND: git's own variables stay git's.
+    ssh_key: str = field(default="", compare=False)
 
     def describe(self) -> str:
         where = f" {self.subdir}/" if self.subdir else ""
@@ -103,23 +106,22 @@ def cache_path(cache_dir: Path, url: str) -> Path:
     return Path(cache_dir) / f"{digest}.git"
 
 
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+def _env(extra: dict[str, str] | None = None, ssh_key: str = "") -> dict[str, str]:
+    env = dict(os.environ)  # the git process's own: PATH, HOME, proxies, GIT_CONFIG_COUNT, GIT_SSH_COMMAND
     env.update(extra or {})
     env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_SYSTEM": os.devnull,
                 "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ASKPASS": "", "LC_ALL": "C"})
-    key = os.environ.get("DOCSMCP_GIT_SSH_KEY", "")
-    if key and "GIT_SSH_COMMAND" not in os.environ:
-        env["GIT_SSH_COMMAND"] = f"ssh -i {shlex.quote(key)} -o IdentitiesOnly=yes -o BatchMode=yes"
+    if ssh_key and "GIT_SSH_COMMAND" not in env:
+        env["GIT_SSH_COMMAND"] = f"ssh -i {shlex.quote(ssh_key)} -o IdentitiesOnly=yes -o BatchMode=yes"
     env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
     return env
 
 
 def _git(args: list[str], *, cwd: Path | None = None, timeout: float = DEFAULT_TIMEOUT,
-         stdin: bytes | None = None, what: str = "", env: dict[str, str] | None = None) -> bytes:
+         stdin: bytes | None = None, what: str = "", env: dict[str, str] | None = None, ssh_key: str = "") -> bytes:
     try:
         done = subprocess.run(["git", *NO_HELPERS, *args], cwd=cwd, input=stdin, capture_output=True, timeout=timeout,
-                              env=_env(env), check=False)
+                              env=_env(env, ssh_key), check=False)
     except FileNotFoundError:
         raise GitError("the `git` program is not installed on this host; install git to build git sources") from None
     except subprocess.TimeoutExpired:
@@ -148,7 +150,7 @@ def fetch(source: GitSource, cache_dir: Path, *, timeout: float = DEFAULT_TIMEOU
         else []
     with _locked(repo):  # two versions of one repository built at once must not race on its shallow file
         _git(["fetch", "--quiet", "--no-tags", "--force", *depth, "--", source.url, f"+{ref}:{target}"],
-             cwd=repo, timeout=timeout, what=f"fetch of {source.describe()}")
+             cwd=repo, timeout=timeout, what=f"fetch of {source.describe()}", ssh_key=source.ssh_key)
         return _git(["rev-parse", "--verify", f"{target}^{{commit}}"], cwd=repo, timeout=timeout,
                     what="rev-parse").decode().strip()
 
@@ -166,7 +168,8 @@ def _locked(repo: Path) -> Iterator[None]:
 def remote_commit(source: GitSource, *, timeout: float = DEFAULT_TIMEOUT) -> str:
     """The commit the remote's ref points at now, without fetching anything (`git ls-remote`)."""
     ref = check_ref(source.ref) or "HEAD"
-    out = _git(["ls-remote", "--", source.url, ref], timeout=timeout, what=f"ls-remote of {source.describe()}")
+    out = _git(["ls-remote", "--", source.url, ref], timeout=timeout, what=f"ls-remote of {source.describe()}",
+               ssh_key=source.ssh_key)
     lines = [line.split("\t") for line in out.decode().splitlines() if "\t" in line]
     if not lines:
         raise GitError(f"the remote has no ref {ref!r} ({redact_url(source.url)}); check the branch or tag name")
