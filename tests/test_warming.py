@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -236,3 +237,59 @@ def test_what_the_server_preloads_before_forking_workers_opens_no_index_thread_o
         "print(json.dumps([[m for m in ('lancedb', 'lance', 'onnxruntime', 'openai') if m in sys.modules],\n"
         "                  threading.active_count(), [c.connection is None for c in connections.all()]]))")
     assert json.loads(out) == [[], 1, [True]]
+
+
+def _memory_kb(pid: int) -> dict[str, int]:
+    text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    return {key: int(value) for key, value in re.findall(r"^(\w+):\s+(\d+) kB", text, re.M)}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_workers_of_serve_share_the_embedding_model_their_master_loaded(tmp_path):
+    """With a local-model build active, the gunicorn master loads the model before it forks, so its
+    pages are shared by the workers instead of copied into each; every worker still embeds queries
+    with it (one thread per run: onnxruntime has no thread pool for the fork to lose)."""
+    from django.db import connection
+
+    from corpus.models import Corpus
+    from retrieval.ingest.metadata import read_metadata
+
+    if connection.vendor != "postgresql" or not Path("/proc/self/smaps_rollup").exists():
+        pytest.skip("needs PostgreSQL (DATABASE_URL) shared with the server, and Linux's /proc")
+    out = tmp_path / "local-build"
+    build_index(BuildRequest(SAMPLE_DOCS, out, "local-build", "sample", provider=get_provider("local"), workers=1))
+    metadata = read_metadata(out)
+    corpus = Corpus.objects.create(name="sample", source_dir=str(SAMPLE_DOCS), settings={"embedding_provider": "local"})
+    build_activate(build=BuildRun.objects.create(
+        corpus=corpus, build_id=metadata.build_id, kind=BuildRun.KIND_FULL, status=BuildRun.COMPLETE,
+        index_path=str(out), embedding_provider="local", embedding=metadata.embedding, stats=metadata.stats))
+    port = free_port()
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "DJANGO_", "MCP_"))}
+    environment.update(DJANGO_SETTINGS_MODULE="docsmcp_site.settings", DATABASE_URL=_database_url(),
+                       DOCSMCP_SECRET_KEY_FILE=str(tmp_path / "secret_key"), DOCSMCP_INDEX_ROOT=str(tmp_path / "idx"),
+                       MCP_RATE_LIMIT_REDIS_URL="", DOCSMCP_DEFAULT_CORPUS="sample", DOCSMCP_LOCAL_THREADS="1")
+    log = tmp_path / "serve.log"
+    with log.open("wb") as output:
+        server = subprocess.Popen([sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port),
+                                   "--workers", "2"], cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if httpx.get(f"{base}/health/", timeout=30).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.25)
+        for _ in range(8):  # fresh connections: both workers answer some
+            assert _search(base, "refund a payment")["structuredContent"]["hits"]
+        workers = [int(p) for p in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
+        assert len(workers) == 2
+        assert "onnxruntime" in Path(f"/proc/{server.pid}/maps").read_text(), "the master did not load the model"
+        memory = [_memory_kb(pid) for pid in workers]
+        # Pages a worker inherited from the master and never wrote count in its Shared_* and only half in its Pss.
+        assert sum(m["Pss"] for m in memory) < 0.75 * sum(m["Rss"] for m in memory), memory
+    finally:
+        stop(server)
