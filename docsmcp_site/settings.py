@@ -138,6 +138,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Threads, not forked processes: LanceDB does not support fork, and builds release the GIL in Arrow/Lance.
 CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_CONCURRENCY = int(os.environ.get("CELERY_WORKER_CONCURRENCY", "2"))
+# Web worker processes of `manage.py serve` (gunicorn's variable); 0: one per core plus one.
+WEB_CONCURRENCY = int(os.environ.get("WEB_CONCURRENCY") or 0)
 # A web request that queues a task answers 503 within about two seconds when the broker is down
 # (two attempts of one second each), instead of hanging (corpus/queue.py).
 CELERY_BROKER_CONNECTION_TIMEOUT = 1

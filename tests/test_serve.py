@@ -72,6 +72,15 @@ def test_serve_binds_loopback_by_default_without_a_warning(settings, launched, c
     assert (tmp_path / "static" / "admin" / "css" / "base.css").exists()  # collected because it was missing
 
 
+def test_serve_runs_as_many_workers_as_the_web_concurrency_setting_says(settings, launched, tmp_path, monkeypatch):
+    settings.STATIC_ROOT = tmp_path / "static"
+    monkeypatch.setenv("WEB_CONCURRENCY", "7")  # read by the settings at start, not by the command
+    settings.WEB_CONCURRENCY = 3
+    call_command("serve", "--port", "8123", "--no-worker")
+    argv = launched[0]
+    assert argv[argv.index("--workers") + 1] == "3"
+
+
 def test_the_worker_serve_starts_beside_the_web_server_yields_the_cpu_to_it(tmp_path):
     """On a small host the Celery worker's start-up and builds must not slow searches down."""
     seen = tmp_path / "niceness"

@@ -10,10 +10,11 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 
-def default_workers() -> int:
-    """One per core plus one: each worker holds its own copy of the active indexes, which is what
-    bounds how many a host can run; threads within a worker share that copy."""
-    return int(os.environ.get("WEB_CONCURRENCY", (os.cpu_count() or 1) + 1))
+def default_workers(configured: int = 0) -> int:
+    """`configured` (the WEB_CONCURRENCY setting), else one per core plus one: each worker holds its
+    own copy of the active indexes, which is what bounds how many a host can run; threads within a
+    worker share that copy."""
+    return configured or (os.cpu_count() or 1) + 1
 
 
 def is_loopback(host: str) -> bool:
@@ -41,7 +42,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--host", default=settings.MCP_SERVER_HOST)
         parser.add_argument("--port", type=int, default=settings.MCP_SERVER_PORT)
-        parser.add_argument("--workers", type=int, default=default_workers())
+        parser.add_argument("--workers", type=int, default=default_workers(settings.WEB_CONCURRENCY))
         parser.add_argument("--threads", type=int, default=4, help="request threads per worker (default 4)")
         parser.add_argument("--no-worker", action="store_true",
                             help="do not start a Celery worker (you run `celery -A docsmcp_site worker` yourself)")
