@@ -637,13 +637,14 @@ def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearc
     hits: dict[tuple[int, int], CorpusHit] = {}
     for position, (corpus, (_name, index)) in enumerate(zip(targets, indexes, strict=True)):
         mine = [c for c in page if c.corpus == position]
-        if not mine:
-            continue
-        dressed = dress(index, query, [(c.item, c.score) for c in mine], mine[0].ranking)
+        dressed = dress(index, query, [(c.item, c.score) for c in mine], mine[0].ranking) if mine else []
         fresh = freshness(index)
         for candidate, hit in zip(mine, dressed, strict=True):
             hits[candidate.order] = CorpusHit(corpus, hit, candidate.order, fresh)
-        querylog.observe_index(index, [(h.chunk_id, h.score) for h in dressed], query=query)
+        # The query log: a record per corpus searched, with the hits shown from it and how many it had.
+        found = per_corpus[position]
+        querylog.observe_index(index, [(h.chunk_id, h.score) for h in dressed],
+                               total=len(found[0].ranking.items) if found else 0)
     return CorporaSearch([hits[c.order] for c in page], request, offset, limit, builds, len(merged) > wanted)
 
 

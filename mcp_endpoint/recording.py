@@ -19,7 +19,7 @@ from mcp_endpoint.apikeys import allows
 from mcp_endpoint.profiles import Context, ToolDef
 
 TARGET_ARGUMENTS = ("chunk_id", "document_id", "document")
-CORPUS_ARGUMENTS = ("project", "collection", "doc_type")  # a profile's corpus argument, for a failed call
+CORPUS_ARGUMENTS = ("corpus", "project", "collection", "doc_type")  # a profile's corpus argument, for a failed call
 
 
 @dataclass(frozen=True)

@@ -411,3 +411,16 @@ def test_calls_during_a_database_outage_answer_and_are_written_once_it_is_back(s
         assert wait_for(3) == [("before", ""), ("during the outage", ""), ("", chunk_id)]
     with psycopg.connect(services.database_url(name), autocommit=True) as conn:
         assert conn.execute("SELECT verdict, key_name FROM corpus_feedback").fetchall() == [("missing", "reader")]
+
+
+def test_a_search_across_corpora_at_mcp_records_each_corpus_searched(logging_on, doc_corpora, live_url):
+    with httpx.Client(timeout=60) as http:
+        merged = _tool(http, f"{live_url}/mcp/", "search_docs", {"query": "shared_buffers apt retries"})
+        assert not merged["isError"]
+        assert not _tool(http, f"{live_url}/mcp/", "search_docs", {"query": "apt", "corpus": "ubuntu"})["isError"]
+    rows = records()
+    assert sorted((r.tool, r.corpus) for r in rows[:3]) == [
+        ("search_docs", "postgresql"), ("search_docs", "sample"), ("search_docs", "ubuntu")]
+    shown = {hit["corpus"] for hit in merged["structuredContent"]["hits"]}
+    assert all(r.hits > 0 for r in rows[:3] if r.corpus in shown)
+    assert (rows[3].tool, rows[3].corpus, rows[3].query) == ("search_docs", "ubuntu", "apt")
