@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from retrieval.embeddings import PROVIDERS, EmbeddingProvider, EmbeddingSpec, ch
 from retrieval.embeddings import local as local_module
 from retrieval.embeddings.openai_api import MAX_RETRY_AFTER, _retry_after
 from retrieval.errors import EmbeddingError, EmbeddingMismatch
+from tests.conftest import ROOT
 from tests.openai_stub import openai_stub, stub_vector
 
 # Deliberately unsorted by length, with an empty string and a duplicate.
@@ -536,3 +538,42 @@ def test_a_repeated_query_is_embedded_once_and_its_vector_is_shared_read_only():
     other = provider.embed_query("another question")
     assert Counting.calls == 2 and again is first and not first.flags.writeable
     assert not np.array_equal(first, other)
+
+
+def test_a_celery_worker_gives_the_local_model_back_once_no_task_runs_and_an_eager_task_keeps_it():
+    code = (
+        "import json, os, types\n"
+        "from retrieval.boot import boot\n"
+        "boot()\n"
+        "import django\n"
+        "django.setup()\n"
+        "from celery.signals import task_postrun, task_prerun\n"
+        "import docsmcp_site.celery  # noqa: F401 - connects the handlers\n"
+        "from retrieval.embeddings import local\n"
+        "def rss():\n"
+        "    return int(open('/proc/self/status').read().split('VmRSS:')[1].split()[0]) // 1024\n"
+        "class Task:  # what the handlers read of a Celery task\n"
+        "    name = 'corpus.run_build'\n"
+        "def task(eager):\n"
+        "    t = Task()\n"
+        "    t.request = types.SimpleNamespace(is_eager=eager)\n"
+        "    return t\n"
+        "def run(eager):\n"
+        "    t = task(eager)\n"
+        "    task_prerun.send(sender=t, task_id='1', task=t, args=(), kwargs={})\n"
+        "    local.LocalEmbeddingProvider().embed_batch(['how do I configure the index ' * 30] * 8)\n"
+        "    loaded = rss()\n"
+        "    task_postrun.send(sender=t, task_id='1', task=t, args=(), kwargs={}, retval=None, state='SUCCESS')\n"
+        "    return loaded\n"
+        "eager_loaded = run(True)\n"
+        "kept = local._runtime is not None\n"
+        "loaded = run(False)\n"
+        "print(json.dumps([kept, local._runtime is None, loaded - rss()]))\n"
+    )
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "docsmcp_site.settings"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    kept, released, freed_mb = json.loads(out.stdout.strip().splitlines()[-1])
+    assert kept and released
+    assert freed_mb > 50  # the session's weights and arena (about 150 MB), not only the Python objects
