@@ -113,6 +113,11 @@ def active_build_pk(corpus_pk: int) -> int | None:
     return Corpus.objects.filter(pk=corpus_pk).values_list("active_build_id", flat=True).first()
 
 
+def active_builds_embed_with(provider: str) -> bool:
+    """Whether any markdown corpus's active build embeds its queries with `provider`."""
+    return Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, active_build__embedding_provider=provider).exists()
+
+
 def served_corpus_names() -> list[str]:
     """Every markdown corpus with an active build, by name: what a serving process warms."""
     return list(Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, active_build__isnull=False)

@@ -36,15 +36,13 @@ def preload_model() -> bool:
 
     from django.db import DatabaseError, connections
 
-    from corpus.models import Corpus
+    from corpus.selectors import active_builds_embed_with
     from corpus.warming import model_threads
     from retrieval.embeddings import local
 
     threads = model_threads()
     try:
-        wanted = threads == 1 and Corpus.objects.filter(
-            kind=Corpus.KIND_MARKDOWN, active_build__embedding_provider=local.LocalEmbeddingProvider.name
-        ).exists()
+        wanted = threads == 1 and active_builds_embed_with(local.LocalEmbeddingProvider.name)
     except DatabaseError:  # the workers report it; nothing to share
         wanted = False
     finally:
