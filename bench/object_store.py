@@ -39,12 +39,16 @@ DEFAULT_CORPUS = Path("/work/shared/bench/k8s/corpus")
 
 
 def start_store(args) -> tuple[object | None, str]:
+    from retrieval import storage
+
     if args.endpoint:
+        storage.configure(os.environ)  # what a server's settings hand the engine
         return None, "s3://docsmcp-bench"
     from tests import s3_server
 
     process, endpoint = s3_server.start(Path(tempfile.gettempdir()) / "docsmcp-bench-moto.log")
     os.environ.update(s3_server.environment(endpoint))
+    storage.configure(os.environ)
     return process, f"s3://{s3_server.BUCKET}"
 
 

@@ -153,6 +153,9 @@ CELERY_TASK_IGNORE_RESULT = True
 # AWS_* variables: docs/deploy.md). Every web node and worker must name the same root.
 _index_root = str(os.environ.get("DOCSMCP_INDEX_ROOT", DOCSMCP_HOME / "indexes"))
 DOCSMCP_INDEX_ROOT = _index_root.rstrip("/") if "://" in _index_root else Path(_index_root)
+# What reaches the object store (corpus.apps hands it to retrieval.storage): never stored anywhere else.
+DOCSMCP_STORAGE_ENVIRONMENT = {name: value for name, value in os.environ.items()
+                               if name == "DOCSMCP_STORAGE_OPTIONS" or name.startswith("AWS_")}
 # Where a web node keeps local copies of the active builds of an object-store root, so searches do not
 # wait on the store; unused when the root is a local path.
 DOCSMCP_INDEX_CACHE_DIR = Path(os.environ.get("DOCSMCP_INDEX_CACHE_DIR", DOCSMCP_HOME / "index-cache"))

@@ -61,10 +61,12 @@ def s3_endpoint(tmp_path_factory):
 @pytest.fixture
 def s3_index_root(s3_endpoint, settings, monkeypatch, tmp_path) -> str:
     """A fresh `s3://` index root on the test server; this host's build cache under tmp_path."""
+    from retrieval.storage import uri
     from tests import s3_server
 
     for key, value in s3_server.environment(s3_endpoint).items():
-        monkeypatch.setenv(key, value)
+        monkeypatch.setenv(key, value)  # for the processes a test starts
+    monkeypatch.setattr(uri, "_configured", s3_server.environment(s3_endpoint))  # as settings hand it over
     root = s3_server.new_root()
     settings.DOCSMCP_INDEX_ROOT = root
     settings.DOCSMCP_INDEX_CACHE_DIR = tmp_path / "index-cache"

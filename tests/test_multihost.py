@@ -88,6 +88,7 @@ def hosts(topology_env, s3_endpoint, tmp_path, settings):  # noqa: F811
 
     settings.DOCSMCP_INDEX_ROOT = root  # this test process reads the store to check what is there
     os.environ.update(s3_server.environment(s3_endpoint))
+    storage.configure(os.environ)  # as the settings of a process started now would
     processes: dict[str, subprocess.Popen] = {}
     try:
         envs = {name: host(name) for name in ("web-a", "web-b", "worker-a", "worker-b")}
@@ -101,6 +102,7 @@ def hosts(topology_env, s3_endpoint, tmp_path, settings):  # noqa: F811
             stop(process)
         delete_queue(queue)
         os.environ.pop("DOCSMCP_STORAGE_OPTIONS", None)
+        storage.configure(os.environ)
         forget_active()
 
 

@@ -4,6 +4,7 @@ what a killed build leaves behind, and the storage settings."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from corpus.services import corpus_create, expire_builds
 from corpus.serving import active_index, build_cache, forget_active
 from retrieval import storage
 from retrieval.errors import IndexUnavailable
+from retrieval.storage import uri
 from retrieval.storage.cache import BuildCache, CopyIncomplete
 from retrieval.storage.contents import CONTENTS_FILE, read_contents
 from tests.cli_helpers import build_corpus
@@ -128,13 +130,16 @@ def test_objects_of_a_killed_build_are_never_activatable_and_retention_removes_t
     assert Corpus.objects.get(name="skyline").active_build_id == good.pk
 
 
-def test_storage_options_come_from_the_environment_only(monkeypatch):
+def test_storage_options_come_from_the_environment_the_settings_read(monkeypatch):
+    monkeypatch.setattr(uri, "_configured", {})
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     monkeypatch.setenv("DOCSMCP_STORAGE_OPTIONS", '{"region": "us-east-1", "allow_http": true}')
+    assert storage.storage_options() == {}  # the engine reads no environment itself
+    storage.configure(os.environ)  # what corpus.apps does with the settings' DOCSMCP_STORAGE_ENVIRONMENT
     assert storage.storage_options() == {"endpoint": "http://127.0.0.1:9", "region": "us-east-1",
                                          "allow_http": "true"}
-    monkeypatch.setenv("DOCSMCP_STORAGE_OPTIONS", "{endpoint: nope}")
+    storage.configure({"DOCSMCP_STORAGE_OPTIONS": "{endpoint: nope}"})
     with pytest.raises(IndexUnavailable, match="DOCSMCP_STORAGE_OPTIONS is not valid JSON"):
         storage.storage_options()
 
@@ -194,7 +199,7 @@ def test_a_warm_host_keeps_serving_while_the_object_store_is_unreachable(s3_inde
     active_index("skyline")
     build_cache().wait(60)
     dead = s3_server.options(f"http://127.0.0.1:{s3_server.free_port()}")  # nothing listens there
-    monkeypatch.setenv("DOCSMCP_STORAGE_OPTIONS", json.dumps(dead))
+    monkeypatch.setattr(uri, "_configured", {"DOCSMCP_STORAGE_OPTIONS": json.dumps(dead)})
     INDEXES.clear()  # as a process that starts after the store went down
     forget_active()
     index = active_index("skyline")

@@ -20,6 +20,7 @@ from .objectstore import (
 from .uri import (
     Location,
     as_location,
+    configure,
     connect,
     connect_async,
     dataset,
@@ -30,6 +31,6 @@ from .uri import (
 )
 
 __all__ = [
-    "Location", "as_location", "connect", "connect_async", "copy_tree", "dataset", "delete_file", "delete_tree", "exists", "is_remote", "join",
+    "Location", "as_location", "configure", "connect", "connect_async", "copy_tree", "dataset", "delete_file", "delete_tree", "exists", "is_remote", "join",
     "list_children", "list_tree", "name_of", "read_bytes", "require_bucket", "storage_options", "write_bytes",
 ]

@@ -3,13 +3,14 @@
 Credentials and endpoints come from the environment only, never from the database or the
 repository: `DOCSMCP_STORAGE_OPTIONS` (a JSON object of LanceDB/Lance storage options, e.g.
 `{"endpoint": "http://127.0.0.1:9000", "allow_http": "true", "region": "us-east-1"}`) and the
-usual `AWS_*` variables, which fill what the JSON leaves out.
+usual `AWS_*` variables, which fill what the JSON leaves out. The program's settings read them and
+hand them over once (`configure`); the engine reads no environment itself.
 """
 
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from retrieval.errors import IndexUnavailable
@@ -44,9 +45,20 @@ def name_of(location: Location) -> str:
     return str(location).rstrip("/").rsplit("/", 1)[-1] if is_remote(location) else Path(location).name
 
 
-def storage_options(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """Storage options for LanceDB, from DOCSMCP_STORAGE_OPTIONS over the AWS_* variables."""
-    env = os.environ if environ is None else environ
+_configured: dict[str, str] = {}
+
+
+def configure(environ: Mapping[str, str]) -> None:
+    """The store's variables as the program's settings read them (DOCSMCP_STORAGE_OPTIONS, AWS_*).
+    Kept as given and parsed at each use, so a malformed value fails the call that needs the store."""
+    global _configured
+    _configured = {k: v for k, v in environ.items() if k == "DOCSMCP_STORAGE_OPTIONS" or k in _AWS_ENV}
+
+
+def storage_options(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Storage options for LanceDB, from DOCSMCP_STORAGE_OPTIONS over the AWS_* variables (those
+    given to `configure`, unless `environ` is given)."""
+    env = _configured if environ is None else environ
     options: dict[str, str] = {}
     for variable, option in _AWS_ENV.items():
         if env.get(variable) and option not in options:
