@@ -60,6 +60,20 @@ def test_nothing_in_retrieval_imports_django():
     assert offenders == []
 
 
+# The engine takes its options as arguments; only process set-up (boot) and the environment a git
+# child process inherits touch os.environ.
+ENVIRONMENT_READERS = {"retrieval/memory.py", "retrieval/ingest/git.py"}
+
+
+def test_the_engine_reads_no_environment_variable():
+    readers = set()
+    for path in (ROOT / "retrieval").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and ast.unparse(node) in ("os.environ", "os.getenv"):
+                readers.add(str(path.relative_to(ROOT)))
+    assert readers - ENVIRONMENT_READERS == set()
+
+
 # Each of these packages states in its __init__ docstring what else in the project it may import.
 GOVERNED = ("retrieval", "retrieval.chunkstore", "retrieval.embeddings", "retrieval.fixes", "retrieval.ingest",
             "retrieval.search", "retrieval.storage", "corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
