@@ -64,12 +64,12 @@ _LIMITS = {"corpus": 100, "version": 100, "build_id": 64, "profile": 40, "tool":
 
 
 def mode() -> str:
-    value = getattr(settings, "DOCSMCP_QUERY_LOG", FULL)
+    value = settings.DOCSMCP_QUERY_LOG
     return value if value in MODES else FULL
 
 
 def retention_days() -> int:
-    return int(getattr(settings, "DOCSMCP_QUERY_LOG_DAYS", 90) or 0)
+    return int(settings.DOCSMCP_QUERY_LOG_DAYS or 0)
 
 
 def eval_token() -> str:
@@ -260,7 +260,7 @@ _last_warning = {"dropped": 0.0, "failed": 0.0}
 
 
 def capacity() -> int:
-    return max(1, int(getattr(settings, "DOCSMCP_QUERY_LOG_BUFFER", 10_000) or 1))
+    return max(1, int(settings.DOCSMCP_QUERY_LOG_BUFFER or 1))
 
 
 def _enqueue(kind: str, item: Any) -> bool:

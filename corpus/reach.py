@@ -19,7 +19,7 @@ from .models import Corpus
 
 def remote_workers() -> bool:
     """True when builds may run on other hosts: a broker on a network address, tasks not run inline."""
-    broker = str(getattr(settings, "CELERY_BROKER_URL", "") or "")
+    broker = str(settings.CELERY_BROKER_URL or "")
     if not broker or broker.startswith(("filesystem://", "memory://")) or getattr(
             settings, "CELERY_TASK_ALWAYS_EAGER", False):
         return False
@@ -46,7 +46,7 @@ def _on_shared_path(source_dir: str) -> bool:
     """Under a directory the operator declared mounted at the same place on every worker host."""
     path = Path(source_dir)
     return any(path == Path(root) or Path(root) in path.parents
-               for root in getattr(settings, "DOCSMCP_SHARED_SOURCE_ROOTS", ()) or ())
+               for root in settings.DOCSMCP_SHARED_SOURCE_ROOTS or ())
 
 
 def source_warnings(corpus: Corpus) -> list[str]:

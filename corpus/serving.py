@@ -697,13 +697,13 @@ def pinned_corpora(names: Sequence[str]) -> list[str]:
     """The corpora a serving process loads at start and never evicts: DOCSMCP_PINNED_CORPORA (comma-separated
     names, or `*` for all); unset, every corpus while there are at most DOCSMCP_PIN_ALL_MAX of them (a small
     server starts as it always did, everything warm), else none (each opens on its first use)."""
-    wanted = str(getattr(settings, "DOCSMCP_PINNED_CORPORA", "") or "").strip()
+    wanted = str(settings.DOCSMCP_PINNED_CORPORA or "").strip()
     if wanted == "*":
         return list(names)
     if wanted:
         chosen = {n.strip() for n in wanted.split(",") if n.strip()}
         return [n for n in names if n in chosen]
-    return list(names) if len(names) <= int(getattr(settings, "DOCSMCP_PIN_ALL_MAX", 20)) else []
+    return list(names) if len(names) <= int(settings.DOCSMCP_PIN_ALL_MAX) else []
 
 
 def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> dict:
@@ -728,7 +728,7 @@ def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> 
     served, names = names, pinned_corpora(names)
     if served and not names:
         _warm_model(served[0])
-    budget = int(getattr(settings, "DOCSMCP_SERVING_MEMORY_MB", 0) or 0)
+    budget = int(settings.DOCSMCP_SERVING_MEMORY_MB or 0)
     INDEXES.configure(budget_bytes=budget * 1024 * 1024 if budget else None, pinned=frozenset(names),
                       max_open=None if budget else INDEXES.max_open)
     for name in names:

@@ -36,7 +36,7 @@ class Limits:
         from django.conf import settings
 
         anonymous = max(int(settings.MCP_MAX_BODY_BYTES), int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0))
-        keyed = max(anonymous, int(getattr(settings, "CITELOOM_MAX_BODY_BYTES", 0)))
+        keyed = max(anonymous, int(settings.CITELOOM_MAX_BODY_BYTES))
         return cls(header_timeout=float(settings.DOCSMCP_HEADER_TIMEOUT),
                    body_timeout=float(settings.DOCSMCP_BODY_TIMEOUT),
                    anonymous_body_bytes=anonymous, keyed_body_bytes=keyed, request_line=request_line)

@@ -24,8 +24,8 @@ from mcp_endpoint.security import client_ip
 
 
 def _limits() -> tuple[int, timedelta]:
-    failures = int(getattr(settings, "DOCSMCP_ADMIN_LOGIN_MAX_FAILURES", 10))
-    minutes = int(getattr(settings, "DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES", 15))
+    failures = int(settings.DOCSMCP_ADMIN_LOGIN_MAX_FAILURES)
+    minutes = int(settings.DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES)
     return failures, timedelta(minutes=max(1, minutes))
 
 

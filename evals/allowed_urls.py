@@ -91,7 +91,7 @@ def check_eval_url(url: str) -> None:
     if target is None:
         raise EvalError(f"eval target {url!r} is not an http(s) URL with a host (and no user:password); "
                         "use e.g. http://127.0.0.1:8001/mcp/")
-    allowed = list(getattr(settings, "DOCSMCP_EVAL_ALLOWED_URLS", []))
+    allowed = list(settings.DOCSMCP_EVAL_ALLOWED_URLS)
     if _is_own_endpoint(target):
         _check_corpus(url, target)
         return

@@ -166,7 +166,7 @@ def top_queries(period: Period, limit: int = TOP_N) -> list[dict]:
 def cached_aggregates(period: Period) -> dict:
     """The corpus page's traffic, top queries and pages, kept DOCSMCP_INSIGHTS_CACHE_SECONDS (default 30) in
     the cache: an author going back and forth between a corpus and its gaps does not rescan the records."""
-    seconds = int(getattr(settings, "DOCSMCP_INSIGHTS_CACHE_SECONDS", 30) or 0)
+    seconds = int(settings.DOCSMCP_INSIGHTS_CACHE_SECONDS or 0)
     raw = f"{period.corpus}\0{period.version}\0{period.days}\0{period.include_eval}\0{period.low_score}"
     key = "insights:" + hashlib.sha256(raw.encode()).hexdigest()
     value = cache.get(key) if seconds > 0 else None

@@ -106,7 +106,7 @@ def authenticate(request: HttpRequest) -> Principal | None:
     token = bearer_token(request)
     if token is None:
         raise InvalidApiKey("the Authorization header is malformed; send `Authorization: Bearer <key>`")
-    env_key = getattr(settings, "MCP_API_KEY", "")
+    env_key = settings.MCP_API_KEY
     if env_key and hmac.compare_digest(token.encode("utf-8"), env_key.encode("utf-8")):
         return Principal(name="env", scopes=frozenset(SCOPES))
     digest = hash_key(token)

@@ -95,12 +95,12 @@ def _redis_hit(url: str, identity: str, window: int, cost: int) -> int | None:
 def hit(identity: str, limit: int | None = None, cost: int = 1) -> Decision:
     """Count `cost` requests (a batch's calls) for `identity`; say whether it is within the per-minute limit."""
     if limit is None:
-        limit = int(getattr(settings, "MCP_RATE_LIMIT_PER_MINUTE", 0) or 0)
+        limit = int(settings.MCP_RATE_LIMIT_PER_MINUTE or 0)
     if limit <= 0:
         return Decision(True, 0, 0, 0)
     now = _now()
     window = int(now // WINDOW_SECONDS)
-    url = getattr(settings, "MCP_RATE_LIMIT_REDIS_URL", "")
+    url = settings.MCP_RATE_LIMIT_REDIS_URL
     count = _redis_hit(url, identity, window, cost) if url else _memory_hit(identity, window, cost)
     if count is None:
         return Decision(True, limit, limit, 0)

@@ -120,7 +120,7 @@ def accepts_json(request: HttpRequest) -> bool:
 
 def client_ip(request: HttpRequest) -> str:
     """The caller's address for per-IP limits; X-Forwarded-For only when MCP_TRUST_X_FORWARDED_FOR."""
-    if getattr(settings, "MCP_TRUST_X_FORWARDED_FOR", False):
+    if settings.MCP_TRUST_X_FORWARDED_FOR:
         forwarded = request.headers.get("X-Forwarded-For", "")
         hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
         if hops:

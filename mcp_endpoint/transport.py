@@ -137,7 +137,7 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
         principal = authenticate(request)
     except InvalidApiKey as exc:  # a garbled key never falls back to the anonymous caller
         return _unauthorized(profile_name, f"Unauthorized: {exc}", 'Bearer realm="docsmcp", error="invalid_token"')
-    if principal is None and getattr(settings, "MCP_AUTH_REQUIRED", False):
+    if principal is None and settings.MCP_AUTH_REQUIRED:
         return _unauthorized(profile_name, NO_KEY, 'Bearer realm="docsmcp"')
 
     identity = principal.rate_limit_identity if principal else f"ip:{security.client_ip(request)}"

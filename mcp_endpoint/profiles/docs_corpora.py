@@ -38,7 +38,6 @@ from mcp_endpoint.profiles import Context, ToolDef, ToolError, ToolResult, docs_
 from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA
 from retrieval.search.engine import MAX_LIMIT, SearchRequest
 
-DEFAULT_ENUM_MAX = 20  # DOCSMCP_CORPUS_ENUM_MAX: above this many readable corpora, `corpus` is a free string
 LIST_CORPORA_DESCRIPTION = (
     "List the documentation corpora this server holds (libraries, products, services; each with its "
     "versions), with page counts and when each was last built. Pass `query` (a question or a library "
@@ -48,7 +47,6 @@ CORPUS_DESCRIPTION = ("Which corpus to {action} (list_corpora describes them). O
 MULTI_VERSION_DESCRIPTION = ("Which version of the named corpus to {action}; list_corpora gives each corpus's "
                              "versions. Omit for its default version.")
 UNKNOWN = "unknown corpus {name!r}; {hint}"
-DEFAULT_SEARCH_ALL_MAX = 20  # DOCSMCP_SEARCH_ALL_MAX: above, a search without `corpus` covers the best-matching ones
 SEARCHED_BEST = ("Searched the {count} of {total} corpora that best match the query ({names}); pass `corpus` to "
                  "search another (list_corpora ranks them all).")
 NO_MATCHING_CORPUS = ("No corpus of the {total} you may read matches the query by name, description or page titles; "
@@ -56,11 +54,11 @@ NO_MATCHING_CORPUS = ("No corpus of the {total} you may read matches the query b
 
 
 def search_all_max() -> int:
-    return int(getattr(settings, "DOCSMCP_SEARCH_ALL_MAX", DEFAULT_SEARCH_ALL_MAX))
+    return int(settings.DOCSMCP_SEARCH_ALL_MAX)
 
 
 def enum_max() -> int:
-    return int(getattr(settings, "DOCSMCP_CORPUS_ENUM_MAX", DEFAULT_ENUM_MAX))
+    return int(settings.DOCSMCP_CORPUS_ENUM_MAX)
 
 
 def applies(context: Context) -> bool:
