@@ -233,21 +233,16 @@ MCP_RESPONSE_TOKEN_BUDGET = int(os.environ.get("MCP_RESPONSE_TOKEN_BUDGET", "800
 MCP_CACHE_TTL_MS = int(os.environ.get("MCP_CACHE_TTL_MS", "0"))
 # Rate-limit anonymous callers by the last X-Forwarded-For hop (only behind a proxy you run).
 MCP_TRUST_X_FORWARDED_FOR = env_bool("MCP_TRUST_X_FORWARDED_FOR", False)
+# Admin login throttling (docsmcp_site/login_throttle.py): this many failed logins for one username, or from
+# one address, within the window, and the login page refuses every attempt until the oldest one ages out.
+DOCSMCP_ADMIN_LOGIN_MAX_FAILURES = int(os.environ.get("DOCSMCP_ADMIN_LOGIN_MAX_FAILURES", "10"))
+DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES = int(os.environ.get("DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES", "15"))
 # Bounded work per request (docs/security.md): messages per JSON-RPC batch, and the bytes of replies
 # one batch may return before further calls are answered with a "response budget exhausted" error.
 MCP_MAX_BATCH = int(os.environ.get("MCP_MAX_BATCH", "20"))
 MCP_MAX_BATCH_RESPONSE_BYTES = int(os.environ.get("MCP_MAX_BATCH_RESPONSE_BYTES", str(1024 * 1024)))
 # Eval runs over HTTP may target this server's own /mcp/ URLs and these URL prefixes only.
-# Admin login throttling (docsmcp_site/login_throttle.py): this many failed logins for one username, or from
-# one address, within the window, and the login page refuses every attempt until the oldest one ages out.
-DOCSMCP_ADMIN_LOGIN_MAX_FAILURES = int(os.environ.get("DOCSMCP_ADMIN_LOGIN_MAX_FAILURES", "10"))
-DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES = int(os.environ.get("DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES", "15"))
 DOCSMCP_EVAL_ALLOWED_URLS = env_list("DOCSMCP_EVAL_ALLOWED_URLS", "")
-# Insights (docs/feedback.md): a search whose best hit scores below this counts as low-score; a corpus's
-# settings {"low_score": 0.3} override it. Scores are fused ranks in [0, 1]: 1 = first in every leg.
-DOCSMCP_INSIGHTS_LOW_SCORE = float(os.environ.get("DOCSMCP_INSIGHTS_LOW_SCORE", "0.4"))
-# Seconds a corpus page's aggregates (calls per day, top queries, pages) are reused; 0: always recomputed.
-DOCSMCP_INSIGHTS_CACHE_SECONDS = int(os.environ.get("DOCSMCP_INSIGHTS_CACHE_SECONDS", "30"))
 # The query log (corpus/querylog.py, docs/security.md): every search and read call, and agents' feedback.
 # full: everything; no-text: no query text, feedback query or comment; off: nothing is recorded.
 DOCSMCP_QUERY_LOG = os.environ.get("DOCSMCP_QUERY_LOG", "full").strip().lower()
@@ -258,6 +253,11 @@ DOCSMCP_QUERY_LOG_DAYS = int(os.environ.get("DOCSMCP_QUERY_LOG_DAYS", "90"))
 DOCSMCP_QUERY_LOG_BUFFER = int(os.environ.get("DOCSMCP_QUERY_LOG_BUFFER", "10000"))
 # Feedback tool calls (docs_feedback and its equivalents) per caller per minute, beside MCP_RATE_LIMIT_PER_MINUTE.
 DOCSMCP_FEEDBACK_RATE_LIMIT_PER_MINUTE = int(os.environ.get("DOCSMCP_FEEDBACK_RATE_LIMIT_PER_MINUTE", "20"))
+# Insights (docs/feedback.md): a search whose best hit scores below this counts as low-score; a corpus's
+# settings {"low_score": 0.3} override it. Scores are fused ranks in [0, 1]: 1 = first in every leg.
+DOCSMCP_INSIGHTS_LOW_SCORE = float(os.environ.get("DOCSMCP_INSIGHTS_LOW_SCORE", "0.4"))
+# Seconds a corpus page's aggregates (calls per day, top queries, pages) are reused; 0: always recomputed.
+DOCSMCP_INSIGHTS_CACHE_SECONDS = int(os.environ.get("DOCSMCP_INSIGHTS_CACHE_SECONDS", "30"))
 # The tool profile served at /mcp and /mcp/ (docs, documents, techdoc, citeloom); /mcp/<profile>/ always works.
 DOCSMCP_DEFAULT_PROFILE = os.environ.get("DOCSMCP_DEFAULT_PROFILE", "docs")
 
