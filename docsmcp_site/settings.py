@@ -261,7 +261,7 @@ DOCSMCP_INSIGHTS_CACHE_SECONDS = int(os.environ.get("DOCSMCP_INSIGHTS_CACHE_SECO
 # The tool profile served at /mcp and /mcp/ (docs, documents, techdoc, citeloom); /mcp/<profile>/ always works.
 DOCSMCP_DEFAULT_PROFILE = os.environ.get("DOCSMCP_DEFAULT_PROFILE", "docs")
 
-# citeloom profile (seed 004): per-tool timeouts in seconds, output shaping, store_chunks batch bounds.
+# citeloom profile (docs/contracts/citeloom-tools.md): per-tool timeouts in seconds, output shaping, store_chunks batch bounds.
 CITELOOM_TIMEOUTS = {
     tool: float(os.environ.get(f"CITELOOM_TIMEOUT_{tool.upper()}", default))
     for tool, default in (("store_chunks", 15), ("find_chunks", 8), ("query_hybrid", 15),

@@ -1,7 +1,7 @@
 """The docs profile at /mcp/ when the server holds several corpora: `list_corpora`, and a `corpus`
 argument on search_docs and get_doc.
 
-With one corpus, /mcp/ is exactly the one-corpus endpoint (seed 000's schema with its taxonomy
+With one corpus, /mcp/ is exactly the one-corpus endpoint (the docs tool contract's schema with its taxonomy
 enums); these tools appear once a second corpus has an active build. Per-corpus URLs
 (/mcp/c/<corpus>/) never show them: there the corpus is chosen already, and a `corpus` argument
 or a list of other corpora would be noise. Whether the choice is offered depends on how many
@@ -128,7 +128,7 @@ def extend_tools(tools: list[ToolDef], names: list[str]) -> list[ToolDef]:
     out = []
     for tool in tools:
         if tool.name == "search_docs":
-            # The default corpus's properties stay as they are (seed 000: taxonomy filters); `corpus` is added
+            # The default corpus's properties stay as they are (the docs tool contract: taxonomy filters); `corpus` is added
             # and `version` becomes free-form, since each corpus has its own versions.
             props = dict(tool.input_schema["properties"])
             props["corpus"] = corpus_property(names, "search", "search every corpus and merge the hits by score "
