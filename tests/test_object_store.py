@@ -168,7 +168,7 @@ def test_registering_a_local_directory_warns_when_workers_may_be_on_other_hosts(
     assert source_warnings(corpus) == []
 
 
-@pytest.mark.parametrize("broker", ["redis://127.0.0.1:6379/0", "redis://localhost:6379/0", "redis://[::1]:6379/0",
+@pytest.mark.parametrize("broker", ["redis://127.0.0.1:6380/0", "redis://localhost:6380/0", "redis://[::1]:6380/0",
                                     "redis+socket:///run/redis/redis.sock"])
 def test_a_broker_only_this_host_reaches_has_its_workers_here_so_no_warning(copy_sample_docs, settings, broker):
     """The single-host topology of docs/deploy.md: Redis on loopback, the worker beside the web server."""
