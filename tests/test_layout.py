@@ -20,21 +20,28 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """Project modules imported anywhere in the file, relative imports resolved."""
+def _import_statements(path: Path):
+    """(module, imported names) per import in the file, relative imports resolved; `import a` is (a, [])."""
     module = _module_name(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            for alias in node.names:
+                yield alias.name, []
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
+            yield base, [alias.name for alias in node.names]
+
+
+def _imports(path: Path) -> set[str]:
+    """Project modules imported anywhere in the file, relative imports resolved."""
+    found = set()
+    for base, names in _import_statements(path):
+        found.add(base)
+        found.update(f"{base}.{name}" for name in names)
     return {name for name in found if name.split(".")[0] in APPS}
 
 
@@ -106,18 +113,11 @@ def _allow_lists() -> dict[str, list[str] | None]:
 def _targets(path: Path, modules: set[str]) -> set[str]:
     """The project modules the file imports, each as precisely as the import names it: `from a import b`
     is `a.b` when b is a module, `a` when it is a name in a."""
-    module = _module_name(path)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join([*anchor, base] if base else anchor)
-            found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names)
+    for base, names in _import_statements(path):
+        found.update(f"{base}.{name}" if f"{base}.{name}" in modules else base for name in names)
+        if not names:
+            found.add(base)
     return found & modules
 
 
