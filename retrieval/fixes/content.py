@@ -30,7 +30,7 @@ from retrieval.ingest.terms import identifier_terms
 
 from .base import Change, FixContext, ProposedFix, make_fix
 from .edits import frontmatter_extend, preserving_newlines
-from .llm import MAX_RATIONALE, LLMFixer, LLMFixError
+from .llm import LLMFixer, LLMFixError, answer_rationale
 
 log = logging.getLogger("retrieval.fixes")
 
@@ -283,16 +283,7 @@ def content_request(ctx: FixContext, relpath: str, questions: list[str], feedbac
 
 def validate_content_answer(data: object) -> ContentAnswer:
     """Strict: unknown keys, an empty answer, a section that is not a plain addition are errors."""
-    if not isinstance(data, dict):
-        raise LLMFixError(f"answer is {type(data).__name__}, not a JSON object")
-    unknown = sorted(set(data) - ANSWER_KEYS)
-    if unknown:
-        raise LLMFixError(f"answer has unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(ANSWER_KEYS))}")
-    rationale = data.get("rationale")
-    if not isinstance(rationale, str) or not rationale.strip():
-        raise LLMFixError("answer has no rationale (a non-empty string is required)")
-    if len(rationale) > MAX_RATIONALE:
-        raise LLMFixError(f"rationale is longer than {MAX_RATIONALE} characters")
+    rationale = answer_rationale(data, ANSWER_KEYS)
     keywords = data.get("keywords") or []
     if not isinstance(keywords, list) or not all(isinstance(k, str) and k.strip() for k in keywords):
         raise LLMFixError("keywords must be a list of non-empty strings")

@@ -145,18 +145,24 @@ def file_outline(ctx: FixContext, relpath: str, *, max_headings: int = 150, max_
     }
 
 
-def validate_answer(data: object, *, taxonomy: dict[str, tuple[str, ...] | None]) -> Answer:
-    """Strict: unknown keys, an invalid strategy, unknown taxonomy keys or values are errors."""
+def answer_rationale(data: object, allowed: frozenset[str] | set[str]) -> str:
+    """What every fixer's answer must be: a JSON object of known keys with a short, non-empty rationale."""
     if not isinstance(data, dict):
         raise LLMFixError(f"answer is {type(data).__name__}, not a JSON object")
-    unknown = sorted(set(data) - ANSWER_KEYS)
+    unknown = sorted(set(data) - allowed)
     if unknown:
-        raise LLMFixError(f"answer has unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(ANSWER_KEYS))}")
+        raise LLMFixError(f"answer has unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
     rationale = data.get("rationale")
     if not isinstance(rationale, str) or not rationale.strip():
         raise LLMFixError("answer has no rationale (a non-empty string is required)")
     if len(rationale) > MAX_RATIONALE:
         raise LLMFixError(f"rationale is longer than {MAX_RATIONALE} characters")
+    return rationale
+
+
+def validate_answer(data: object, *, taxonomy: dict[str, tuple[str, ...] | None]) -> Answer:
+    """Strict: unknown keys, an invalid strategy, unknown taxonomy keys or values are errors."""
+    rationale = answer_rationale(data, ANSWER_KEYS)
     if "strategy" not in data:
         raise LLMFixError("answer has no strategy (required; the current one repeats to keep it)")
     if not isinstance(data["strategy"], dict):
