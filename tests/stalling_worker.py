@@ -19,7 +19,7 @@ def _stall(*args, **kwargs) -> None:
         time.sleep(1)
 
 
-retrieval.ingest.build._create_indexes = _stall
+retrieval.ingest.build.create_indexes = _stall
 
 if __name__ == "__main__":
     from celery.__main__ import main

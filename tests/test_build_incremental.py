@@ -11,7 +11,7 @@ import pytest
 
 from retrieval import storage
 from retrieval.embeddings import get_provider
-from retrieval.ingest import build as build_module
+from retrieval.ingest import indexes, tables
 from retrieval.ingest.build import BuildRequest, build_index
 from retrieval.ingest.metadata import read_metadata
 from retrieval.search.engine import SearchRequest, search
@@ -108,7 +108,7 @@ def test_many_changed_files_rewrite_the_tables_reusing_unchanged_rows(copy_sampl
 
 def test_patched_rows_are_indexed_as_new_segments_merged_once_there_are_many(copy_sample_docs, first, tmp_path,
                                                                                 monkeypatch):
-    monkeypatch.setattr(build_module, "MAX_INDEX_SEGMENTS", 3)
+    monkeypatch.setattr(indexes, "MAX_INDEX_SEGMENTS", 3)
     previous, segments = first, []
     for n, language in enumerate(("python", "go", "typescript")):
         payments = copy_sample_docs / "sdks" / language / "payments.md"  # a segment whose rows all go is dropped
@@ -137,7 +137,7 @@ def test_a_patched_build_copies_files_it_cannot_hard_link(copy_sample_docs, firs
     def refuse(src, dst):
         raise OSError(18, "Invalid cross-device link")
 
-    monkeypatch.setattr(build_module.os, "link", refuse)
+    monkeypatch.setattr(tables.os, "link", refuse)
     payments = copy_sample_docs / PAYMENTS
     payments.write_text(payments.read_text() + "\nCopied rather than linked: nebulacopy.\n")
     second = build(copy_sample_docs, tmp_path / "b2", previous=first)

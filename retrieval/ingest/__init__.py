@@ -2,8 +2,9 @@
 
 Parsing (`parsing`), manifests, front matter and hints (`manifest`), the corpus scan and
 per-file validation (`sources`), chunking and chunk IDs (`chunking`, `slugs`, `terms`), the
-build's `metadata.json` (`metadata`), the table layout both sides share (`layout`), and the
-build itself (`build`).
+build's `metadata.json` (`metadata`), the table names and schemas both sides share (`layout`), and the
+build (`build`) by stage: parsed files as Arrow batches (`batches`), reuse of the previous build
+(`reuse`), embedding (`embed`), writing or patching the tables (`tables`), their indexes (`indexes`).
 
 May import: `retrieval.errors`, `retrieval.memory`, `retrieval.embeddings`, `retrieval.storage`,
 `retrieval.corpus_summary`. The build writes its summary (corpus_summary) into metadata.json. Never

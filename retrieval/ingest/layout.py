@@ -1,7 +1,11 @@
-"""How a build lays out its LanceDB tables: the names and column conventions that the build writes
-and the search engine reads. Both sides import them from here, so neither imports the other."""
+"""How a build lays out its LanceDB tables: the names, schemas and column conventions that the build
+writes and the search engine reads. Both sides import them from here, so neither imports the other."""
 
 from __future__ import annotations
+
+import hashlib
+
+import pyarrow as pa
 
 from retrieval import storage
 
@@ -24,3 +28,36 @@ def open_tables(directory: storage.Location) -> tuple:
     so LanceDB loads only when something reads them."""
     db = storage.connect(storage.join(directory, "lancedb"))
     return db.open_table(CHUNKS_TABLE), db.open_table(DOCUMENTS_TABLE)
+
+
+BASE_CHUNK_SCHEMA = pa.schema([
+    pa.field("chunk_id", pa.string()), pa.field("filepath", pa.string()), pa.field("title", pa.string()),
+    pa.field("heading", pa.string()), pa.field("heading_level", pa.int32()),
+    pa.field("breadcrumb", pa.string()), pa.field("content", pa.string()), pa.field("ident", pa.string()),
+    pa.field("chunk_index", pa.int32()), pa.field("total_chunks", pa.int32()),
+    pa.field("start_line", pa.int32()), pa.field("end_line", pa.int32()), pa.field("file_key", pa.string()),
+    pa.field("link_share", pa.float32()),
+    pa.field("keywords", pa.string()),  # the page's front matter keywords (retrieval/ingest/keywords.py)
+])
+DOCUMENT_SCHEMA = pa.schema([
+    pa.field("filepath", pa.string()), pa.field("title", pa.string()), pa.field("content", pa.string()),
+    pa.field("size", pa.int64()), pa.field("chunk_count", pa.int32()), pa.field("outline", pa.string()),
+    pa.field("file_key", pa.string()), pa.field("findings", pa.string()), pa.field("metadata", pa.string()),
+    pa.field("links", pa.list_(pa.string())),  # where the page links to, a ranking prior (retrieval/ingest/links.py)
+])
+
+
+def chunk_schema(keys: list[str], dimensions: int) -> pa.Schema:
+    fields = [*BASE_CHUNK_SCHEMA, *(pa.field(taxonomy_column(key), pa.string()) for key in keys)]
+    if dimensions:
+        fields.append(pa.field("vector", pa.list_(pa.float32(), dimensions)))
+    return pa.schema(fields)
+
+
+def schema_fingerprint(dims: int) -> str:
+    return hashlib.sha256(f"{chunk_schema([], dims)}\n{DOCUMENT_SCHEMA}".encode()).hexdigest()[:16]
+
+
+def in_files(relpaths: list[str]) -> str:
+    """A WHERE clause naming these files, their paths quoted as SQL strings."""
+    return f"filepath IN ({', '.join(sql_string(p) for p in relpaths)})"

@@ -1,0 +1,120 @@
+"""Reuse of the previous build: which files it already holds unchanged, read from its files.json
+(written here too) without opening a table, and its rows for the files reused."""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+
+import pyarrow as pa
+
+from retrieval import storage
+from retrieval.storage import Location
+
+from .batches import file_record
+from .layout import DOCUMENT_SCHEMA, TAXONOMY_PREFIX, chunk_schema, in_files, open_tables, schema_fingerprint
+from .manifest import MANIFEST_NAME
+from .metadata import read_metadata
+from .sources import CorpusScan, FileResult, Finding, OutlineEntry
+
+log = logging.getLogger("retrieval.ingest")
+
+
+FILES_JSON = "files.json"  # per-file records of a build, beside metadata.json
+
+
+def file_keys(scan: CorpusScan, previous: PreviousBuild | None, changed: frozenset[str] | None) -> dict[str, str]:
+    """Each file's key. With a diff from the previous build's commit, a file the diff does not name
+    keeps its recorded key unhashed; a changed manifest governs files the diff does not name, so
+    then, as without a diff, every file's content decides."""
+    if previous is None or changed is None or any(posixpath.basename(p) == MANIFEST_NAME for p in changed):
+        return {relpath: scan.file_key(relpath) for relpath in sorted(scan.files)}
+    recorded = previous.files
+    return {relpath: recorded[relpath]["file_key"] if relpath in recorded and relpath not in changed
+            else scan.file_key(relpath) for relpath in sorted(scan.files)}
+
+
+def write_file_records(directory: Location, results: list[FileResult], dims: int) -> None:
+    """files.json: what the next build compares against, readable without opening the tables."""
+    payload = {"schema": schema_fingerprint(dims), "files": [file_record(r) for r in results]}
+    storage.write_bytes(storage.join(directory, FILES_JSON), json.dumps(payload, ensure_ascii=False).encode())
+
+
+class PreviousBuild:
+    """The last complete build: per-file records for reuse (no content), and its tables for rows.
+
+    The records come from the build's files.json when it has one, so a build that finds nothing
+    changed never opens a table; the tables open on first use.
+    """
+
+    def __init__(self, directory: Location):
+        self.directory = directory
+        self.metadata = read_metadata(directory)
+        self._tables: tuple | None = None
+        self.schema: str | None = None
+        try:
+            records = json.loads(storage.read_bytes(storage.join(directory, FILES_JSON)))
+            self.schema, rows = records["schema"], records["files"]
+        except (OSError, ValueError, KeyError):  # a build older than files.json
+            columns = ["filepath", "file_key", "title", "outline", "findings", "metadata", "chunk_count"]
+            rows = self.documents.search().select(columns).limit(None).to_arrow().to_pylist()
+        self.files = {row["filepath"]: row for row in rows}
+
+    @property
+    def chunks(self):
+        return self._opened()[0]
+
+    @property
+    def documents(self):
+        return self._opened()[1]
+
+    def _opened(self) -> tuple:
+        if self._tables is None:
+            self._tables = open_tables(self.directory)
+        return self._tables
+
+    def compatible(self, dims: int) -> bool:
+        """Rows can be reused only from tables of the schema this code writes."""
+        if self.schema is not None:
+            return self.schema == schema_fingerprint(dims)
+        base = chunk_schema([], dims)
+        chunk_fields = [f for f in self.chunks.schema if not f.name.startswith(TAXONOMY_PREFIX)]
+        return chunk_fields == list(base) and self.documents.schema == DOCUMENT_SCHEMA
+
+    def reusable(self, keys: dict[str, str]) -> dict[str, FileResult]:
+        out = {}
+        for relpath, key in keys.items():
+            row = self.files.get(relpath)
+            if row is not None and row["file_key"] == key:
+                out[relpath] = FileResult(
+                    relpath, key, row["title"], "", None, reused=True,
+                    outline=[OutlineEntry(*e) for e in json.loads(row["outline"])],
+                    findings=[Finding(**f) for f in json.loads(row["findings"] or "[]")],
+                    metadata=json.loads(row["metadata"]), chunk_count=row["chunk_count"])
+        return out
+
+    def stale(self, keys: dict[str, str]) -> list[str]:
+        return sorted(path for path, row in self.files.items() if keys.get(path) != row["file_key"])
+
+    def chunk_rows(self, relpaths: list[str]) -> pa.Table:
+        return self.chunks.search().where(in_files(relpaths)).limit(None).to_arrow()
+
+    def document_rows(self, relpaths: list[str]) -> pa.Table:
+        return self.documents.search().where(in_files(relpaths)).limit(None).to_arrow()
+
+
+def open_previous(directory: Location | None, spec: dict | None, dims: int) -> PreviousBuild | None:
+    if directory is None or not storage.exists(directory):
+        return None
+    try:
+        previous = PreviousBuild(storage.as_location(directory))
+    except Exception as exc:  # a broken previous build only costs us the reuse
+        log.warning("cannot reuse previous build at %s: %s", directory, exc)
+        return None
+    if previous.metadata.embedding != spec:
+        return None  # vectors from another model cannot be reused
+    if not previous.compatible(dims):
+        log.info("previous build at %s has another table schema; parsing every file", directory)
+        return None
+    return previous
