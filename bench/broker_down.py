@@ -64,9 +64,9 @@ def main() -> int:
     django.setup()
     from kombu.exceptions import OperationalError
 
+    from common.celery import app
     from corpus.errors import TaskQueueUnavailable
     from corpus.queue import enqueue
-    from docsmcp_site.celery import app
 
     app.loader.import_default_modules()
     silent, held = silent_port()

@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     base = f"http://127.0.0.1:{port}"
     server = start([sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port), "--no-worker",
                     "--workers", "1", "--threads", "4"], env, workdir / "server.log")
-    worker = start([str(Path(sys.executable).with_name("celery")), "-A", "docsmcp_site", "worker", "--loglevel",
+    worker = start([str(Path(sys.executable).with_name("celery")), "-A", "common", "worker", "--loglevel",
                     "INFO", "-Q", env["CELERY_TASK_DEFAULT_QUEUE"], "--without-gossip", "--without-mingle"],
                    env, workdir / "worker.log")
     latencies: list[float] = []

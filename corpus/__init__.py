@@ -1,7 +1,10 @@
 """The corpus app: corpora, builds, fix proposals, and serving the active build (serving.py).
 
-May import: `retrieval`, `docsmcp_site.celery`, `docsmcp_site.admin_base`, `docsmcp_site.api.auth`,
-`docsmcp_site.api.pagination`. corpus drives the engine; the four site modules are shared plumbing
-(the Celery app, the admin base, REST authentication and pagination) that still lives in the site
-package. Never imports `mcp_endpoint`, `evals` or `insights`.
+API keys live here too (models.ApiKey, apikeys.py, admin_keys.py): a key's limits are limits
+on corpus access (access.py), and corpus installs its key check in the REST API's auth when
+Django starts (apps.py).
+
+May import: `retrieval`, `common`. corpus drives the engine and builds on the floor (the Celery
+app, the admin base, the REST plumbing, the caller). Never imports `mcp_endpoint`, `evals`,
+`insights` or `docsmcp_site`.
 """

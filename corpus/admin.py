@@ -353,4 +353,4 @@ class BuildRunAdmin(admin.ModelAdmin):
             messages.info(request, f"{corpus.name}: removed {len(removed)} old build(s)")
 
 
-from . import admin_fixes  # noqa: E402,F401  (registers FixProposalAdmin)
+from . import admin_fixes, admin_keys  # noqa: E402,F401  (register FixProposalAdmin, ApiKeyAdmin)

@@ -12,7 +12,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from docsmcp_site.admin_base import ReadOnlyAdmin
+from common.admin_base import ReadOnlyAdmin
 
 from .errors import FixError
 from .fixes import fix_approve, fix_approve_many, fix_preview, fix_reject, fix_reject_many

@@ -17,7 +17,7 @@ def enqueue(task_name: str, *args) -> None:
     # Celery loads here, with the first work queued, never with the site.
     from kombu.exceptions import OperationalError
 
-    from docsmcp_site.celery import app
+    from common.celery import app
 
     app.loader.import_default_modules()  # registers the apps' tasks modules, as a worker does when it starts
     try:

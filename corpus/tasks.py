@@ -1,6 +1,6 @@
 from celery.signals import task_postrun
 
-from docsmcp_site.celery import app
+from common.celery import app
 
 from .execution import build_execute
 from .fixes import fix_scan_report

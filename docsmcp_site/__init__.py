@@ -1,14 +1,12 @@
-"""The Django project. Celery's app lives in docsmcp_site.celery, which `celery -A docsmcp_site` finds
-by itself and the task modules import: a command or request that queues nothing never loads Celery.
+"""The Django project, the top floor: settings, URLs, the REST API's assembly, WSGI/ASGI, the
+`docsmcp` CLI and the serving front (gunicorn's worker and configuration).
 
-May import: `retrieval.errors`, `retrieval.boot`, `corpus.access`, `corpus.api`, `corpus.errors`, `corpus.models`,
-`corpus.warming`, `evals.api`, `evals.errors`, `insights.api`, `mcp_endpoint.apikeys`,
-`mcp_endpoint.clients`, `mcp_endpoint.models`, `mcp_endpoint.security`, `mcp_endpoint.startup`.
-The site mounts every app's API (api/assembly.py), translates their errors and checks their keys
-once at the edge (api/errors.py, api/auth.py), guards the login and the API with the MCP view's
-host and rate-limit checks, and starts a serving worker's warm-up (gunicorn_conf.py). The apps in
-turn import its shared plumbing (`celery`, `admin_base`, `api.auth`, `api.pagination`): that loop
-through the site package is known, and ends when the plumbing moves to a package under the apps.
+May import: `retrieval.boot`, `common`, `corpus.api`, `corpus.errors`, `corpus.models`, `corpus.warming`,
+`evals.api`, `evals.errors`, `insights.api`, `mcp_endpoint.clients`, `mcp_endpoint.models`,
+`mcp_endpoint.security`, `mcp_endpoint.startup`. The site mounts every app's API (api/assembly.py)
+and names their errors to the floor's error handlers, guards the login and the API with the MCP
+view's origin and client-address checks, and starts a serving worker's warm-up (gunicorn_conf.py).
+Nothing imports the site: the apps build on the floor under them (`common`).
 """
 
 # The package's version (pyproject.toml reads it; settings.VERSION is what the server reports).

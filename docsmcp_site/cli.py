@@ -3,7 +3,7 @@
 `docsmcp <command> ...` is `manage.py <command> ...`. Two conveniences on top: `docsmcp serve PATH`
 and `docsmcp stdio PATH` register the markdown folder PATH as a corpus (named after the folder),
 build what changed since the last run and serve it; and the embedded SQLite database in the data
-directory (docsmcp_site/home.py) is created or migrated before the first command that needs it,
+directory (common/home.py) is created or migrated before the first command that needs it,
 so a fresh install works with no setup step.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -188,16 +187,10 @@ def http_config(url: str) -> dict:
 
 def stdio_config(folder: Path) -> dict:
     """The configuration that makes a client spawn this installation's `docsmcp stdio FOLDER`."""
+    from mcp_endpoint.clients import docsmcp_command
+
     server: dict = {"command": docsmcp_command(), "args": ["stdio", str(folder)]}
     with contextlib.suppress(KeyError):
         server["env"] = {"DOCSMCP_HOME": os.environ["DOCSMCP_HOME"]}
     return {"mcpServers": {"docsmcp": server}}
 
-
-def docsmcp_command() -> str:
-    """The absolute path of this installation's `docsmcp` command: what a client's configuration spawns."""
-    running = Path(sys.argv[0])
-    if running.name == "docsmcp" and running.exists():
-        return os.path.abspath(running)
-    beside = Path(sys.executable).with_name("docsmcp")
-    return str(beside) if beside.exists() else shutil.which("docsmcp") or "docsmcp"

@@ -48,7 +48,7 @@ REASONS = {
     431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
     503: "Service Unavailable",
 }
-# The REST API's codes for the statuses the server answers itself (docsmcp_site/api/errors.py).
+# The REST API's codes for the statuses the server answers itself (common/api/errors.py).
 API_CODES = {
     400: "bad_request", 403: "forbidden", 408: "request_timeout", 413: "payload_too_large",
     414: "uri_too_long", 417: "expectation_failed", 431: "header_fields_too_large", 500: "internal_error",

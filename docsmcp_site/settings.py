@@ -6,13 +6,13 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from common.home import data_home, is_checkout
 from docsmcp_site import __version__
-from docsmcp_site.home import data_home, is_checkout
 from docsmcp_site.private import keep_private, sqlite_files
 from docsmcp_site.secret import installation_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-# Where this installation's state lives (docsmcp_site/home.py, docs/deploy.md): DOCSMCP_HOME; else var/ of a
+# Where this installation's state lives (common/home.py, docs/deploy.md): DOCSMCP_HOME; else var/ of a
 # checkout; else the user data directory (~/.local/share/docsmcp on Linux). Every path below defaults under it.
 DOCSMCP_HOME = data_home(BASE_DIR)
 
@@ -59,7 +59,7 @@ MIDDLEWARE = [
     # First: answers a Host outside ALLOWED_HOSTS on /mcp paths with a JSON 403 (DNS rebinding).
     "mcp_endpoint.security.host_guard",
     # Gives errors Django or ninja answer under /api/v1/ (404, 405, 413...) the REST API's JSON shape.
-    "docsmcp_site.api.errors.api_error_shape",
+    "common.api.errors.api_error_shape",
     # Refuses a disallowed Origin (403) and non-JSON writes (415) under /api/v1/ before anything reads them.
     "docsmcp_site.api.guard.api_guard",
     # No API key's corpus limit carries over from one request to the next on the same thread.

@@ -2,8 +2,7 @@
 
 May import: `retrieval.errors`, `retrieval.allowlist`, `retrieval.storage`, `corpus.access`,
 `corpus.errors`, `corpus.models`, `corpus.querylog`, `corpus.queue`, `corpus.selectors`,
-`mcp_endpoint.jsonrpc`, `mcp_endpoint.profiles`, `mcp_endpoint.protocol`, `docsmcp_site.admin_base`,
-`docsmcp_site.api.auth`, `docsmcp_site.api.pagination`, `docsmcp_site.celery`. A run asks its
+`mcp_endpoint.jsonrpc`, `mcp_endpoint.profiles`, `mcp_endpoint.protocol`, `common`. A run asks its
 questions through the MCP tool code (mcp_endpoint), so it measures what agents get; storage sizes
-a build for the run's record. Never imports `insights`.
+a build for the run's record. Never imports `insights` or `docsmcp_site`.
 """

@@ -4,8 +4,8 @@ from django.http import HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from common.admin_base import ReadOnlyAdmin
 from corpus.errors import CorpusError
-from docsmcp_site.admin_base import ReadOnlyAdmin
 
 from .errors import EvalError
 from .models import EvalCase, EvalResult, EvalRun, EvalSuite

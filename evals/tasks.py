@@ -1,4 +1,4 @@
-from docsmcp_site.celery import app
+from common.celery import app
 
 from .execution import eval_execute
 from .models import EvalRun

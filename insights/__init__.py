@@ -2,8 +2,7 @@
 
 May import: `retrieval.errors`, `retrieval.search.engine`, `corpus.api.fixes`, `corpus.errors`,
 `corpus.fixes`, `corpus.models`, `corpus.selectors`, `corpus.serving`, `evals.charts`, `evals.models`,
-`docsmcp_site.api.auth`, `docsmcp_site.api.pagination`. Its API answers fix proposals in corpus's
-own shape (corpus.api.fixes) so a proposal reads the same on both; its charts are the eval
-dashboards' (evals.charts). Never imports `mcp_endpoint`; only the site's URLs and API assembly
-import insights.
+`common`. Its API answers fix proposals in corpus's own shape (corpus.api.fixes) so a proposal
+reads the same on both; its charts are the eval dashboards' (evals.charts). Never imports
+`mcp_endpoint` or `docsmcp_site`; only the site's URLs and API assembly import insights.
 """

@@ -14,11 +14,11 @@ from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Field, Path, Query, Router, Schema, Status
 
+from common.api.auth import ADMIN, caller
+from common.api.pagination import Input, Page, PageParams, paginate
 from corpus import selectors as corpus_selectors
 from corpus.api.fixes import FixOut, fix_out
 from corpus.models import Feedback, QueryRecord
-from docsmcp_site.api.auth import ADMIN, caller
-from docsmcp_site.api.pagination import Input, Page, PageParams, paginate
 from evals.models import EvalCase
 
 from . import selectors, services

@@ -7,7 +7,10 @@ in VS Code) and spells the transport its own way, which is all that differs here
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,3 +119,12 @@ def _http(client: str, launch: Launch) -> dict[str, Any]:
     if headers:
         server["headers"] = headers
     return server
+
+
+def docsmcp_command() -> str:
+    """The absolute path of this installation's `docsmcp` command: what a client's configuration spawns."""
+    running = Path(sys.argv[0])
+    if running.name == "docsmcp" and running.exists():
+        return os.path.abspath(running)
+    beside = Path(sys.executable).with_name("docsmcp")
+    return str(beside) if beside.exists() else shutil.which("docsmcp") or "docsmcp"

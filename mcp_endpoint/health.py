@@ -35,12 +35,13 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
+from common.callers import AuthUnavailable, InvalidApiKey
 from corpus.access import limited_to, visible
+from corpus.apikeys import authenticate
 from corpus.selectors import health_summary
 from corpus.services import expire_builds
 from corpus.serving import known_active_paths
 from corpus.warming import WARMING, warm_state
-from mcp_endpoint.apikeys import AuthUnavailable, InvalidApiKey, authenticate
 from mcp_endpoint.protocol import LATEST_VERSION, SUPPORTED_VERSIONS
 from retrieval.errors import IndexUnavailable
 from retrieval.search.index import check_index

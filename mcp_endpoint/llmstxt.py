@@ -26,11 +26,12 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from common.callers import AuthUnavailable, InvalidApiKey, Principal, allows
 from corpus.access import limited_to
+from corpus.apikeys import authenticate
 from corpus.errors import CorpusError, CorpusNotFound, UnknownVersion
 from corpus.serving import ServedDocuments, build_documents, corpus_document, corpus_documents
 from mcp_endpoint import ratelimit, security
-from mcp_endpoint.apikeys import AuthUnavailable, InvalidApiKey, Principal, allows, authenticate
 from mcp_endpoint.jsonrpc import find_bad_text
 from retrieval import llmstxt
 from retrieval.errors import IndexUnavailable, InvalidArgument, NotFound, RetrievalError

@@ -17,9 +17,9 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError
 
+from common.callers import allows
 from mcp_endpoint import budget, schema
 from mcp_endpoint import headers as mcp_headers
-from mcp_endpoint.apikeys import allows
 from mcp_endpoint.jsonrpc import InvalidParams, MethodNotFound
 from mcp_endpoint.pagination import paginate
 from mcp_endpoint.profiles import (

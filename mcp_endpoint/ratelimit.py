@@ -24,7 +24,7 @@ from django.conf import settings
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
-    from mcp_endpoint.apikeys import Principal
+    from common.callers import Principal
 
 logger = logging.getLogger("docsmcp.mcp.ratelimit")
 

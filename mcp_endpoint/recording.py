@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from common.callers import allows
 from corpus import querylog
-from mcp_endpoint.apikeys import allows
 from mcp_endpoint.profiles import Context, ToolDef
 
 TARGET_ARGUMENTS = ("chunk_id", "document_id", "document")

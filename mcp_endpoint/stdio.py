@@ -18,13 +18,13 @@ from typing import IO, Any
 
 from django.db import close_old_connections
 
+from common.callers import Principal
+from corpus.models import SCOPES
 from mcp_endpoint import headers as mcp_headers
 from mcp_endpoint import jsonrpc, profiles, protocol
-from mcp_endpoint.apikeys import Principal
 from mcp_endpoint.calls import answer, client_info
 from mcp_endpoint.jsonrpc import InvalidRequest, JsonRpcError, Notification, Response
 from mcp_endpoint.jsontext import compact
-from mcp_endpoint.models import SCOPES
 
 LOCAL_OPERATOR = Principal(name="stdio (local operator)", scopes=frozenset(SCOPES))
 

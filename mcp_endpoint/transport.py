@@ -22,10 +22,11 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from common.callers import AuthUnavailable, InvalidApiKey, Principal
 from corpus.access import limited_to
+from corpus.apikeys import authenticate
 from mcp_endpoint import headers as mcp_headers
 from mcp_endpoint import jsonrpc, profiles, protocol, ratelimit, security
-from mcp_endpoint.apikeys import AuthUnavailable, InvalidApiKey, Principal, authenticate
 from mcp_endpoint.calls import DATABASE_DOWN, answer, client_info
 from mcp_endpoint.jsonrpc import (
     INTERNAL_ERROR,

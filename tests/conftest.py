@@ -162,7 +162,7 @@ def writer_client(db):
     """A test client whose every request carries an admin API key: anonymous callers may only read."""
     from django.test import Client
 
-    from mcp_endpoint.apikeys import create_api_key
+    from corpus.apikeys import create_api_key
 
     _row, key = create_api_key("test-writer", ["admin"])
     return Client(headers={"Authorization": f"Bearer {key}"})

@@ -1,6 +1,6 @@
 """A Celery worker whose builds stall once their tables are written, so a test can kill it there.
 
-Test-only: `python -m tests.stalling_worker -A docsmcp_site worker ...`. The marker file named by
+Test-only: `python -m tests.stalling_worker -A common worker ...`. The marker file named by
 DOCSMCP_TEST_STALL_MARKER appears when a build reaches the stall, i.e. its `.partial` directory
 holds written tables; the build then waits for the test's SIGKILL.
 """

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from mcp_endpoint.apikeys import create_api_key, revoke_api_keys
-from mcp_endpoint.models import ApiKey
+from corpus.apikeys import create_api_key, revoke_api_keys
+from corpus.models import ApiKey
 from tests.api_helpers import assert_error, call
 
 SAMPLE_BUILD = "sample-build"  # the build ID of the session's sample index (tests/conftest.py)

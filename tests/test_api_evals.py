@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from corpus.apikeys import create_api_key
 from evals.models import EvalRun
 from evals.services import suite_import
-from mcp_endpoint.apikeys import create_api_key
 from tests.api_helpers import assert_error, call
 
 

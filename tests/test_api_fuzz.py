@@ -92,7 +92,7 @@ def test_every_operation_is_in_a_fuzzed_tag(client, db):
 def test_no_generated_request_gets_a_server_error(live_server, fuzz_env, tmp_path, tags, keyed):
     """One bounded schemathesis run per tag, so each stays well inside its time limit; with an admin key
     (every handler runs) and without one (reads run, writes are refused)."""
-    from mcp_endpoint.apikeys import create_api_key
+    from corpus.apikeys import create_api_key
 
     auth = ["--header", f"Authorization: Bearer {create_api_key('fuzzer', ['admin'])[1]}"] if keyed else []
     command = [

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from corpus import querylog
+from corpus.apikeys import create_api_key
 from corpus.execution import build_execute
 from corpus.models import BuildRun, Corpus, FixProposal, QueryRecord
 from corpus.services import build_request
@@ -23,7 +24,6 @@ from evals.models import EvalResult
 from evals.selectors import suite_get
 from evals.services import eval_run
 from mcp_endpoint import profiles, ratelimit
-from mcp_endpoint.apikeys import create_api_key
 from tests.api_helpers import call as api
 from tests.profile_fixtures import call as tool
 

@@ -256,7 +256,7 @@ def test_a_build_that_would_drop_the_vectors_is_refused_without_confirmation(ind
 
 
 def test_rest_build_with_another_provider_needs_change_embeddings(index_root, copy_sample_docs, client):
-    from mcp_endpoint.apikeys import create_api_key
+    from corpus.apikeys import create_api_key
 
     hash_corpus("kept", copy_sample_docs)
     _row, key = create_api_key("builder", ["build", "read"])

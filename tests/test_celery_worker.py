@@ -63,7 +63,7 @@ def celery_worker_process(django_db_setup, tmp_path_factory):
     log = base / "worker.log"
     # A queue of our own, so parallel sessions (pytest -n) and stale messages never cross.
     queue = _new_queue()
-    process = _start_worker(["-A", "docsmcp_site", "worker"], queue, index_root, log)
+    process = _start_worker(["-A", "common", "worker"], queue, index_root, log)
     try:
         _wait_until_ready(process, log)
         yield {"queue": queue, "index_root": index_root, "log": log}
@@ -109,7 +109,7 @@ def _stop_worker(process: subprocess.Popen, queue: str) -> None:
 @pytest.fixture
 def web_side_uses_the_broker(celery_worker_process, settings):
     """Make this process dispatch to Redis instead of running tasks inline, then restore."""
-    from docsmcp_site.celery import app
+    from common.celery import app
 
     keys = ("task_always_eager", "broker_url", "result_backend", "task_default_queue")
     saved = {key: app.conf[key] for key in keys}
@@ -193,7 +193,7 @@ def test_a_build_whose_worker_is_killed_is_failed_and_the_next_build_completes_w
     import shutil
     import signal
 
-    from docsmcp_site.celery import app
+    from common.celery import app
 
     settings.DOCSMCP_BUILD_LEASE_SECONDS = LEASE_SECONDS
     source = tmp_path / "docs"
@@ -202,7 +202,7 @@ def test_a_build_whose_worker_is_killed_is_failed_and_the_next_build_completes_w
     index_root = web_side_uses_the_broker["index_root"]
     marker, log = tmp_path / "stalled", tmp_path / "stalling-worker.log"
     queue = _new_queue()
-    doomed = _start_worker(["tests.stalling_worker", "-A", "docsmcp_site", "worker"], queue, index_root, log,
+    doomed = _start_worker(["tests.stalling_worker", "-A", "common", "worker"], queue, index_root, log,
                            DOCSMCP_TEST_STALL_MARKER=str(marker))
     try:
         _wait_until_ready(doomed, log)

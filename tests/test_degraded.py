@@ -31,7 +31,7 @@ live_url = profile_fixtures.live_url
 REGISTER = """
 from corpus.execution import build_activate
 from corpus.models import BuildRun, Corpus
-from mcp_endpoint.apikeys import create_api_key
+from corpus.apikeys import create_api_key
 from retrieval.ingest.metadata import read_metadata
 path = {path!r}
 metadata = read_metadata(path)

@@ -20,10 +20,10 @@ import httpx
 import pytest
 from django.db import connection
 
+from corpus.apikeys import create_api_key
 from corpus.models import BuildRun, Corpus
 from corpus.services import build_start, corpus_create
 from corpus.serving import forget_active
-from mcp_endpoint.apikeys import create_api_key
 from tests.services import delete_queue
 from tests.test_celery_worker import REDIS_URL, _database_url, _redis_unreachable_reason, _wait_until_ready
 
@@ -76,7 +76,7 @@ def topology_env(transactional_db, tmp_path) -> dict[str, str]:
 def start_worker(environment: dict[str, str], log: Path) -> subprocess.Popen:
     """`celery worker` as the systemd unit in docs/deploy.md runs it (threads pool from the settings)."""
     with log.open("wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "docsmcp_site", "worker", "--loglevel",
+        process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "common", "worker", "--loglevel",
                                     "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
                                    cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT)
     _wait_until_ready(process, log)
@@ -91,7 +91,7 @@ def corpus_of_sample_docs(tmp_path: Path, name: str) -> Corpus:
 
 def test_without_a_broker_url_a_build_goes_through_the_filesystem_queue_to_a_separate_worker(topology_env,
                                                                                             tmp_path):
-    from docsmcp_site.celery import app
+    from common.celery import app
 
     worker = start_worker(topology_env, tmp_path / "worker.log")
     queue_dir = Path(topology_env["DOCSMCP_CELERY_DIR"]) / "queue"

@@ -180,8 +180,8 @@ def test_list_and_read_results_carry_cache_hints_on_2026_07_28(docs_server, sett
 
 
 def test_a_key_limited_to_other_corpora_cannot_read_this_one(docs_server, settings):
+    from corpus.apikeys import create_api_key
     from corpus.models import Corpus
-    from mcp_endpoint.apikeys import create_api_key
 
     settings.MCP_AUTH_REQUIRED = True
     Corpus.objects.create(name="other", source_dir=str(SAMPLE_DOCS))

@@ -548,7 +548,7 @@ def test_a_celery_worker_gives_the_local_model_back_once_no_task_runs_and_an_eag
         "import django\n"
         "django.setup()\n"
         "from celery.signals import task_postrun, task_prerun\n"
-        "import docsmcp_site.celery  # noqa: F401 - connects the handlers\n"
+        "import common.celery  # noqa: F401 - connects the handlers\n"
         "from retrieval.embeddings import local\n"
         "def rss():\n"
         "    return int(open('/proc/self/status').read().split('VmRSS:')[1].split()[0]) // 1024\n"

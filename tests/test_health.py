@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from corpus.apikeys import create_api_key
 from corpus.models import Corpus
-from mcp_endpoint.apikeys import create_api_key
 
 STATUS_FIELDS = {"status", "health", "ready", "service", "version", "protocol", "protocol_versions", "checks"}
 

@@ -12,13 +12,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from corpus.apikeys import create_api_key
 from corpus.models import BuildRun, Corpus, Feedback, QueryRecord
 from evals.models import EvalCase
 from insights import selectors
 from insights.gaps import gaps_refresh
 from insights.models import Gap
 from insights.similarity import TextSignature, text_similarity
-from mcp_endpoint.apikeys import create_api_key
 from tests.api_helpers import assert_error, call
 
 KUBERNETES = ["kubernetes helm chart", "helm charts on kubernetes", "deploy with helm on kubernetes"]

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from django.core.management import call_command
 
-from mcp_endpoint.apikeys import create_api_key
+from corpus.apikeys import create_api_key
 from retrieval.ingest.metadata import read_metadata
 from retrieval.llmstxt import page_description
 from tests import fixtures_mcp

@@ -165,8 +165,8 @@ def test_techdoc_results_stay_within_the_budget(doc_corpora, live_url, http, tig
 
 
 def test_citeloom_find_chunks_stays_within_the_budget(transactional_db, index_root, live_url, http, tight):
+    from corpus.apikeys import create_api_key
     from corpus.chunkstore import project_create
-    from mcp_endpoint.apikeys import create_api_key
 
     project_create(project="citeloom/budget", embed_model="hash/feature-hash-v1", dimensions=64)
     _, key = create_api_key("budget-test", ["read", "write"])

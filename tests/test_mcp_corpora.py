@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcp_endpoint.apikeys import create_api_key
+from corpus.apikeys import create_api_key
 from tests import fixtures_mcp
 from tests.test_mcp_docs_profile import SEARCH_SCHEMA, build, raw_call
 

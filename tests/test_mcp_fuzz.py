@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from mcp_endpoint.apikeys import create_api_key
-from mcp_endpoint.models import SCOPES
+from corpus.apikeys import create_api_key
+from corpus.models import SCOPES
 from tests import profile_fixtures
 from tests.fixtures_mcp import META, MODERN
 

@@ -8,17 +8,10 @@ import re
 import pytest
 from django.test import RequestFactory, override_settings
 
+from common.callers import InvalidApiKey, Principal, bearer_token
+from corpus.apikeys import authenticate, create_api_key, hash_key, revoke_api_keys
+from corpus.models import ApiKey
 from mcp_endpoint import ratelimit
-from mcp_endpoint.apikeys import (
-    InvalidApiKey,
-    Principal,
-    authenticate,
-    bearer_token,
-    create_api_key,
-    hash_key,
-    revoke_api_keys,
-)
-from mcp_endpoint.models import ApiKey
 from mcp_endpoint.security import client_ip, origin_allowed
 from tests import fixtures_mcp, services
 from tests.fixtures_mcp import MODERN, modern_post, post
@@ -268,7 +261,7 @@ def test_authenticate_and_principal(db, settings):
 
 def test_admin_creates_key_shown_once_and_revokes(admin_client):
     response = admin_client.post(
-        "/admin/mcp_endpoint/apikey/add/", {"name": "dashboard", "scopes": ["read", "build"]}, follow=True
+        "/admin/corpus/apikey/add/", {"name": "dashboard", "scopes": ["read", "build"]}, follow=True
     )
     assert response.status_code == 200
     shown = [str(m) for m in response.context["messages"]]
@@ -278,20 +271,20 @@ def test_admin_creates_key_shown_once_and_revokes(admin_client):
     row = ApiKey.objects.get(name="dashboard")
     assert row.key_hash == hash_key(key) and row.prefix == key[:8] and row.scopes == ["read", "build"]
     assert row.corpora == []
-    changelist = admin_client.get("/admin/mcp_endpoint/apikey/")
+    changelist = admin_client.get("/admin/corpus/apikey/")
     assert key not in changelist.content.decode() and row.prefix in changelist.content.decode()
-    edit = admin_client.get(f"/admin/mcp_endpoint/apikey/{row.pk}/change/")
+    edit = admin_client.get(f"/admin/corpus/apikey/{row.pk}/change/")
     assert key not in edit.content.decode()
 
-    admin_client.post(f"/admin/mcp_endpoint/apikey/{row.pk}/change/",
+    admin_client.post(f"/admin/corpus/apikey/{row.pk}/change/",
                       {"name": "dashboard", "scopes": ["read"], "corpora": "payments, sample,payments"})
     row.refresh_from_db()
     assert row.corpora == ["payments", "sample"] and row.scopes == ["read"]
-    assert "payments, sample" in admin_client.get(f"/admin/mcp_endpoint/apikey/{row.pk}/change/").content.decode()
-    assert "payments, sample" in admin_client.get("/admin/mcp_endpoint/apikey/").content.decode()
+    assert "payments, sample" in admin_client.get(f"/admin/corpus/apikey/{row.pk}/change/").content.decode()
+    assert "payments, sample" in admin_client.get("/admin/corpus/apikey/").content.decode()
 
     admin_client.post(
-        "/admin/mcp_endpoint/apikey/", {"action": "revoke", "_selected_action": [row.pk]}, follow=True
+        "/admin/corpus/apikey/", {"action": "revoke", "_selected_action": [row.pk]}, follow=True
     )
     row.refresh_from_db()
     assert row.revoked_at is not None

@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from corpus.apikeys import create_api_key
 from corpus.models import BuildRun
 from corpus.serving import forget_active
-from mcp_endpoint.apikeys import create_api_key
 from retrieval import storage
 from tests import s3_server
 from tests.services import delete_queue

@@ -20,8 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from common.home import data_home, user_data_dir
 from docsmcp_site import __version__
-from docsmcp_site.home import data_home, user_data_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 ACCEPT = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}

@@ -94,7 +94,7 @@ def tool(http, base: str, name: str, arguments: dict, **kwargs) -> dict:
 
 def write_key(corpora: list[str] | None = None) -> dict[str, str]:
     """Headers carrying a key with the write scope: anonymous callers may not store chunks."""
-    from mcp_endpoint.apikeys import create_api_key
+    from corpus.apikeys import create_api_key
 
     return {"Authorization": f"Bearer {create_api_key('citeloom-writer', ['read', 'write'], corpora)[1]}"}
 
@@ -378,7 +378,7 @@ def test_an_unexpected_failure_keeps_the_error_shape(projects, live_url, http, m
 
 
 def test_store_chunks_needs_the_write_scope(projects, live_url, http, settings):
-    from mcp_endpoint.apikeys import create_api_key
+    from corpus.apikeys import create_api_key
 
     settings.MCP_AUTH_REQUIRED = True
     _, reader = create_api_key("reader", ["read"])

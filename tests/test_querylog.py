@@ -14,8 +14,8 @@ import pytest
 from django.core.management import call_command
 
 from corpus import querylog
+from corpus.apikeys import create_api_key
 from corpus.models import Feedback, QueryRecord
-from mcp_endpoint.apikeys import create_api_key
 from tests import fixtures_mcp, profile_fixtures, services, test_degraded
 from tests.fixtures_mcp import modern_post
 from tests.profile_fixtures import call, rpc

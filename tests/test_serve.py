@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from corpus.apikeys import create_api_key
 from corpus.models import BuildRun
 from docsmcp_site.secret import installation_secret_key
-from mcp_endpoint.apikeys import create_api_key
 from mcp_endpoint.management.commands.serve import WORKER_NICENESS, exposure_warning, run_together
 from tests.api_helpers import assert_error, call
 
@@ -112,7 +112,7 @@ def test_serve_on_a_reachable_address_with_auth_required_does_not_warn(settings,
 @pytest.fixture
 def broker_down():
     """This process publishes to a Redis port nothing listens on."""
-    from docsmcp_site.celery import app
+    from common.celery import app
 
     keys = ("task_always_eager", "broker_url")
     saved = {key: app.conf[key] for key in keys}

@@ -45,7 +45,7 @@ def _reset(app) -> None:
 @pytest.fixture
 def uses_broker():
     """Point this process's Celery at a broker and result backend, then restore: a function of the URL."""
-    from docsmcp_site.celery import app
+    from common.celery import app
 
     keys = ("task_always_eager", "broker_url", "result_backend", "task_default_queue")
     saved = {key: app.conf[key] for key in keys}

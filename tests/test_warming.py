@@ -58,7 +58,7 @@ def test_importing_the_engine_changes_nothing_in_the_process():
     assert json.loads(out) == [False, False]
 
 
-@pytest.mark.parametrize("entry", ["docsmcp_site.wsgi", "docsmcp_site.asgi", "docsmcp_site.celery"])
+@pytest.mark.parametrize("entry", ["docsmcp_site.wsgi", "docsmcp_site.asgi", "common.celery"])
 def test_the_entry_points_set_up_the_process(entry):
     out = _python_choosing_no_allocator(
         f"import json, os, sys, {entry}\n"

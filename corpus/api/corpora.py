@@ -1,7 +1,7 @@
 """REST routers of the corpus app: corpora and their builds (mounted at /api/v1/ by docsmcp_site.api.assembly).
 
 Each operation parses input, calls one service or selector, and formats the answer; errors are
-the services' own (`corpus.errors`), rendered by docsmcp_site.api.errors.
+the services' own (`corpus.errors`), rendered by common.api.errors.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from django.db.models import Prefetch, prefetch_related_objects
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
+from common.api.auth import ADMIN, BUILD, READ, caller
+from common.api.pagination import Page, PageParams, paginate
 from corpus import execution, gitsource, selectors, services
 from corpus.models import BuildRun, TaxonomyKey
-from docsmcp_site.api.auth import ADMIN, BUILD, READ, caller
-from docsmcp_site.api.pagination import Page, PageParams, paginate
 
 from .schemas import (
     BuildDetailOut,

@@ -9,11 +9,11 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Field, Path, Query, Router, Schema
 
+from common.api.auth import BUILD, READ
+from common.api.pagination import Input, Page, PageParams, paginate
 from corpus import gitfixes, selectors
 from corpus.fixes import fix_approve, fix_reject
 from corpus.models import FixProposal
-from docsmcp_site.api.auth import BUILD, READ
-from docsmcp_site.api.pagination import Input, Page, PageParams, paginate
 
 router = Router(tags=["fixes"])
 

@@ -9,9 +9,9 @@ from typing import Any, Literal
 from django.urls import reverse
 from ninja import Field, Schema
 
+from common.api.pagination import Input
 from corpus.models import BuildRun, Corpus
 from corpus.reach import source_warnings
-from docsmcp_site.api.pagination import Input
 from retrieval.embeddings import PROVIDERS
 
 # Choices come from the model and the provider registry, never typed out here.

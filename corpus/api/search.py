@@ -12,10 +12,10 @@ import json
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
+from common.api.auth import READ
+from common.api.pagination import Input
 from corpus import querylog
 from corpus.serving import corpus_read, corpus_search
-from docsmcp_site.api.auth import READ
-from docsmcp_site.api.pagination import Input
 from retrieval.errors import InvalidFilter
 from retrieval.search.documents import MAX_CONTEXT, MAX_ID_LENGTH, render_chunk_window
 from retrieval.search.engine import MAX_LIMIT, MAX_QUERY_CHARS, SearchRequest

@@ -1,7 +1,7 @@
-"""The REST API's plumbing and assembly, served at /api/v1/.
+"""The REST API's assembly, served at /api/v1/.
 
-`assembly` mounts every app's routers on one NinjaAPI; `auth` (bearer keys and staff sessions,
-one scope per operation), `errors` (one error shape), `pagination` and `docs` (the offline
-Swagger page) are what every router shares. Each app keeps its own routers in its `api/`
-package (`corpus.api`, `evals.api`) and imports from here, never the other way round.
+`assembly` mounts every app's routers on one NinjaAPI, `docs` serves the offline Swagger page and
+`guard` is the middleware that checks a request's origin and body type before the API reads it.
+The plumbing every router shares (auth, errors, pagination) is the floor's (common.api), which
+the apps import; the site imports the apps, never the other way round.
 """

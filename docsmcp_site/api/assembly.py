@@ -1,25 +1,27 @@
 """The REST API for host applications, assembled from the apps' routers and served at /api/v1/.
 
 Conventions every router follows (docs/api.md has the details):
-- auth: the MCP endpoint's bearer API keys, one scope per operation (docsmcp_site.api.auth);
-- errors: `{"error": {"code", "message", "details"}}` for every 4xx/5xx (docsmcp_site.api.errors);
+- auth: the MCP endpoint's bearer API keys, one scope per operation (common.api.auth);
+- errors: `{"error": {"code", "message", "details"}}` for every 4xx/5xx (common.api.errors);
 - lists: `limit` (1-200, default 50) + `offset` -> `{items, total, limit, offset, has_more}`
-  (docsmcp_site.api.pagination); request bodies refuse unknown fields (422).
+  (common.api.pagination); request bodies refuse unknown fields (422).
 """
 
 from django.urls import reverse
 from ninja import NinjaAPI
 
+from common.api import auth as api_auth
+from common.api import errors as api_errors
 from corpus.api.corpora import builds as builds_router
 from corpus.api.corpora import router as corpora_router
 from corpus.api.fixes import router as fixes_router
 from corpus.api.hooks import router as hooks_router
 from corpus.api.search import router as search_router
-from docsmcp_site.api import auth as api_auth
-from docsmcp_site.api import errors as api_errors
+from corpus.errors import CorpusError
 from docsmcp_site.api.docs import OfflineSwagger
 from docsmcp_site.api.docs import router as docs_router
 from evals.api.runs import router as evals_router
+from evals.errors import EvalError
 from insights.api import router as insights_router
 
 DESCRIPTION = """\
@@ -66,7 +68,7 @@ api = DocsmcpAPI(
     urls_namespace="api",
     docs=OfflineSwagger(),
 )
-api_errors.install(api)
+api_errors.install(api, service_errors=(CorpusError, EvalError))
 api.add_router("", corpora_router)
 api.add_router("", builds_router)
 api.add_router("", search_router)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
-from docsmcp_site.api.errors import API_PREFIX, error_response
+from common.api.errors import API_PREFIX, error_response
 from mcp_endpoint.security import is_json_content_type, origin_allowed
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})

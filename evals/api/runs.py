@@ -1,7 +1,7 @@
 """REST router of the evals app (mounted at /api/v1/ by docsmcp_site.api.assembly).
 
 Each operation parses input, calls one evals service or selector, and formats the answer; errors
-are the services' own (`evals.errors`, `corpus.errors`), rendered by docsmcp_site.api.errors.
+are the services' own (`evals.errors`, `corpus.errors`), rendered by common.api.errors.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Field, Path, Query, Router, Schema, Status
 
+from common.api.auth import BUILD, READ, caller
+from common.api.pagination import Input, Page, PageParams, paginate
 from corpus import selectors as corpus_selectors
-from docsmcp_site.api.auth import BUILD, READ, caller
-from docsmcp_site.api.pagination import Input, Page, PageParams, paginate
 from evals import selectors, services
 from evals.errors import RunStateConflict
 from evals.models import EvalResult, EvalRun, EvalSuite

@@ -26,7 +26,7 @@ from mcp_endpoint.jsontext import indented
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
-    from mcp_endpoint.apikeys import Principal
+    from common.callers import Principal
 
 
 @dataclass(frozen=True)

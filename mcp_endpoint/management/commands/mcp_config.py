@@ -6,10 +6,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
+from common.home import is_checkout
 from corpus.errors import CorpusError
 from corpus.selectors import corpus_get
-from docsmcp_site.cli import docsmcp_command
-from docsmcp_site.home import is_checkout
 from mcp_endpoint import profiles
 from mcp_endpoint.clients import (
     CLIENTS,
@@ -18,6 +17,7 @@ from mcp_endpoint.clients import (
     claude_mcp_add,
     client_config,
     default_python,
+    docsmcp_command,
     endpoint_url,
 )
 

@@ -45,7 +45,7 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=default_workers(settings.WEB_CONCURRENCY))
         parser.add_argument("--threads", type=int, default=4, help="request threads per worker (default 4)")
         parser.add_argument("--no-worker", action="store_true",
-                            help="do not start a Celery worker (you run `celery -A docsmcp_site worker` yourself)")
+                            help="do not start a Celery worker (you run `celery -A common worker` yourself)")
 
     def handle(self, *args, **options):
         host, port = options["host"], options["port"]
@@ -68,7 +68,7 @@ class Command(BaseCommand):
                           f"{', and a Celery worker' if with_worker else ''})")
         sys.stdout.flush()
         if with_worker:
-            worker = [sys.executable, "-m", "celery", "-A", "docsmcp_site", "worker", "--loglevel", "INFO",
+            worker = [sys.executable, "-m", "celery", "-A", "common", "worker", "--loglevel", "INFO",
                       "--without-gossip", "--without-mingle", "--without-heartbeat"]
             raise SystemExit(run_together(web, worker, background=worker))
         os.execv(sys.executable, web)

@@ -3,8 +3,8 @@
 from django import forms
 from django.contrib import admin, messages
 
-from mcp_endpoint.apikeys import generate_key, hash_key, revoke_api_keys
-from mcp_endpoint.models import SCOPES, ApiKey
+from .apikeys import generate_key, hash_key, revoke_api_keys
+from .models import SCOPES, ApiKey
 
 
 class ApiKeyForm(forms.ModelForm):

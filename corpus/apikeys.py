@@ -1,7 +1,7 @@
-"""Bearer API keys: who is calling, with which scopes, on which corpora.
+"""Bearer API keys: which keys are valid, with which scopes, on which corpora.
 
-`authenticate(request)` is the one entry point, shared by the MCP endpoint and the REST API. A
-key is valid if it equals `MCP_API_KEY` (compared in constant time) or hashes to an unrevoked
+`authenticate(request)` is the one entry point, shared by the MCP endpoint and the REST API (which
+reaches it through the check corpus installs in common.api.auth). A key is valid if it equals `MCP_API_KEY` (compared in constant time) or hashes to an unrevoked
 `ApiKey` row. Keys are looked up by SHA-256, never stored in clear. A request that sends an
 Authorization header but no valid key raises `InvalidApiKey` (every surface answers 401), so a
 garbled key can never fall back to the anonymous caller. Database keys are
@@ -15,7 +15,6 @@ import hmac
 import secrets
 import threading
 import time
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -23,7 +22,9 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
-from mcp_endpoint.models import SCOPES, ApiKey
+from common.callers import AuthUnavailable, InvalidApiKey, Principal, bearer_token
+
+from .models import SCOPES, ApiKey
 
 if TYPE_CHECKING:
     from django.http import HttpRequest
@@ -39,38 +40,6 @@ _key_cache: dict[str, tuple[float, Principal]] = {}
 _key_cache_lock = threading.Lock()
 
 
-class AuthUnavailable(Exception):
-    """A database key could not be checked: the database is unreachable and the key is not cached."""
-
-
-# What a caller without a key may do, and only while MCP_AUTH_REQUIRED is false.
-ANONYMOUS_SCOPES = frozenset({"read"})
-
-
-class InvalidApiKey(Exception):
-    """An Authorization header that carries no valid key (unknown, revoked or malformed)."""
-
-
-@dataclass(frozen=True)
-class Principal:
-    """An authenticated caller. `name` is the key's name ('env' for MCP_API_KEY).
-
-    `corpora` limits the key to those corpus names; empty means every corpus.
-    """
-
-    name: str
-    scopes: frozenset[str]
-    key_id: int | None = None
-    corpora: frozenset[str] = frozenset()
-
-    def has_scope(self, scope: str) -> bool:
-        return scope in self.scopes or "admin" in self.scopes
-
-    @property
-    def rate_limit_identity(self) -> str:
-        return f"key:{self.key_id}" if self.key_id is not None else f"key:{self.name}"
-
-
 def generate_key() -> str:
     """A new random key (43 URL-safe characters, 256 bits)."""
     return secrets.token_urlsafe(32)
@@ -78,21 +47,6 @@ def generate_key() -> str:
 
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
-def bearer_token(request: HttpRequest) -> str | None:
-    """The token of an `Authorization: Bearer <token>` header, or None."""
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.strip().partition(" ")
-    if scheme.lower() != "bearer":
-        return None
-    token = token.strip()
-    return token or None
-
-
-def allows(principal: Principal | None, scope: str) -> bool:
-    """Whether the caller holds `scope`; None is the anonymous caller (read only)."""
-    return principal.has_scope(scope) if principal is not None else scope in ANONYMOUS_SCOPES
 
 
 def authenticate(request: HttpRequest) -> Principal | None:

@@ -2,8 +2,8 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mcp_endpoint.apikeys import create_api_key, revoke_api_keys
-from mcp_endpoint.models import SCOPES, ApiKey
+from corpus.apikeys import create_api_key, revoke_api_keys
+from corpus.models import SCOPES, ApiKey
 
 
 def _names(value: str) -> list[str]:

@@ -2,8 +2,9 @@
 
 Every failure under /api/v1/ renders to it: service and engine errors (each carries its HTTP
 status), ninja's request validation (422), auth (401/403), unknown routes (404), wrong
-methods (405) and unexpected crashes (500, logged, no traceback in the body). `install(api)`
-registers the exception handlers; `api_error_shape` is a middleware that reshapes the few
+methods (405) and unexpected crashes (500, logged, no traceback in the body). `install(api,
+service_errors)` registers the exception handlers, the apps' error bases among them (each of their
+classes carries its HTTP status as `status`, so the floor needs no list of the apps' errors); `api_error_shape` is a middleware that reshapes the few
 answers Django or ninja produce outside those handlers (URL resolver 404, 405, 413, ...).
 """
 
@@ -21,8 +22,7 @@ from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Throttled, ValidationError
 
-from corpus.errors import CorpusError
-from evals.errors import EvalError
+from common.callers import AuthUnavailable
 from retrieval import errors as engine
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("docsmcp.api")
 API_PREFIX = "/api/v1/"
 
-# Engine errors have no HTTP status of their own; the corpus app's do (`CorpusError.status`).
+# Engine errors have no HTTP status of their own; the apps' do (`CorpusError.status`).
 ENGINE_STATUS: dict[type[Exception], int] = {
     engine.InvalidArgument: 400,  # also InvalidFilter, InvalidCursor, InvalidChunkId
     engine.ConfigError: 400,
@@ -49,7 +49,6 @@ STATUS_CODES = {
     409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type", 422: "validation_error",
     429: "rate_limited", 500: "internal_error", 502: "bad_gateway", 503: "service_unavailable",
 }
-_GENERIC_CLASSES = {"RetrievalError", "CorpusError", "EvalError"}
 OBJECT_EXPECTED = {"model_attributes_type", "model_type", "dict_type"}
 
 
@@ -95,22 +94,23 @@ def snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def status_of(exc: engine.RetrievalError) -> int:
-    """The HTTP status of a corpus or engine error (the most specific class wins)."""
-    if isinstance(exc, CorpusError):
-        return exc.status
+def status_of(exc: Exception) -> int:
+    """The HTTP status of an app's error (its own `status`) or an engine error (the most specific class wins)."""
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):
+        return status
     for cls in type(exc).__mro__:
         if cls in ENGINE_STATUS:
             return ENGINE_STATUS[cls]
     return 400
 
 
-def code_of(exc: Exception, status: int) -> str:
-    """A stable machine-readable code: the error class in snake_case (`build_in_progress`)."""
-    name = type(exc).__name__
-    if name in _GENERIC_CLASSES:
+def code_of(exc: Exception, status: int, generic: tuple[type[Exception], ...] = ()) -> str:
+    """A stable machine-readable code: the error class in snake_case (`build_in_progress`); a base
+    class raised as such (`generic`) is named by its status instead."""
+    if type(exc) in (engine.RetrievalError, *generic):
         return STATUS_CODES.get(status, "error")
-    return snake_case(name)
+    return snake_case(type(exc).__name__)
 
 
 def validation_details(errors: list[dict]) -> tuple[str, dict]:
@@ -140,23 +140,30 @@ def validation_details(errors: list[dict]) -> tuple[str, dict]:
     return "invalid request: " + "; ".join(parts), {"errors": items}
 
 
-def install(api: NinjaAPI) -> None:
-    """Replace ninja's default handlers so every error renders to the one shape."""
+def install(api: NinjaAPI, service_errors: tuple[type[Exception], ...] = ()) -> None:
+    """Replace ninja's default handlers so every error renders to the one shape.
+
+    `service_errors` are the apps' error bases; every class under them carries its HTTP status.
+    """
 
     def respond(request: HttpRequest, status: int, code: str, message: str, details: dict | None = None):
         return api.create_response(request, error_body(code, message, details), status=status)
 
-    @api.exception_handler(engine.RetrievalError)
-    def engine_error(request: HttpRequest, exc: engine.RetrievalError):
+    def known_error(request: HttpRequest, exc: Exception):
         status = status_of(exc)
         details = {}
         if isinstance(exc, engine.ValidationFailed):
             details["findings"] = [f.as_dict() if hasattr(f, "as_dict") else f for f in exc.findings]
-        return respond(request, status, code_of(exc, status), str(exc), details)
+        return respond(request, status, code_of(exc, status, service_errors), str(exc), details)
 
-    @api.exception_handler(EvalError)
-    def eval_error(request: HttpRequest, exc: EvalError):
-        return respond(request, exc.status, code_of(exc, exc.status), str(exc))
+    for base in (engine.RetrievalError, *service_errors):
+        api.add_exception_handler(base, known_error)
+
+    @api.exception_handler(AuthUnavailable)
+    def key_unchecked(request: HttpRequest, exc: AuthUnavailable):
+        response = respond(request, 503, "database_unavailable", f"{exc}; retry shortly")
+        response["Retry-After"] = "5"
+        return response
 
     @api.exception_handler(ValidationError)
     def request_invalid(request: HttpRequest, exc: ValidationError):

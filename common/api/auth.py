@@ -7,30 +7,61 @@ admin key passes every check).
 
 - A request with an Authorization header must carry a valid key (else 401, never anonymous),
   and that key must hold the scope (else 403), whatever MCP_AUTH_REQUIRED says. A key limited
-  to some corpora sees only those (corpus.access).
+  to some corpora sees only those (the corpus app's key check admits it to them).
 - Without a key, a logged-in active staff user of the admin holds every scope; their unsafe
   requests must pass Django's CSRF check, so another site cannot ride their session.
 - Otherwise the caller is anonymous: refused (401) when MCP_AUTH_REQUIRED is true, else served
   with the read scope only. Every write needs a key or a staff session.
+
+A key that cannot be checked (the database is down) raises AuthUnavailable, which the error
+handlers (common.api.errors) answer with 503 database_unavailable.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
 from ninja.utils import check_csrf
 
-from corpus.access import limit_to
-from corpus.errors import DatabaseUnavailable
-from mcp_endpoint.apikeys import ANONYMOUS_SCOPES, AuthUnavailable, InvalidApiKey, Principal, authenticate
+from common.callers import ANONYMOUS_SCOPES, InvalidApiKey, Principal
 
 API_SCOPES = ("read", "build", "admin")
 ANONYMOUS = Principal(name="anonymous", scopes=ANONYMOUS_SCOPES)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class KeyCheck(NamedTuple):
+    """How the app that owns API keys checks them (corpus installs its own when Django starts).
+
+    `authenticate` returns the principal behind the request's bearer key, None without an
+    Authorization header, and raises InvalidApiKey or AuthUnavailable; `admit` narrows the rest of
+    the request to what the admitted key may see.
+    """
+
+    authenticate: Callable[[HttpRequest], Principal | None]
+    admit: Callable[[Principal], None]
+
+
+_key_check: KeyCheck | None = None
+
+
+def use_key_check(authenticate: Callable[[HttpRequest], Principal | None],
+                  admit: Callable[[Principal], None]) -> None:
+    global _key_check
+    _key_check = KeyCheck(authenticate, admit)
+
+
+def _installed_check() -> KeyCheck:
+    if _key_check is None:
+        raise ImproperlyConfigured("no API key check is installed: the corpus app installs it when Django "
+                                   "starts; list 'corpus' in INSTALLED_APPS")
+    return _key_check
 
 
 class ApiKey(HttpBearer):
@@ -50,20 +81,18 @@ class ApiKey(HttpBearer):
                 if principal is ANONYMOUS else ""
             raise AuthorizationError(message=f"this endpoint needs the {self.scope!r} scope; the key "
                                              f"{principal.name!r} holds: {held}{hint}")
-        limit_to(principal.corpora)
+        _installed_check().admit(principal)
         return principal
 
     def authenticate(self, request: HttpRequest, token: str) -> Principal | None:  # pragma: no cover
-        return authenticate(request)  # __call__ does the work; HttpBearer requires the method
+        return _installed_check().authenticate(request)  # __call__ does the work; HttpBearer requires it
 
 
 def _principal(request: HttpRequest) -> Principal:
     try:
-        principal = authenticate(request)
+        principal = _installed_check().authenticate(request)
     except InvalidApiKey as exc:
         raise AuthenticationError(message=str(exc)) from None
-    except AuthUnavailable as exc:
-        raise DatabaseUnavailable(f"{exc}; retry shortly") from None
     if principal is not None:
         return principal
     user = getattr(request, "user", None)
