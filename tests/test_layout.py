@@ -7,6 +7,7 @@ a cycle, only hidden until the day it runs first in the wrong order.
 from __future__ import annotations
 
 import ast
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,43 @@ def test_find_cycles_reports_a_late_import_cycle():
 
 def test_no_import_cycles(graph):
     assert find_cycles(graph) == []
+
+
+# The floors of the project: each top-level package, and each of the engine's subpackages (the
+# engine's own top-level modules, errors.py, boot.py and the like, are the node `retrieval`).
+PACKAGES = ("retrieval", "retrieval.chunkstore", "retrieval.embeddings", "retrieval.fixes", "retrieval.ingest",
+            "retrieval.search", "retrieval.storage", "common", "corpus", "mcp_endpoint", "evals", "insights",
+            "docsmcp_site")
+
+
+def package_graph(graph: dict[str, set[str]], packages=PACKAGES) -> dict[str, dict[str, list[str]]]:
+    """package -> {package it imports: the `module -> module` imports that make the edge}."""
+    edges: dict[str, dict[str, list[str]]] = {package: {} for package in packages}
+    for module, targets in graph.items():
+        source = _owner(module, packages)
+        for target in targets:
+            owner = _owner(target, packages)
+            if source and owner and owner != source and not module.startswith(target + "."):
+                edges[source].setdefault(owner, []).append(f"{module} -> {target}")
+    return edges
+
+
+def test_package_graph_names_the_imports_behind_an_edge():
+    graph = {"a.x": {"b.y"}, "a.z": {"b"}, "b.y": {"b"}, "b": set()}
+    assert package_graph(graph, ("a", "b")) == {"a": {"b": ["a.x -> b.y", "a.z -> b"]}, "b": {}}
+
+
+def test_no_cycle_between_packages(graph):
+    """A loop between floors, even through an import inside a function, means neither can be read,
+    tested or moved without the other."""
+    edges = package_graph(graph)
+    cycles = find_cycles({package: set(targets) for package, targets in edges.items()})
+    # each cycle with one import per step, so the failure says where to cut
+    evidence = [f"{cycle}: " + "; ".join(min(edges[a][b]) for a, b in pairwise(cycle.split(" -> ")))
+                for cycle in cycles]
+    assert evidence == []
+
+
+def test_the_floor_imports_no_app(graph):
+    apps = ("corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
+    assert [edge for edge, targets in package_graph(graph)["common"].items() if edge in apps] == []
