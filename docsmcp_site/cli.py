@@ -57,14 +57,14 @@ def main(argv: list[str] | None = None) -> None:
 def _ensure_database(*, quiet_stdout: bool) -> None:
     """Apply pending migrations to the embedded SQLite database; a DATABASE_URL server is the
     operator's to migrate (`docsmcp migrate`), as several nodes may share it."""
-    if os.environ.get("DATABASE_URL"):
-        return
     import django
     from django.conf import settings
     from django.core.management import call_command
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
+    if not settings.DATABASE_EMBEDDED:
+        return
     django.setup()
     executor = MigrationExecutor(connection)
     if not executor.migration_plan(executor.loader.graph.leaf_nodes()):

@@ -8,12 +8,16 @@ bench scripts) calls `boot()` first, before LanceDB or Arrow is imported.
 
 from __future__ import annotations
 
+import os
+
 from .lazyimports import defer_namespace_client
 from .memory import tune_allocators
 
 
 def boot() -> None:
-    """Defers LanceDB's REST namespace client (lazyimports.py) and tunes the allocators (memory.py).
-    Safe to call more than once; what the environment already chose is kept."""
+    """Defers LanceDB's REST namespace client (lazyimports.py), tunes the allocators (memory.py) and
+    keeps Lance's own log (LANCE_LOG, read when Lance first logs) to errors, which the build and search
+    report themselves. Safe to call more than once; what the environment already chose is kept."""
+    os.environ.setdefault("LANCE_LOG", "error")
     defer_namespace_client()
     tune_allocators()

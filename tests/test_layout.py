@@ -68,9 +68,9 @@ def test_nothing_in_retrieval_imports_django():
     assert offenders == []
 
 
-# The engine takes its options as arguments; only process set-up (boot) and the environment a git
-# child process inherits touch os.environ.
-ENVIRONMENT_READERS = {"retrieval/memory.py", "retrieval/ingest/git.py"}
+# The engine takes its options as arguments; only process set-up (boot and the allocators it tunes) and
+# the environment a git child process inherits touch os.environ.
+ENVIRONMENT_READERS = {"retrieval/boot.py", "retrieval/memory.py", "retrieval/ingest/git.py"}
 
 
 def test_the_engine_reads_no_environment_variable():

@@ -1,16 +1,31 @@
-"""Every environment variable the settings read is documented where an operator looks for it.
+"""Every environment variable the settings read is documented where an operator looks for it, every
+setting the apps read exists, and a bad value stops the process naming the variable.
 
-The list is generated from docsmcp_site/settings.py itself, so a setting added without a line in
-README.md's settings table (or a section of docs/) fails here, not in an operator's deployment.
+The lists are generated from the settings modules (docsmcp_site/settings/) and the apps' code
+themselves, so a setting added without a line in README.md's settings table (or a section of docs/),
+or an app reading a setting that no module defines, fails here, not in an operator's deployment.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+from django.conf import global_settings
+from django.core.exceptions import ImproperlyConfigured
+
+import docsmcp_site.settings as site_settings
+from docsmcp_site.settings.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+
 ROOT = Path(__file__).resolve().parent.parent
+APPS = ("corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
+# The settings modules, and the data directory's lookup they call (DOCSMCP_HOME, XDG_DATA_HOME...).
+SETTINGS_SOURCES = [*sorted((ROOT / "docsmcp_site" / "settings").glob("*.py")), ROOT / "common" / "home.py"]
 
 
 def variables_read(source: str) -> set[str]:
@@ -47,9 +62,63 @@ def test_documented_matches_whole_names_only():
 
 
 def test_every_environment_variable_the_settings_read_is_documented():
-    names = variables_read((ROOT / "docsmcp_site" / "settings.py").read_text())
+    names = set().union(*(variables_read(path.read_text()) for path in SETTINGS_SOURCES))
     readme = (ROOT / "README.md").read_text()
     table = "\n".join(line for line in readme.splitlines() if line.startswith("| `"))
     texts = [table, *(p.read_text() for p in sorted((ROOT / "docs").glob("*.md")))]
     assert len(names) > 40  # the parse still sees the settings
     assert sorted(n for n in names if not documented(n, texts)) == []
+
+
+def settings_read(source: str) -> set[str]:
+    """Names the code reads as `settings.NAME` (django.conf's settings, the apps' one way in)."""
+    return {node.attr for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "settings"
+            and node.attr.isupper()}
+
+
+def test_settings_read_finds_attribute_reads():
+    assert settings_read("from django.conf import settings\nx = settings.MCP_MAX_BATCH + len(settings.lower)\n") == {
+        "MCP_MAX_BATCH"}
+
+
+def test_every_setting_the_apps_read_is_defined_once_in_the_settings():
+    read = set().union(*(settings_read(path.read_text()) for app in APPS for path in (ROOT / app).rglob("*.py")
+                         if "migrations" not in path.parts))
+    assert len(read) > 60  # the parse still sees the apps
+    assert sorted(name for name in read if not hasattr(site_settings, name) and not hasattr(global_settings, name)) == []
+
+
+def test_a_number_or_switch_left_empty_means_its_default_and_a_string_left_empty_is_a_value(monkeypatch):
+    for name in ("N", "F", "B", "C", "S", "L"):
+        monkeypatch.setenv(name, "")
+    assert (env_int("N", 3), env_float("F", 1.5), env_bool("B", True), env_choice("C", "full", ("full", "off"))) == (
+        3, 1.5, True, "full")
+    assert (env_str("S", "default"), env_list("L", "a,b")) == ("", [])
+    monkeypatch.setenv("B", " Off ")
+    monkeypatch.setenv("L", " a, ,b ")
+    assert (env_bool("B", True), env_list("L", "")) == (False, ["a", "b"])
+
+
+@pytest.mark.parametrize(("read", "value", "message"), [
+    (lambda: env_int("DOCSMCP_TEST_VALUE", 3), "three", "DOCSMCP_TEST_VALUE must be a whole number; got 'three'"),
+    (lambda: env_float("DOCSMCP_TEST_VALUE", 1.0), "1,5", "DOCSMCP_TEST_VALUE must be a number; got '1,5'"),
+    (lambda: env_bool("DOCSMCP_TEST_VALUE", False), "maybe",
+     "DOCSMCP_TEST_VALUE must be one of 1, true, yes, on, 0, false, no, off; got 'maybe'"),
+    (lambda: env_choice("DOCSMCP_TEST_VALUE", "full", ("full", "off")), "some", "DOCSMCP_TEST_VALUE must be full or off; got 'some'"),
+])
+def test_a_value_that_does_not_parse_is_refused_naming_the_variable(monkeypatch, read, value, message):
+    monkeypatch.setenv("DOCSMCP_TEST_VALUE", value)
+    with pytest.raises(ImproperlyConfigured) as refused:
+        read()
+    assert str(refused.value) == message
+
+
+def test_a_server_with_a_bad_setting_stops_at_start_naming_it(tmp_path):
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "docsmcp_site.settings", "DOCSMCP_HOME": str(tmp_path),
+                   "DOCSMCP_KEEP_BUILDS": "three"}
+    environment.pop("DATABASE_URL", None)
+    run = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=environment, capture_output=True,
+                         text=True)
+    assert run.returncode != 0
+    assert "DOCSMCP_KEEP_BUILDS must be a whole number; got 'three'" in run.stderr

@@ -1,0 +1,124 @@
+"""The Django site itself: where state lives, secrets, hosts, apps, middleware, templates, the
+database, static files, the admin's login throttle and logging."""
+
+from pathlib import Path
+
+import dj_database_url
+
+from common.home import data_home, is_checkout
+from docsmcp_site import __version__
+from docsmcp_site.private import keep_private, sqlite_files
+from docsmcp_site.secret import installation_secret_key
+from docsmcp_site.settings.env import env_bool, env_int, env_list, env_str
+
+SITE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = SITE_DIR.parent
+# Where this installation's state lives (common/home.py, docs/deploy.md): DOCSMCP_HOME; else var/ of a
+# checkout; else the user data directory (~/.local/share/docsmcp on Linux). Every path below defaults under it.
+DOCSMCP_HOME = data_home(BASE_DIR)
+
+# What this process writes (DOCSMCP_HOME, the database, indexes, caches) is private to its account: umask 077.
+# Here rather than in boot(): every process that loads the settings gets it, whichever way it was started.
+keep_private()
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+# Without DJANGO_SECRET_KEY: a development key under DEBUG, otherwise one generated for this installation.
+SECRET_KEY = env_str("DJANGO_SECRET_KEY") or (
+    "docsmcp-dev-secret-only-for-debug-0123456789" if DEBUG else installation_secret_key(
+        Path(env_str("DOCSMCP_SECRET_KEY_FILE") or DOCSMCP_HOME / "secret_key")))
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+VERSION = __version__
+
+INSTALLED_APPS = [
+    # Without autodiscovery: urls.py registers the admin's models when the site's URLs load, so a
+    # management command that serves no page does not import every admin module.
+    "django.contrib.admin.apps.SimpleAdminConfig",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "corpus",
+    "mcp_endpoint",
+    "evals",
+    "insights",
+]
+
+MIDDLEWARE = [
+    # First: answers a Host outside ALLOWED_HOSTS on /mcp paths with a JSON 403 (DNS rebinding).
+    "mcp_endpoint.security.host_guard",
+    # Gives errors Django or ninja answer under /api/v1/ (404, 405, 413...) the REST API's JSON shape.
+    "common.api.errors.api_error_shape",
+    # Refuses a disallowed Origin (403) and non-JSON writes (415) under /api/v1/ before anything reads them.
+    "docsmcp_site.api.guard.api_guard",
+    # No API key's corpus limit carries over from one request to the next on the same thread.
+    "corpus.access.request_scope",
+    "django.middleware.security.SecurityMiddleware",
+    # Serves collected static files (the admin's CSS and JS) when DEBUG is off; `serve` collects them.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "docsmcp_site.urls"
+APPEND_SLASH = True
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        # A checkout's templates/; the wheel installs the same files as docsmcp_site/templates/ (setup.py).
+        "DIRS": [BASE_DIR / "templates" if is_checkout(BASE_DIR) else SITE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "docsmcp_site.wsgi.application"
+
+# Without DATABASE_URL, an SQLite file under DOCSMCP_HOME that `docsmcp` migrates on first use (cli.py); a
+# DATABASE_URL server is the operator's to migrate, as several nodes may share it.
+DATABASE_EMBEDDED = not env_str("DATABASE_URL")
+if DATABASE_EMBEDDED:
+    DOCSMCP_HOME.mkdir(parents=True, exist_ok=True)  # the embedded default lives there; a fresh install lacks it
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL") or f"sqlite:///{DOCSMCP_HOME / 'docsmcp.sqlite3'}",
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+    )
+}
+keep_private(DOCSMCP_HOME, *sqlite_files(DATABASES["default"]))  # as made 0755/0644 by earlier versions
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = DOCSMCP_HOME / "static"
+
+# Admin login throttling (docsmcp_site/login_throttle.py): this many failed logins for one username, or from
+# one address, within the window, and the login page refuses every attempt until the oldest one ages out.
+DOCSMCP_ADMIN_LOGIN_MAX_FAILURES = env_int("DOCSMCP_ADMIN_LOGIN_MAX_FAILURES", 10)
+DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES = env_int("DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES", 15)
+
+DOCSMCP_LOG_LEVEL = env_str("DOCSMCP_LOG_LEVEL") or "INFO"
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "docsmcp": {"handlers": ["console"], "level": DOCSMCP_LOG_LEVEL},
+        "retrieval": {"handlers": ["console"], "level": DOCSMCP_LOG_LEVEL},
+    },
+}

@@ -1,0 +1,33 @@
+"""Serving the active builds: `manage.py serve`'s workers, which corpora they hold open, and the default
+corpus of /mcp/."""
+
+from pathlib import Path
+
+from docsmcp_site.settings.core import DOCSMCP_HOME
+from docsmcp_site.settings.env import env_float, env_int, env_str
+
+# Web worker processes of `manage.py serve` (gunicorn's variable); 0: one per core plus one.
+WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", 0)
+# `manage.py serve` receives each request before a thread takes it (docsmcp_site/front.py): seconds a
+# connection has to send its request head, and then its body, before it is answered 408 and closed.
+DOCSMCP_HEADER_TIMEOUT = env_float("DOCSMCP_HEADER_TIMEOUT", 10)
+DOCSMCP_BODY_TIMEOUT = env_float("DOCSMCP_BODY_TIMEOUT", 30)
+# Where a web node keeps local copies of the active builds of an object-store root, so searches do not
+# wait on the store; unused when the root is a local path.
+DOCSMCP_INDEX_CACHE_DIR = Path(env_str("DOCSMCP_INDEX_CACHE_DIR") or DOCSMCP_HOME / "index-cache")
+# Threads one run of the local model may use in a serving worker (0: the cores divided among the workers).
+DOCSMCP_LOCAL_THREADS = env_int("DOCSMCP_LOCAL_THREADS", 0)
+DOCSMCP_DEFAULT_CORPUS = env_str("DOCSMCP_DEFAULT_CORPUS")
+# /mcp/ of several corpora (docs/corpora.md): up to this many corpora a caller may read, search_docs' and get_doc's
+# `corpus` argument lists them (an enum); above, it is a free string and a wrong name gets "did you mean".
+DOCSMCP_CORPUS_ENUM_MAX = env_int("DOCSMCP_CORPUS_ENUM_MAX", 20)
+# Up to this many readable corpora, a search at /mcp/ without `corpus` covers them all; above, the ones that best
+# match the query (list_corpora's ranking), so one search never opens every corpus of a large server.
+DOCSMCP_SEARCH_ALL_MAX = env_int("DOCSMCP_SEARCH_ALL_MAX", 20)
+# Memory a serving worker may spend on open indexes (docs/corpora.md): corpora open on first use and the least
+# recently used close beyond it; 0: no budget (at most 8 indexes open besides the pinned ones, as before).
+DOCSMCP_SERVING_MEMORY_MB = env_int("DOCSMCP_SERVING_MEMORY_MB", 0)
+# Corpora a worker loads before it serves and never closes: comma-separated names, or * for all. Unset: every
+# corpus while the server has at most DOCSMCP_PIN_ALL_MAX of them, else none.
+DOCSMCP_PINNED_CORPORA = env_str("DOCSMCP_PINNED_CORPORA")
+DOCSMCP_PIN_ALL_MAX = env_int("DOCSMCP_PIN_ALL_MAX", 20)
