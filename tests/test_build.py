@@ -283,7 +283,7 @@ def test_build_start_runs_the_celery_task_inline_when_no_broker_is_configured(
     corpus.refresh_from_db()
     assert build.status == BuildRun.COMPLETE
     assert corpus.active_build_id == build.pk
-    assert build.stage == "index"
+    assert build.stage == "mapped"
     assert build.progress_done == build.progress_total > 0
 
 

@@ -178,8 +178,8 @@ def test_build_start_dispatches_to_a_real_worker_which_builds_and_activates(web_
     corpus.refresh_from_db()
     assert corpus.active_build_id == done.pk != first.pk
     assert done.started_at is not None and done.heartbeat_at is not None and done.finished_at is not None
-    assert done.stage == "index"
-    assert done.progress_done == done.progress_total > 0  # a patched build indexes the rows it appended
+    assert done.stage == "mapped"  # the last stage: the files serving processes map
+    assert done.progress_done == done.progress_total > 0
     assert (done.stats["chunked_files"], done.stats["reused_files"]) == (1, 41)  # it saw the first build
     assert done.stats["patched"] is True
     assert Path(done.index_path).parent == web_side_uses_the_broker["index_root"] / "celery-sample" / "builds"

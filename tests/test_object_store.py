@@ -50,6 +50,7 @@ def test_a_cold_host_serves_from_the_object_store_until_its_local_copy_is_in(s3_
     assert warm.build_id == build.build_id
     assert warm.contents([0]) == first_text
     assert warm.catalog().table["chunk_id"].to_pylist() == chunks
+    assert warm.mapped and not cold.mapped  # the local copy's mapped files; the store's files are read
     listed = read_contents(build.index_path)
     assert {p: (Path(warm.path) / p).stat().st_size for p in listed} == listed
     assert (Path(warm.path) / "metadata.json").is_file()

@@ -363,16 +363,27 @@ def test_vector_leg_under_a_mask_equals_brute_force(layout):
     assert got.tolist() == expected.tolist()
 
 
-def test_hits_are_the_same_whether_chunk_text_is_held_plain_or_compressed(handwritten_index, hash_embedder):  # noqa: F811
+def _without_mapped_files(index, tmp_path):
+    """A copy of the build as a build made before it wrote its mapped files."""
+    import shutil
+
+    copy = tmp_path / "unmapped"
+    shutil.copytree(index.path, copy, ignore=shutil.ignore_patterns("mapped"))
+    return copy
+
+
+def test_hits_are_the_same_whether_chunk_text_is_held_plain_or_compressed(handwritten_index, hash_embedder,  # noqa: F811
+                                                                          tmp_path):
     from retrieval.search.index import Index
     from retrieval.search.texts import CompressedTexts
 
-    compressed = Index(handwritten_index.path, content_in_memory_chars=0)
+    compressed = Index(_without_mapped_files(handwritten_index, tmp_path), content_in_memory_chars=0)
     for query, filters, _ in RANKINGS[:5]:
         plain = run(handwritten_index, query, filters, hash_embedder, limit=50).hits
         hits = run(compressed, query, filters, hash_embedder, limit=50).hits
         assert [(h.chunk_id, h.content, h.snippet) for h in hits] == [(h.chunk_id, h.content, h.snippet) for h in plain]
     assert isinstance(compressed._content, CompressedTexts) and not isinstance(handwritten_index._content, CompressedTexts)
+    assert handwritten_index.mapped and not compressed.mapped
     every = list(range(len(compressed.catalog())))
     assert compressed.contents(every[::-1]) == handwritten_index.contents(every[::-1])
 
@@ -409,19 +420,22 @@ def test_search_fails_when_every_leg_fails(handwritten_fts_index, monkeypatch): 
         run(handwritten_fts_index, "max_connections")
 
 
-def test_chunk_text_is_read_by_row_id_when_a_scan_comes_back_out_of_order(handwritten_index, monkeypatch):  # noqa: F811
+def test_chunk_text_is_read_by_row_id_when_a_scan_comes_back_out_of_order(handwritten_index, monkeypatch,  # noqa: F811
+                                                                          tmp_path):
+    from retrieval.ingest import mapped
     from retrieval.search import index as index_module
 
-    scanned = index_module.Index._scanned_texts
+    scanned = mapped._scanned_texts
 
-    def reordered(self, catalog):
-        batches = scanned(self, catalog)
+    def reordered(chunks, rowids):
+        batches = scanned(chunks, rowids)
         yield next(batches)
-        raise index_module._OutOfOrder
+        raise mapped._OutOfOrder
 
-    monkeypatch.setattr(index_module.Index, "_scanned_texts", reordered)
+    monkeypatch.setattr(mapped, "_scanned_texts", reordered)
+    unmapped = _without_mapped_files(handwritten_index, tmp_path)
     for limit in (0, 10**9):  # compressed, and plain
-        fallback = index_module.Index(handwritten_index.path, content_in_memory_chars=limit)
+        fallback = index_module.Index(unmapped, content_in_memory_chars=limit)
         every = list(range(len(fallback.catalog())))
         assert fallback.contents(every) == handwritten_index.contents(every)
 

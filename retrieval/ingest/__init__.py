@@ -2,9 +2,10 @@
 
 Parsing (`parsing`), manifests, front matter and hints (`manifest`), the corpus scan and
 per-file validation (`sources`), chunking and chunk IDs (`chunking`, `slugs`, `terms`), the
-build's `metadata.json` (`metadata`), the table names and schemas both sides share (`layout`), and the
-build (`build`) by stage: parsed files as Arrow batches (`batches`), reuse of the previous build
-(`reuse`), embedding (`embed`), writing or patching the tables (`tables`), their indexes (`indexes`).
+build's `metadata.json` (`metadata`), the table names and schemas both sides share (`layout`), the
+files a serving process maps (`mapped`), and the build (`build`) by stage: parsed files as Arrow
+batches (`batches`), reuse of the previous build (`reuse`), embedding (`embed`), writing or patching
+the tables (`tables`), their indexes (`indexes`), the mapped files (`mapped`).
 
 May import: `retrieval.errors`, `retrieval.memory`, `retrieval.embeddings`, `retrieval.storage`,
 `retrieval.corpus_summary`. The build writes its summary (corpus_summary) into metadata.json. Never

@@ -42,6 +42,7 @@ from .batches import parse_files
 from .embed import embed_batches
 from .indexes import create_indexes
 from .manifest import AutoInclude
+from .mapped import write_mapped_from_tables
 from .metadata import BuildMetadata, TaxonomyField, write_metadata
 from .progress import Cancelled, Progress
 from .reuse import file_keys, open_previous, write_file_records
@@ -133,6 +134,8 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
         if not unchanged:
             create_indexes(chunks, documents, taxonomy, progress, cancelled)
         mark("index")
+        write_mapped_from_tables(partial, list(taxonomy), dims, progress)
+        mark("mapped")
         write_file_records(partial, results, dims)
         stats = {
             "total_chunks": previous.metadata.stats["total_chunks"] if unchanged else chunks.count_rows(),

@@ -18,30 +18,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-CATALOG_COLUMNS = (
-    "chunk_id", "filepath", "title", "heading", "heading_level", "breadcrumb",
-    "chunk_index", "total_chunks", "start_line", "end_line",
-)
-# Ranking priors (retrieval/search/priors.py); builds made before a prior existed lack its column.
-PRIOR_COLUMNS = ("link_share",)
+from retrieval.ingest.mapped import CATALOG_COLUMNS, PRIOR_COLUMNS, id_ranks, sorted_catalog
 
+__all__ = ["CATALOG_COLUMNS", "PRIOR_COLUMNS", "Catalog"]
 
 @dataclass(frozen=True)
 class Catalog:
     table: pa.Table  # CATALOG_COLUMNS + taxonomy columns, one row per chunk, ordered by row ID
     rowids: np.ndarray  # uint64, ascending; position i holds the chunk with row ID rowids[i]
+    ranks: np.ndarray | None = None  # id_order when the build wrote it (retrieval/ingest/mapped.py)
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> Catalog:
         """`table` must carry `_rowid`; rows are sorted by it so lookups can bisect."""
-        rowids = table["_rowid"].to_numpy()
-        order = np.argsort(rowids, kind="stable")
-        if not np.array_equal(order, np.arange(len(order))):
-            table = table.take(pa.array(order))
-            rowids = rowids[order]
-        # One contiguous chunk per column: `take` over a many-chunk table costs ~50x more.
-        table = table.drop_columns(["_rowid"]).combine_chunks()
-        return cls(_dictionary_encoded(table), np.ascontiguousarray(rowids, dtype=np.uint64))
+        return cls(*sorted_catalog(table))
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -63,10 +53,7 @@ class Catalog:
     def id_order(self) -> np.ndarray:
         """Each position's rank among the chunk IDs in sorted order: ties between equal scores
         break by chunk ID (deterministic across processes) without reading the IDs per search."""
-        order = pc.sort_indices(self.table["chunk_id"]).to_numpy()
-        ranks = np.empty(len(order), np.int64)
-        ranks[order] = np.arange(len(order))
-        return ranks
+        return self.ranks if self.ranks is not None else id_ranks(self.table["chunk_id"])
 
     @cached_property
     def _readers(self) -> dict[str, Callable[[np.ndarray], list]]:
@@ -93,7 +80,8 @@ class Catalog:
 
 def _reader(column: pa.Array) -> Callable[[np.ndarray], list]:
     if pa.types.is_dictionary(column.type):
-        codes = pc.fill_null(column.indices, -1).to_numpy()
+        # Without nulls the codes are read in place: a mapped build's pages stay shared.
+        codes = (column.indices if column.null_count == 0 else pc.fill_null(column.indices, -1)).to_numpy()
         values = column.dictionary
         return lambda at: [values[code].as_py() if code >= 0 else None for code in codes[at].tolist()]
     if column.null_count == 0 and (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
@@ -101,11 +89,3 @@ def _reader(column: pa.Array) -> Callable[[np.ndarray], list]:
         return lambda at: numbers[at].tolist()
     return lambda at: column.take(pa.array(at)).to_pylist()
 
-
-def _dictionary_encoded(table: pa.Table) -> pa.Table:
-    """String columns other than the chunk ID as dictionaries: a file's path, title and taxonomy
-    values repeat on each of its chunks (at 124k chunks: 23 MB of strings become 5 MB)."""
-    for i, name in enumerate(table.column_names):
-        if name != "chunk_id" and pa.types.is_string(table.schema.field(i).type):
-            table = table.set_column(i, name, table[name].dictionary_encode().combine_chunks())
-    return table

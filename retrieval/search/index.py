@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -21,39 +21,23 @@ from retrieval import storage
 from retrieval.errors import IndexUnavailable
 from retrieval.ingest.layout import CHUNKS_TABLE, DOCUMENTS_TABLE, open_tables, taxonomy_column
 from retrieval.ingest.linkgraph import PageLinks, resolve_links
+from retrieval.ingest.mapped import CONTENT_IN_MEMORY_CHARS, open_mapped, read_held
 from retrieval.ingest.metadata import BuildMetadata, read_metadata
-from retrieval.memory import release_unused_memory
 from retrieval.storage import Location
 
 from .aio import LOOP
-from .catalog import CATALOG_COLUMNS, PRIOR_COLUMNS, Catalog
+from .catalog import Catalog
 from .reading import reads_index
-from .texts import CompressedTexts, compress_texts
+from .texts import CompressedTexts
 from .vectors import Vectors
 
 log = logging.getLogger("retrieval.search")
 
 MASK_CACHE_SIZE = 64
-# Chunk text up to this many characters is held as plain strings (the Kubernetes and Python
-# docs: 7-10 MB); larger corpora hold it compressed, 3.4x smaller at 124.5k chunks, at about
-# 30 us per hit to decompress.
-CONTENT_IN_MEMORY_CHARS = 64 * 1024 * 1024
-READ_CHUNKS = 8192
 # A page is as near the question as the mean of its 3 nearest chunks: one chunk is as noisy as the
 # vector leg itself, five dilute a page whose subject takes 2 or 3 of its many sections
 # (docs/search.md, round five).
 PAGE_TOP = 3
-
-
-class _OutOfOrder(Exception):
-    """A table scan returned chunks out of catalog (row ID) order."""
-
-
-def _held(columns: Iterator[pa.Array], compressed: bool) -> pa.Array | CompressedTexts:
-    if compressed:
-        return compress_texts(columns)
-    pieces = list(columns)
-    return pa.concat_arrays(pieces) if pieces else pa.array([], pa.string())
 
 
 class Index:
@@ -69,6 +53,7 @@ class Index:
         self._async_chunks = None
         self._datasets: dict[str, object] = {}
         self._content: pa.Array | CompressedTexts | None = None
+        self.mapped = False  # whether the held arrays are the build's mapped files (shared by the host's processes)
         self._masks: OrderedDict[str, np.ndarray] = OrderedDict()
         self._fts_columns: frozenset[str] | None = None
         self._pages: tuple[np.ndarray, np.ndarray] | None = None
@@ -189,39 +174,21 @@ class Index:
 
     @reads_index
     def _load(self) -> None:
-        """Loads what a search holds in memory, on first use: the catalog, then the vectors,
-        then the chunk text.
-
-        All at once and in that order because each load decodes through 80-200 MB of Lance
-        buffers that are freed afterwards: taking the largest of them while the process is
-        smallest kept a 124.5k-chunk serving process's peak at about 450 MB, where loading on
-        demand (the model before the vectors, the text last) reached 530 MB.
-        """
-        table = self.async_chunks()
+        """Maps the build's catalog, vectors and chunk text (retrieval/ingest/mapped.py), on first use;
+        a build made before they were written, or served straight from an object store, has them
+        read from its tables into this process's memory instead."""
         with self._lock:
             if self._catalog is not None:
                 return
-            present = set(self.chunks.schema.names)
-            columns = [*CATALOG_COLUMNS, *(c for c in PRIOR_COLUMNS if c in present), *self.taxonomy_columns]
-            catalog = Catalog.from_arrow(self.chunks.search().with_row_id(True).select(columns).limit(None).to_arrow())
-            release_unused_memory()
-            vectors = self._load_vectors(catalog) if self.has_vectors else Vectors.empty(len(catalog), 0)
-            release_unused_memory()
-            self._content = self._load_texts(catalog, table)
-            release_unused_memory()
-            self._catalog, self._vectors = catalog, vectors
-
-    def _load_vectors(self, catalog: Catalog) -> Vectors:
-        """Streams the float32 vector column into preallocated int8 codes in catalog order, so the
-        column is never held whole."""
-        dims = int(self.metadata.embedding["dimensions"]) if self.metadata.embedding else 0
-        vectors = Vectors.empty(len(catalog), dims)
-        reader = self.chunks.search().with_row_id(True).select(["vector"]).limit(None).to_batches()
-        for batch in reader:
-            rows = catalog.positions(batch.column("_rowid").to_numpy())
-            flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
-            vectors.put(rows, np.asarray(flat, dtype=np.float32).reshape(-1, dims))
-        return vectors
+            held = open_mapped(self.path)
+            if held is None:
+                dims = int(self.metadata.embedding["dimensions"]) if self.has_vectors else 0
+                held = read_held(self.chunks, self.documents, self.taxonomy_columns, dims,
+                                 self.content_in_memory_chars)
+            self._content = held.texts if held.text_offsets is None else CompressedTexts(held.texts, held.text_offsets)
+            self.mapped = held.mapped
+            self._catalog = Catalog(held.catalog, held.rowids, held.id_order)
+            self._vectors = Vectors(held.codes, held.scales)
 
     def page_links(self) -> PageLinks | None:
         """The pages each page links to, by page code (as `catalog().codes("filepath", ...)`); None
@@ -294,46 +261,6 @@ class Index:
             while len(self._masks) > MASK_CACHE_SIZE:
                 self._masks.popitem(last=False)
         return mask
-
-    def _load_texts(self, catalog: Catalog, table) -> pa.Array | CompressedTexts:
-        """Every chunk's text by catalog position: plain when the corpus is small, compressed
-        blocks (retrieval/texts.py) above `content_in_memory_chars`.
-
-        Read by a table scan, which at 124.5k chunks leaves 25 MB less behind than reading by row
-        ID; the scan is in catalog order unless the table's fragments were reordered (compaction),
-        and then the text is read by row ID instead.
-        """
-        sizes = self.documents.search().select(["size"]).limit(None).to_arrow()["size"]
-        compressed = (pc.sum(sizes).as_py() or 0) > self.content_in_memory_chars
-        try:
-            return _held(self._scanned_texts(catalog), compressed)
-        except _OutOfOrder:
-            return _held(self._taken_texts(catalog, table), compressed)
-
-    def _scanned_texts(self, catalog: Catalog) -> Iterator[pa.Array]:
-        expected = 0
-        for batch in self.chunks.search().with_row_id(True).select(["content"]).limit(None).to_batches():
-            positions = catalog.positions(batch.column("_rowid").to_numpy())
-            if not np.array_equal(positions, np.arange(expected, expected + len(positions))):
-                raise _OutOfOrder
-            expected += len(positions)
-            yield batch.column("content")
-        if expected != len(catalog):
-            raise _OutOfOrder
-
-    def _taken_texts(self, catalog: Catalog, table) -> Iterator[pa.Array]:
-        """Chunk text in catalog order, READ_CHUNKS rows at a time, so the column is never held whole."""
-        for start in range(0, len(catalog), READ_CHUNKS):
-            rowids = catalog.rowids[start:start + READ_CHUNKS].tolist()
-
-            async def _take(rowids=rowids):
-                return await table.take_row_ids(rowids).select(["content"]).with_row_id().to_arrow()
-
-            found = LOOP.run(_take())
-            if found.num_rows != len(rowids):
-                raise IndexUnavailable(f"index at {self.path}: {len(rowids) - found.num_rows} chunks have no text row")
-            order = np.argsort(found["_rowid"].to_numpy())  # catalog positions ascend with row IDs
-            yield found["content"].combine_chunks().take(pa.array(order))
 
     @reads_index
     def contents(self, positions: list[int]) -> list[str]:

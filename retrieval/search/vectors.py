@@ -16,22 +16,13 @@ from dataclasses import dataclass
 import numkong
 import numpy as np
 
-LEVELS = 127.0
+from retrieval.ingest.mapped import quantize
 
-
-def quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """int8 codes and per-row scales with codes * scale ~= rows; zero rows get scale 0."""
-    rows = np.asarray(rows, dtype=np.float32)
-    peak = np.abs(rows).max(axis=1) if rows.size else np.zeros(len(rows), np.float32)
-    scales = (peak / LEVELS).astype(np.float32)
-    safe = np.where(scales > 0, scales, 1.0)
-    codes = np.clip(np.rint(rows / safe[:, None]), -LEVELS, LEVELS).astype(np.int8)
-    return codes, scales
-
+__all__ = ["Vectors", "quantize"]
 
 @dataclass(frozen=True)
 class Vectors:
-    codes: np.ndarray  # int8 (rows, dims); row i belongs to catalog position i
+    codes: np.ndarray  # int8 (rows, dims); row i belongs to catalog position i; may be a read-only map
     scales: np.ndarray  # float32 (rows,)
 
     @classmethod
