@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-# (stage, done, total): "chunk", "embed", "write", "index"
+# (stage, done, total): "chunk", "embed", "write", "index", "mapped"
 Progress = Callable[[str, int, int], None]
 # asked between units of work; True stops the build with BuildCancelled
 Cancelled = Callable[[], bool]
