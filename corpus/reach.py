@@ -20,8 +20,7 @@ from .models import Corpus
 def remote_workers() -> bool:
     """True when builds may run on other hosts: a broker on a network address, tasks not run inline."""
     broker = str(settings.CELERY_BROKER_URL or "")
-    if not broker or broker.startswith(("filesystem://", "memory://")) or getattr(
-            settings, "CELERY_TASK_ALWAYS_EAGER", False):
+    if not broker or broker.startswith(("filesystem://", "memory://")) or settings.CELERY_TASK_ALWAYS_EAGER:
         return False
     return not _this_host_only(broker)
 

@@ -23,7 +23,7 @@ import docsmcp_site.settings as site_settings
 from docsmcp_site.settings.env import env_bool, env_choice, env_float, env_int, env_list, env_str
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
+APPS = ("common", "corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
 # The settings modules, and the data directory's lookup they call (DOCSMCP_HOME, XDG_DATA_HOME...).
 SETTINGS_SOURCES = [*sorted((ROOT / "docsmcp_site" / "settings").glob("*.py")), ROOT / "common" / "home.py"]
 
@@ -87,6 +87,24 @@ def test_every_setting_the_apps_read_is_defined_once_in_the_settings():
                          if "migrations" not in path.parts))
     assert len(read) > 60  # the parse still sees the apps
     assert sorted(name for name in read if not hasattr(site_settings, name) and not hasattr(global_settings, name)) == []
+
+
+def test_each_setting_is_assigned_in_one_settings_module_and_no_app_repeats_a_default():
+    assigned: dict[str, list[str]] = {}
+    for path in (ROOT / "docsmcp_site" / "settings").glob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) else []
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id.isupper():
+                    assigned.setdefault(target.id, []).append(path.name)
+    assert len(assigned) > 60
+    assert {name: files for name, files in assigned.items() if len(files) > 1} == {}
+    defaults = [f"{path.relative_to(ROOT)}: {ast.unparse(node)}" for app in APPS for path in (ROOT / app).rglob("*.py")
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.Call) and ast.unparse(node.func) == "getattr" and len(node.args) == 3
+                and ast.unparse(node.args[0]) == "settings"]
+    assert defaults == []
 
 
 def test_a_number_or_switch_left_empty_means_its_default_and_a_string_left_empty_is_a_value(monkeypatch):
