@@ -71,15 +71,34 @@ def test_nothing_in_retrieval_imports_django():
 # The engine takes its options as arguments; only process set-up (boot and the allocators it tunes) and
 # the environment a git child process inherits touch os.environ.
 ENVIRONMENT_READERS = {"retrieval/boot.py", "retrieval/memory.py", "retrieval/ingest/git.py"}
+# Outside the engine the settings read the environment (settings/env.py; build.py collects the object
+# store's variables whole). The rest is not configuration: entry points naming the settings module, the data
+# directory's lookup the settings call, and client configurations that copy the operator's variables
+# into the environment of a server a client spawns (docs/architecture.md, "Configuration").
+SITE_ENVIRONMENT_READERS = {
+    "docsmcp_site/settings/env.py", "docsmcp_site/settings/build.py", "common/home.py",
+    "docsmcp_site/wsgi.py", "docsmcp_site/asgi.py", "common/celery.py", "docsmcp_site/cli.py",
+    "mcp_endpoint/management/commands/mcp_config.py",
+}
+
+
+def _environment_readers(*packages: str) -> set[str]:
+    readers = set()
+    for package in packages:
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Attribute) and ast.unparse(node) in ("os.environ", "os.getenv"):
+                    readers.add(str(path.relative_to(ROOT)))
+    return readers
 
 
 def test_the_engine_reads_no_environment_variable():
-    readers = set()
-    for path in (ROOT / "retrieval").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Attribute) and ast.unparse(node) in ("os.environ", "os.getenv"):
-                readers.add(str(path.relative_to(ROOT)))
-    assert readers - ENVIRONMENT_READERS == set()
+    assert _environment_readers("retrieval") - ENVIRONMENT_READERS == set()
+
+
+def test_the_apps_read_the_environment_only_through_the_settings():
+    readers = _environment_readers("common", "corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
+    assert readers - SITE_ENVIRONMENT_READERS == set()
 
 
 # Each of these packages states in its __init__ docstring what else in the project it may import.
