@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 STYLES = ("bench", "docs-mcp")
-_KNOWN = {"name", "id", "category", "query", "filters", "expectedChunkId", "expectedChunkIds", "expected_chunk_ids",
+_KNOWN = {"name", "id", "category", "query", "filters", "corpus", "expectedChunkId", "expectedChunkIds", "expected_chunk_ids",
           "expected_chunk_id", "expectedFiles", "expected_files", "expectedFile", "expected_file"}
 
 
@@ -32,6 +32,7 @@ class CaseSpec:
     expected_chunk_ids: list[str] = field(default_factory=list)
     expected_files: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    corpus: str = ""  # the corpus that answers the case, for runs across corpora ("" = any)
 
 
 def _ids(obj: dict, where: str, *names: str) -> list[str]:
@@ -62,12 +63,15 @@ def parse_case(obj: Any, where: str, default_name: str) -> CaseSpec:
     category = obj.get("category") or ""
     if not isinstance(category, str):
         raise CaseFormatError(f"{where}: category must be a string")
+    corpus = obj.get("corpus") or ""
+    if not isinstance(corpus, str):
+        raise CaseFormatError(f"{where}: corpus must be a string, the name of the corpus that answers the case")
     return CaseSpec(
         name=name or default_name, query=query, category=category, filters=dict(filters),
         expected_chunk_ids=_ids(obj, where, "expectedChunkIds", "expected_chunk_ids", "expectedChunkId",
                                 "expected_chunk_id"),
         expected_files=_ids(obj, where, "expectedFiles", "expected_files", "expectedFile", "expected_file"),
-        extra={k: v for k, v in obj.items() if k not in _KNOWN},
+        extra={k: v for k, v in obj.items() if k not in _KNOWN}, corpus=corpus.strip(),
     )
 
 
@@ -142,6 +146,8 @@ def case_to_dict(case: CaseSpec, style: str = "bench") -> dict[str, Any]:
             out["expectedChunkIds"] = case.expected_chunk_ids
         if case.expected_files:
             out["expectedFiles"] = case.expected_files
+    if case.corpus:
+        out["corpus"] = case.corpus
     return {**case.extra, **out}
 
 

@@ -33,7 +33,8 @@ def diff_numbers(before: Any, after: Any) -> Any:
 
 
 def metric_delta(before: Mapping, after: Mapping) -> dict:
-    """Run metrics (`{"overall", "by_category"}`) of after minus before; `n` and counts are left out."""
+    """Run metrics (`{"overall", "by_category"[, "by_corpus"]}`) of after minus before; `n` and counts are
+    left out."""
 
     def clean(d):
         if isinstance(d, dict):
@@ -47,6 +48,10 @@ def metric_delta(before: Mapping, after: Mapping) -> dict:
             for cat, group in (after.get("by_category") or {}).items()
             if cat in (before.get("by_category") or {})
         },
+        **({"by_corpus": {
+            name: clean(diff_numbers((before.get("by_corpus") or {}).get(name) or {}, group)) or {}
+            for name, group in after["by_corpus"].items() if name in (before.get("by_corpus") or {})
+        }} if after.get("by_corpus") else {}),
     }
 
 

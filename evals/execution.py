@@ -54,7 +54,8 @@ def make_target(run: EvalRun, headers: dict[str, str] | None = None) -> Target:
         # server only learns that the calls are an eval run's, never a secret.
         mark = querylog.eval_token() if is_own_endpoint(run.target_url) else "1"
         return HttpTarget(run.target_url, headers={querylog.EVAL_HEADER: mark, **(headers or {})})
-    return InProcessTarget(run.corpus.name)
+    # A run across corpora asks /mcp/ itself (no corpus in the URL), as an agent of several corpora does.
+    return InProcessTarget(run.corpus.name if run.scope == EvalRun.SCOPE_CORPUS else None)
 
 
 def _result_row(run: EvalRun, case: EvalCase, o: runner.CaseOutcome) -> EvalResult:
@@ -99,7 +100,7 @@ def eval_execute(*, run: EvalRun, progress: Progress | None = None, headers: dic
         target = target or make_target(run, headers)
         with target:
             outcomes = runner.run_cases(target, cases, match=run.match_mode, max_rounds=run.max_rounds,
-                                        extra_filters=run.extra_filters, progress=writer)
+                                        extra_filters=run.extra_filters, progress=writer, scope=run.scope)
         active = active_build_pk(run.corpus_id)
         if run.mode == EvalRun.MODE_IN_PROCESS and active != run.build_id:
             run.error = (f"warning: the corpus's active build changed during the run (was {run.build_label}); "

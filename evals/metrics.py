@@ -213,3 +213,13 @@ def compare_scores(before: float | None, after: float | None, tolerance: float =
     if after < before - tolerance:
         return "worse"
     return "same"
+
+
+def resolution_summary(ranks: Sequence[int | None]) -> dict | None:
+    """Corpus resolution over the cases that measured it: `accuracy` is the share whose corpus
+    `list_corpora` ranked first, `mrr` the mean 1/rank of it (0 when it was not listed)."""
+    if not ranks:
+        return None
+    n = len(ranks)
+    return {"n": n, "accuracy": round(sum(r == 1 for r in ranks) / n, 4),
+            "mrr": round(sum(1 / r for r in ranks if r) / n, 4)}

@@ -40,6 +40,8 @@ class EvalCase(models.Model):
     filters = models.JSONField(default=dict, blank=True)
     expected_chunk_ids = models.JSONField(default=list, blank=True)
     expected_files = models.JSONField(default=list, blank=True)
+    corpus = models.CharField(max_length=100, blank=True, help_text="The corpus that answers the case, for runs "
+                              "across corpora (blank: any).")
     extra = models.JSONField(default=dict, blank=True, help_text="Other keys of the imported case, kept for export.")
 
     class Meta:
@@ -57,6 +59,10 @@ class EvalCase(models.Model):
 class EvalRun(models.Model):
     MODE_IN_PROCESS, MODE_HTTP = "in-process", "http"
     MODE_CHOICES = [(MODE_IN_PROCESS, "In-process (docs profile tools)"), (MODE_HTTP, "HTTP (any MCP server URL)")]
+    SCOPE_CORPUS, SCOPE_ALL, SCOPE_NAMED = "corpus", "all", "named"
+    SCOPE_CHOICES = [(SCOPE_CORPUS, "The run's corpus"),
+                     (SCOPE_ALL, "Across corpora: /mcp/ without a corpus argument"),
+                     (SCOPE_NAMED, "Each case's corpus, as the corpus argument at /mcp/")]
     QUEUED, RUNNING, COMPLETE, FAILED = "queued", "running", "complete", "failed"
     STATUS_CHOICES = [(s, s.capitalize()) for s in (QUEUED, RUNNING, COMPLETE, FAILED)]
     IN_FLIGHT = (QUEUED, RUNNING)
@@ -68,6 +74,9 @@ class EvalRun(models.Model):
     build_label = models.CharField(max_length=64, blank=True, help_text="Build ID, kept if the build row is deleted.")
     mode = models.CharField(max_length=20, choices=MODE_CHOICES, default=MODE_IN_PROCESS)
     target_url = models.CharField(max_length=1000, blank=True)
+    scope = models.CharField(max_length=10, choices=SCOPE_CHOICES, default=SCOPE_CORPUS,
+                             help_text="Which corpora the searches cover; runs across corpora also measure "
+                                       "corpus resolution (list_corpora).")
     match_mode = models.CharField(max_length=10, choices=EvalSuite.MATCH_CHOICES, default=EvalSuite.MATCH_EXACT)
     max_rounds = models.PositiveSmallIntegerField(default=3)
     extra_filters = models.JSONField(default=dict, blank=True, help_text="Filters added to every case's call.")

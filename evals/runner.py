@@ -4,6 +4,11 @@ Per case: `search_docs {query, limit: 10, ...filters}`; while an expected chunk 
 not shown up and the result has a `next_cursor`, call again with the cursor, up to
 `max_rounds` calls. Then `get_doc` on the top hit, timed. Ranking metrics at k <= 10 read the
 first call only (as the shared harness does); ranks and rounds read every call made.
+
+Runs across corpora (scope `all`: /mcp/ without a `corpus` argument; `named`: with the case's own
+corpus as `corpus`) count a hit only when it comes from the case's corpus, since the same path can
+exist in two corpora, and ask `list_corpora` the case's query to see whether the case's corpus comes
+first (corpus resolution).
 """
 
 from __future__ import annotations
@@ -14,10 +19,21 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from . import metrics as m
-from .targets import GET_DOC_TOOL, SEARCH_TOOL, Target, TargetError, ToolFailed, hit_chunk_id, hit_file
+from .targets import (
+    GET_DOC_TOOL,
+    LIST_CORPORA_TOOL,
+    SEARCH_TOOL,
+    Target,
+    TargetError,
+    ToolFailed,
+    hit_chunk_id,
+    hit_file,
+    parse_corpora_result,
+)
 from .targets import parse_search_result as parse_page
 
 PAGE_SIZE = 10
+SCOPES = ("corpus", "all", "named")
 Progress = Callable[[int, int], None]
 
 
@@ -28,6 +44,7 @@ class CaseLike(Protocol):
     filters: dict
     expected_chunk_ids: list
     expected_files: list
+    corpus: str
 
 
 @dataclass
@@ -48,6 +65,10 @@ class CaseOutcome:
     get_doc_ms: float | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     error: str = ""
+    corpus: str = ""
+    # {"expected", "first", "rank"}: where list_corpora put the case's corpus (rank None: not listed)
+    resolution: dict[str, Any] | None = None
+    list_corpora_ms: float | None = None
 
     @property
     def has_chunks(self) -> bool:
@@ -73,13 +94,34 @@ def expected_files_for(case: CaseLike) -> list[str]:
     return list(dict.fromkeys(m.file_of(c) for c in case.expected_chunk_ids))
 
 
+def _keys(hit: dict, corpus: str) -> tuple[str, str]:
+    """A hit's chunk ID and file, marked `[other] ` when it comes from a corpus other than `corpus`,
+    so that it matches nothing the case expects and shows where it came from."""
+    theirs = hit.get("corpus")
+    if corpus and isinstance(theirs, str) and theirs and theirs != corpus:
+        return f"[{theirs}] {hit_chunk_id(hit)}", f"[{theirs}] {hit_file(hit)}"
+    return hit_chunk_id(hit), hit_file(hit)
+
+
+def resolve_corpus(target: Target, query: str, expected: str) -> dict[str, Any]:
+    """Ask list_corpora the case's query: {"expected", "first", "rank"} (rank None: not listed)."""
+    names = parse_corpora_result(target.call(LIST_CORPORA_TOOL, {"query": query}))
+    return {"expected": expected, "first": names[0] if names else None,
+            "rank": names.index(expected) + 1 if expected in names else None}
+
+
 def run_case(target: Target, case: CaseLike, *, match: str = "exact", max_rounds: int = 3,
-             extra_filters: dict | None = None, time_get_doc: bool = True) -> CaseOutcome:
+             extra_filters: dict | None = None, time_get_doc: bool = True, scope: str = "corpus") -> CaseOutcome:
     exp_chunks = list(case.expected_chunk_ids or [])
     exp_files = expected_files_for(case)
     zero = not exp_chunks and not exp_files
-    out = CaseOutcome(case.name, case.category or "", case.query, zero_result=zero)
+    corpus = getattr(case, "corpus", "") or ""
+    out = CaseOutcome(case.name, case.category or "", case.query, zero_result=zero, corpus=corpus)
     arguments = {"query": case.query, "limit": PAGE_SIZE, **(extra_filters or {}), **(case.filters or {})}
+    across = scope != "corpus" and bool(corpus)
+    if scope == "named" and corpus:
+        arguments["corpus"] = corpus
+    top: dict | None = None  # the first hit, which get_doc reads
     chunk_pages: list[list[str]] = []
     file_pages: list[list[str]] = []
     cursor = None
@@ -93,10 +135,13 @@ def run_case(target: Target, case: CaseLike, *, match: str = "exact", max_rounds
             out.error = f"search_docs: {exc}"[:1000]
             break
         out.search_ms.append((time.perf_counter() - started) * 1000)
-        chunks = [hit_chunk_id(h) for h in page.hits]
+        keys = [_keys(h, corpus if across else "") for h in page.hits]
+        if top is None and page.hits:
+            top = page.hits[0]
+        chunks = [k[0] for k in keys]
         out.top_hits.extend(chunks)
         chunk_pages.append(m.match_chunks(chunks, exp_chunks, match))
-        file_pages.append([hit_file(h) for h in page.hits])
+        file_pages.append([k[1] for k in keys])
         found_chunk = not exp_chunks or m.first_relevant_round(chunk_pages, exp_chunks)
         found_file = not exp_files or m.first_relevant_round(file_pages, exp_files)
         if zero or (found_chunk and found_file) or not page.next_cursor:
@@ -122,10 +167,13 @@ def run_case(target: Target, case: CaseLike, *, match: str = "exact", max_rounds
         out.file_rank = m.first_relevant_rank(m.file_ranking(all_files), exp_files)
         out.file_rounds = m.first_relevant_round(file_pages, exp_files)
         out.passed = not out.error and out.rank is not None
-    if time_get_doc and out.top_hits and target.has_tool(GET_DOC_TOOL):
+    if time_get_doc and top is not None and target.has_tool(GET_DOC_TOOL):
         started = time.perf_counter()
+        doc_args: dict[str, Any] = {"chunk_id": hit_chunk_id(top)}
+        if isinstance(top.get("corpus"), str) and top["corpus"]:
+            doc_args["corpus"] = top["corpus"]
         try:
-            result = target.call(GET_DOC_TOOL, {"chunk_id": out.top_hits[0]})
+            result = target.call(GET_DOC_TOOL, doc_args)
             if result.get("isError"):
                 raise ToolFailed(" ".join(b.get("text", "") for b in result.get("content") or []
                                           if isinstance(b, dict))[:300])
@@ -133,18 +181,30 @@ def run_case(target: Target, case: CaseLike, *, match: str = "exact", max_rounds
             out.error = "; ".join(filter(None, [out.error, f"get_doc: {exc}"[:500]]))
             out.passed = False
         out.get_doc_ms = (time.perf_counter() - started) * 1000
+    if across and target.has_tool(LIST_CORPORA_TOOL):
+        started = time.perf_counter()
+        try:
+            out.resolution = resolve_corpus(target, case.query, corpus)
+        except (TargetError, ToolFailed) as exc:
+            out.resolution = {"expected": corpus, "first": None, "rank": None}
+            out.error = "; ".join(filter(None, [out.error, f"list_corpora: {exc}"[:500]]))
+            out.passed = False
+        out.list_corpora_ms = (time.perf_counter() - started) * 1000
+        out.metrics["resolution"] = out.resolution
     return out
 
 
 def run_cases(target: Target, cases: Sequence[CaseLike], *, match: str = "exact", max_rounds: int = 3,
-              extra_filters: dict | None = None, progress: Progress | None = None) -> list[CaseOutcome]:
+              extra_filters: dict | None = None, progress: Progress | None = None,
+              scope: str = "corpus") -> list[CaseOutcome]:
     """Every case in order. Exceptions other than per-case tool failures (and Ctrl-C) propagate."""
     total = len(cases)
     if progress:
         progress(0, total)
     outcomes = []
     for n, case in enumerate(cases, start=1):
-        outcomes.append(run_case(target, case, match=match, max_rounds=max_rounds, extra_filters=extra_filters))
+        outcomes.append(run_case(target, case, match=match, max_rounds=max_rounds, extra_filters=extra_filters,
+                                 scope=scope))
         if progress:
             progress(n, total)
     return outcomes
@@ -152,7 +212,7 @@ def run_cases(target: Target, cases: Sequence[CaseLike], *, match: str = "exact"
 
 def _group(outcomes: Sequence[CaseOutcome]) -> dict:
     zero = [o for o in outcomes if o.zero_result]
-    return {
+    group = {
         "cases": len(outcomes),
         "passed": sum(o.passed for o in outcomes),
         "pass_rate": round(sum(o.passed for o in outcomes) / len(outcomes), 4) if outcomes else None,
@@ -166,21 +226,34 @@ def _group(outcomes: Sequence[CaseOutcome]) -> dict:
         "zero_result": ({"n": len(zero), "accuracy": round(sum(o.passed for o in zero) / len(zero), 4)}
                         if zero else None),
     }
+    resolution = m.resolution_summary([o.resolution["rank"] for o in outcomes if o.resolution is not None])
+    if resolution:
+        group["resolution"] = resolution
+    return group
 
 
 def summarize(outcomes: Sequence[CaseOutcome]) -> dict:
-    """{"overall": group, "by_category": {category: group}}; a group is what `_group` returns."""
+    """{"overall": group, "by_category": {category: group}}, and "by_corpus" when cases name their
+    corpus; a group is what `_group` returns."""
     categories = sorted({o.category for o in outcomes})
-    return {
+    out = {
         "overall": _group(outcomes),
         "by_category": {c or "(none)": _group([o for o in outcomes if o.category == c]) for c in categories},
     }
+    corpora = sorted({o.corpus for o in outcomes if o.corpus})
+    if corpora:
+        out["by_corpus"] = {c: _group([o for o in outcomes if o.corpus == c]) for c in corpora}
+    return out
 
 
 def latency(outcomes: Iterable[CaseOutcome]) -> dict:
     outcomes = list(outcomes)
-    return {
+    out = {
         "search": m.latency_summary([ms for o in outcomes for ms in o.search_ms]),
         "search_first": m.latency_summary([o.search_ms[0] for o in outcomes if o.search_ms]),
         "get_doc": m.latency_summary([o.get_doc_ms for o in outcomes if o.get_doc_ms is not None]),
     }
+    resolving = [o.list_corpora_ms for o in outcomes if o.list_corpora_ms is not None]
+    if resolving:
+        out["list_corpora"] = m.latency_summary(resolving)
+    return out

@@ -44,6 +44,7 @@ def headline(metrics: dict | None) -> dict:
     out["file_hit@1"] = (overall.get("file") or {}).get("hit@1")
     out["pass_rate"] = overall.get("pass_rate")
     out["zero_result"] = (overall.get("zero_result") or {}).get("accuracy")
+    out["resolution"] = (overall.get("resolution") or {}).get("accuracy")
     return out
 
 
@@ -93,7 +94,8 @@ def suite_list():
 
 def suite_export(*, suite: EvalSuite, fmt: str = "jsonl", style: str | None = None) -> str:
     specs = [CaseSpec(name=c.name, query=c.query, category=c.category, filters=c.filters,
-                      expected_chunk_ids=c.expected_chunk_ids, expected_files=c.expected_files, extra=c.extra)
+                      expected_chunk_ids=c.expected_chunk_ids, expected_files=c.expected_files, extra=c.extra,
+                      corpus=c.corpus)
              for c in suite.cases.order_by("position", "pk")]
     return dump_cases(specs, fmt, style)
 
@@ -132,33 +134,41 @@ def compare_choices(run: EvalRun, limit: int = 50) -> list[EvalRun]:
                 .order_by("-created_at", "-pk")[:limit])
 
 
+ACROSS = "/mcp/ across corpora"  # the overview's heading for runs of scope all and named
+
+
+def _heading(run: EvalRun) -> str:
+    return run.corpus.name if run.scope == EvalRun.SCOPE_CORPUS else ACROSS
+
+
 def overview() -> list[dict]:
-    """Per corpus, per suite: the latest complete run's headline, history for the charts, runs in flight."""
+    """Per corpus, per suite: the latest complete run's headline, history for the charts, runs in flight.
+    Runs across corpora (scope all or named) are one more group, a series per suite and scope."""
     history = list(_latest_per(
         EvalRun.objects.filter(status=EvalRun.COMPLETE).select_related("suite", "corpus").only(
-            "id", "suite__name", "corpus__name", "build_label", "mode", "metrics", "latency", "created_at",
+            "id", "suite__name", "corpus__name", "build_label", "mode", "scope", "metrics", "latency", "created_at",
             "build_seconds", "index_bytes", "finished_at", "suite_id", "corpus_id"),
-        ["corpus_id", "suite_id"], HISTORY_PER_SERIES))
+        ["corpus_id", "suite_id", "scope"], HISTORY_PER_SERIES))
     in_flight = list(EvalRun.objects.filter(status__in=EvalRun.IN_FLIGHT).select_related("suite", "corpus")
                      .only("id", "suite__name", "corpus__name", "status", "progress_done", "progress_total",
-                           "created_at", "mode", "suite_id", "corpus_id")
+                           "created_at", "mode", "scope", "suite_id", "corpus_id")
                      .order_by("-created_at")[:20])
-    groups: dict[tuple[str, str], list[EvalRun]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[EvalRun]] = defaultdict(list)
     for run in history:
-        groups[(run.corpus.name, run.suite.name)].append(run)
+        groups[(_heading(run), run.suite.name, run.scope)].append(run)
     corpora: dict[str, dict] = {}
-    for (corpus_name, suite_name), runs in sorted(groups.items()):
+    for (corpus_name, suite_name, scope), runs in sorted(groups.items()):
         runs.sort(key=lambda r: (r.created_at, r.pk))
         latest = runs[-1]
         previous = runs[-2] if len(runs) > 1 else None
         entry = corpora.setdefault(corpus_name, {"corpus": corpus_name, "suites": [], "in_flight": []})
         entry["suites"].append({
-            "suite": suite_name, "latest": latest, "headline": headline(latest.metrics),
+            "suite": suite_name, "scope": scope, "latest": latest, "headline": headline(latest.metrics),
             "previous_headline": headline(previous.metrics) if previous else None,
             "runs": runs, "count": len(runs),
         })
     for run in in_flight:
-        corpora.setdefault(run.corpus.name, {"corpus": run.corpus.name, "suites": [], "in_flight": []})[
+        corpora.setdefault(_heading(run), {"corpus": _heading(run), "suites": [], "in_flight": []})[
             "in_flight"].append(run)
     return [corpora[name] for name in sorted(corpora)]
 

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from corpus.access import limited
 from corpus.errors import TaskQueueUnavailable
 from corpus.models import Corpus
 from corpus.queue import enqueue
@@ -31,6 +32,7 @@ from .models import EvalCase, EvalRun, EvalSuite
 log = logging.getLogger("docsmcp.evals")
 MAX_ROUNDS_LIMIT = 10
 MODES = tuple(dict(EvalRun.MODE_CHOICES))
+SCOPES = tuple(dict(EvalRun.SCOPE_CHOICES))
 
 
 # --- suites ------------------------------------------------------------------------------------
@@ -69,12 +71,12 @@ def suite_import(*, name: str, path: str | Path | None = None, text: str | None 
 
 def _sync_cases(suite: EvalSuite, specs: list[CaseSpec], *, prune: bool) -> None:
     existing = {c.name: c for c in suite.cases.all()}
-    fields = ["position", "category", "query", "filters", "expected_chunk_ids", "expected_files", "extra"]
+    fields = ["position", "category", "query", "filters", "expected_chunk_ids", "expected_files", "extra", "corpus"]
     create, update = [], []
     for position, spec in enumerate(specs):
         values = {"position": position, "category": spec.category, "query": spec.query, "filters": spec.filters,
                   "expected_chunk_ids": spec.expected_chunk_ids, "expected_files": spec.expected_files,
-                  "extra": spec.extra}
+                  "extra": spec.extra, "corpus": spec.corpus}
         case = existing.pop(spec.name, None)
         if case is None:
             create.append(EvalCase(suite=suite, name=spec.name, **values))
@@ -107,10 +109,31 @@ def _dir_bytes(path: str) -> int | None:
     return total
 
 
+def _check_scope(scope: str, suite: EvalSuite) -> None:
+    """A run across corpora scores a hit by the corpus it comes from, so every case must name one."""
+    if scope not in SCOPES:
+        raise EvalError(f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}")
+    if scope == EvalRun.SCOPE_CORPUS:
+        return
+    if limited():  # the run's calls carry no key, so they would read every corpus
+        raise EvalError(f"a run with scope {scope!r} searches every corpus, and this API key is limited to some "
+                        "corpora; run the suite on one corpus (scope 'corpus') instead")
+    missing = list(suite.cases.filter(corpus="").order_by("position").values_list("name", flat=True)[:6])
+    if missing:
+        shown = ", ".join(missing[:5]) + (" and more" if len(missing) > 5 else "")
+        raise EvalError(f"a run with scope {scope!r} needs the corpus that answers each case, and suite "
+                        f"{suite.name!r} has cases without one ({shown}): add \"corpus\": \"<name>\" to each case "
+                        "in the case file and import it again")
+
+
 def eval_request(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_IN_PROCESS, url: str | None = None,
                  baseline: EvalRun | None = None, max_rounds: int = 3, match: str | None = None,
-                 extra_filters: dict | None = None, requested_by: str = "") -> EvalRun:
-    """Check the request and record a queued run tied to the corpus's active build."""
+                 extra_filters: dict | None = None, requested_by: str = "",
+                 scope: str = EvalRun.SCOPE_CORPUS) -> EvalRun:
+    """Check the request and record a queued run tied to the corpus's active build.
+
+    A run across corpora (scope `all` or `named`) asks /mcp/; `corpus` is then the default corpus,
+    the one /mcp/ serves, whose build the run is tied to."""
     if mode not in MODES:
         raise EvalError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
     if mode == EvalRun.MODE_HTTP and not (url or "").startswith(("http://", "https://")):
@@ -127,6 +150,7 @@ def eval_request(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_I
                                "baseline")
     if not suite.cases.exists():
         raise EvalError(f"suite {suite.name!r} has no cases; import some with --cases FILE")
+    _check_scope(scope, suite)
     runs_fail_stale()
     build = corpus.active_build
     if build is None and mode == EvalRun.MODE_IN_PROCESS:
@@ -134,7 +158,7 @@ def eval_request(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_I
                         f"`manage.py build_index --corpus {corpus.name}` first")
     return EvalRun.objects.create(
         suite=suite, corpus=corpus, build=build, build_label=build.build_id if build else "", mode=mode,
-        target_url=url or "", match_mode=match, max_rounds=max_rounds, extra_filters=extra_filters or {},
+        target_url=url or "", scope=scope, match_mode=match, max_rounds=max_rounds, extra_filters=extra_filters or {},
         baseline=baseline, requested_by=requested_by,
         build_seconds=(build.timings or {}).get("total") if build else None,
         index_bytes=_dir_bytes(build.index_path) if build else None,
@@ -145,21 +169,22 @@ def eval_request(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_I
 def eval_run(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_IN_PROCESS, url: str | None = None,
              baseline: EvalRun | None = None, max_rounds: int = 3, progress: Progress | None = None,
              match: str | None = None, extra_filters: dict | None = None, headers: dict[str, str] | None = None,
-             requested_by: str = "") -> EvalRun:
+             requested_by: str = "", scope: str = EvalRun.SCOPE_CORPUS) -> EvalRun:
     """Request and execute a run in the calling process (the command, the Celery task, tests)."""
     run = eval_request(corpus=corpus, suite=suite, mode=mode, url=url, baseline=baseline, max_rounds=max_rounds,
-                       match=match, extra_filters=extra_filters, requested_by=requested_by)
+                       match=match, extra_filters=extra_filters, requested_by=requested_by, scope=scope)
     return eval_execute(run=run, progress=progress, headers=headers)
 
 
 def eval_start(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_IN_PROCESS, url: str | None = None,
-               baseline: EvalRun | None = None, max_rounds: int = 3, requested_by: str = "") -> EvalRun:
+               baseline: EvalRun | None = None, max_rounds: int = 3, requested_by: str = "",
+               scope: str = EvalRun.SCOPE_CORPUS) -> EvalRun:
     """Queue a run for a Celery worker; the caller returns at once.
 
     A broker that cannot take the task fails the run and raises TaskQueueUnavailable (HTTP 503).
     """
     run = eval_request(corpus=corpus, suite=suite, mode=mode, url=url, baseline=baseline, max_rounds=max_rounds,
-                       requested_by=requested_by)
+                       requested_by=requested_by, scope=scope)
     transaction.on_commit(lambda: _dispatch(run.pk))
     return run
 

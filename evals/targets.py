@@ -18,7 +18,7 @@ from typing import Any
 
 PROTOCOL_VERSION = "2025-06-18"
 CLIENT_INFO = {"name": "docsmcp-evals", "version": "1.0"}
-SEARCH_TOOL, GET_DOC_TOOL = "search_docs", "get_doc"
+SEARCH_TOOL, GET_DOC_TOOL, LIST_CORPORA_TOOL = "search_docs", "get_doc", "list_corpora"
 
 
 class TargetError(Exception):
@@ -60,6 +60,23 @@ def parse_search_result(result: dict) -> SearchPage:
     raise ToolFailed("no hits[] in structuredContent or in a JSON text block")
 
 
+def parse_corpora_result(result: dict) -> list[str]:
+    """The corpus names of a `list_corpora` result, in its order (best match first when it had a query)."""
+    if result.get("isError"):
+        raise ToolFailed(result_text(result)[:500] or "tool returned isError without a message")
+    candidates = [result.get("structuredContent")]
+    for block in result.get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            try:
+                candidates.append(json.loads(block.get("text", "")))
+            except (json.JSONDecodeError, TypeError):
+                continue
+    for data in candidates:
+        if isinstance(data, dict) and isinstance(data.get("corpora"), list):
+            return [str(c.get("name")) for c in data["corpora"] if isinstance(c, dict) and c.get("name")]
+    raise ToolFailed("no corpora[] in structuredContent or in a JSON text block")
+
+
 def hit_chunk_id(hit: dict) -> str:
     return str(hit.get("chunk_id") or hit.get("id") or "")
 
@@ -95,9 +112,11 @@ class Target:
 
 
 class InProcessTarget(Target):
-    def __init__(self, corpus_name: str, profile: str = "docs"):
+    def __init__(self, corpus_name: str | None, profile: str = "docs"):
+        """`corpus_name` None is /mcp/ itself: the default corpus, and on a server of several corpora
+        list_corpora and searches across them."""
         self.corpus_name, self.profile_name = corpus_name, profile
-        self.label = f"in-process:{profile}/{corpus_name}"
+        self.label = f"in-process:{profile}/{corpus_name or '(every corpus)'}"
         self._tools: set[str] = set()
 
     def open(self) -> None:

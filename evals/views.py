@@ -18,7 +18,7 @@ from .models import EvalRun
 
 CHART_METRICS = ("mrr@10", "ndcg@10", "recall@10", "hit@1", "hit@5")
 LATENCY_ROWS = (("search", "search_docs, every call"), ("search_first", "search_docs, first call of a case"),
-                ("get_doc", "get_doc on the top hit"))
+                ("get_doc", "get_doc on the top hit"), ("list_corpora", "list_corpora with the case's query"))
 TABLE_METRICS = ("mrr@10", "ndcg@5", "ndcg@10", "recall@5", "recall@10", "hit@1", "hit@5")
 
 
@@ -50,6 +50,11 @@ def _suite_charts(runs: list[EvalRun]) -> list:
                charts.Series("search p95", [((r.latency or {}).get("search") or {}).get("p95") for r in runs])]
     out.append(charts.line_chart(latency, labels, title="search latency", y_max=None, digits=1, unit=" ms",
                                  axis_labels=axis))
+    resolution = [((r.metrics.get("overall") or {}).get("resolution") or {}) for r in runs]
+    if any(resolution):
+        out.append(charts.line_chart([charts.Series("first", [x.get("accuracy") for x in resolution]),
+                                      charts.Series("mrr", [x.get("mrr") for x in resolution])],
+                                     labels, title="corpus resolution (list_corpora)", axis_labels=axis))
     return out
 
 
@@ -70,6 +75,8 @@ def overview(request):
         for suite in corpus["suites"]:
             suite["charts"] = _suite_charts(suite["runs"])
             suite["cards"] = _cards(suite["headline"], suite["previous_headline"])
+            now, before = suite["headline"]["resolution"], (suite["previous_headline"] or {}).get("resolution")
+            suite["resolution_delta"] = round(now - before, 4) if now is not None and before is not None else None
             suite["recent"] = list(reversed(suite["runs"][-10:]))
     refresh = any(c["in_flight"] for c in corpora)
     return render(request, "evals/overview.html", {"corpora": corpora, "refresh": refresh,
@@ -86,6 +93,7 @@ def _group_rows(groups: dict) -> list[dict]:
             "file": [(g.get("file") or {}).get(k) for k in TABLE_METRICS] if g.get("file") else None,
             "rounds": ((g.get("rounds") or {}).get("chunk") or {}),
             "zero": g.get("zero_result"),
+            "resolution": g.get("resolution"),
         })
     return rows
 
@@ -109,12 +117,16 @@ def run_detail(request, pk: int):
                             title="rank of the expected chunk, per case") if results else ""
     delta = run.delta or {}
     return render(request, "evals/run.html", {
-        "run": run, "results": results, "group_rows": _group_rows(groups), "metric_keys": TABLE_METRICS,
+        "run": run, "results": results, "group_rows": _group_rows(groups),
+        "corpus_rows": _group_rows(metrics.get("by_corpus") or {}),
+        "resolution": (metrics.get("overall") or {}).get("resolution"),
+        "delta_resolution": ((delta.get("metrics") or {}).get("overall") or {}).get("resolution") or {}, "metric_keys": TABLE_METRICS,
         "categories": categories, "bars": bars, "choices": selectors.compare_choices(run),
         "delta": delta, "delta_overall": (delta.get("metrics") or {}).get("overall") or {},
         "embedding_note": selectors.embedding_note(run, run.baseline),
         "refresh": run.status in EvalRun.IN_FLIGHT, "failures": sum(1 for r in results if not r.passed),
-        "latency_rows": [(label, (run.latency or {}).get(key) or {}) for key, label in LATENCY_ROWS],
+        "latency_rows": [(label, (run.latency or {}).get(key) or {}) for key, label in LATENCY_ROWS
+                         if key != "list_corpora" or (run.latency or {}).get(key)],
     })
 
 

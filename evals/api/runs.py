@@ -23,6 +23,7 @@ from evals.models import EvalResult, EvalRun, EvalSuite
 router = Router(tags=["evals"])
 
 RunMode = Literal[tuple(dict(EvalRun.MODE_CHOICES))]  # type: ignore[valid-type]
+RunScope = Literal[tuple(dict(EvalRun.SCOPE_CHOICES))]  # type: ignore[valid-type]
 RunStatus = Literal[tuple(dict(EvalRun.STATUS_CHOICES))]  # type: ignore[valid-type]
 RunId = Path(..., ge=1, le=2**63 - 1, description="The run's id.")
 OtherId = Path(..., ge=1, le=2**63 - 1, description="The id of the run compared against (the reference).")
@@ -36,6 +37,10 @@ class RunIn(Input):
                           "the docs profile tools; http: any MCP server at `url`.")
     url: str | None = Field(None, max_length=1000, description="The MCP server's URL (mode http).")
     baseline: int | None = Field(None, ge=1, le=2**63 - 1, description="A complete run to compare against.")
+    scope: RunScope = Field(EvalRun.SCOPE_CORPUS, description="corpus: search `corpus` only; all: ask /mcp/ without "
+                            "a corpus argument (a search across every corpus) and measure corpus resolution with "
+                            "list_corpora; named: ask /mcp/ with each case's own corpus. all and named need a "
+                            "`corpus` on every case of the suite, and `corpus` is then the default corpus.")
 
 
 class RunListParams(Input):
@@ -57,6 +62,7 @@ class RunOut(Schema):
     build_id: str
     mode: str
     target_url: str
+    scope: str = Field(description="corpus, all (across corpora) or named (each case's corpus).")
     match_mode: str
     max_rounds: int
     status: str
@@ -137,7 +143,7 @@ def run_url(run: EvalRun) -> str:
 def run_out(run: EvalRun) -> dict:
     return {
         "id": run.pk, "suite": run.suite.name, "corpus": run.corpus.name, "build_id": run.build_label,
-        "mode": run.mode, "target_url": run.target_url, "match_mode": run.match_mode, "max_rounds": run.max_rounds,
+        "mode": run.mode, "target_url": run.target_url, "scope": run.scope, "match_mode": run.match_mode, "max_rounds": run.max_rounds,
         "status": run.status,
         "progress": {"done": run.progress_done, "total": run.progress_total, "percent": run.progress_percent},
         "metrics": run.metrics or {}, "latency": run.latency or {}, "build_seconds": run.build_seconds,
@@ -173,7 +179,7 @@ def start_run(request: HttpRequest, response: HttpResponse, payload: RunIn):
     suite = selectors.suite_get(payload.suite)
     baseline = selectors.run_get(payload.baseline) if payload.baseline is not None else None
     run = services.eval_start(corpus=corpus, suite=suite, mode=payload.mode, url=payload.url, baseline=baseline,
-                              requested_by=caller(request))
+                              requested_by=caller(request), scope=payload.scope)
     run.refresh_from_db()  # a worker may already have picked it up
     response["Location"] = run_url(run)
     return Status(202, run_out(run))

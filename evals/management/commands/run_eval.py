@@ -24,7 +24,8 @@ def parse_pairs(items, sep, what):
 
 def summary_line(run: EvalRun) -> str:
     overall = run.metrics.get("overall") or {}
-    parts = [f"run {run.pk} {run.status}: suite {run.suite.name} on {run.corpus.name}",
+    on = run.corpus.name if run.scope == EvalRun.SCOPE_CORPUS else f"/mcp/ (scope {run.scope})"
+    parts = [f"run {run.pk} {run.status}: suite {run.suite.name} on {on}",
              f"build {run.build_label or '-'}", run.mode + (f" {run.target_url}" if run.target_url else ""),
              f"{overall.get('passed', 0)}/{overall.get('cases', 0)} passed"]
     for level in ("chunk", "file"):
@@ -34,6 +35,8 @@ def summary_line(run: EvalRun) -> str:
                          f"R@10 {agg['recall@10']:.3f} Hit@1 {agg['hit@1']:.3f} Hit@5 {agg['hit@5']:.3f}")
     if overall.get("zero_result"):
         parts.append(f"zero-result ok {overall['zero_result']['accuracy']:.3f}")
+    if overall.get("resolution"):
+        parts.append(f"corpus resolution {overall['resolution']['accuracy']:.3f}")
     search = (run.latency or {}).get("search") or {}
     if search:
         parts.append(f"search p50 {search['p50']} ms p95 {search['p95']} ms p99 {search['p99']} ms")
@@ -54,6 +57,11 @@ class Command(BaseCommand):
         parser.add_argument("--max-rounds", type=int, default=3, help="search_docs calls per case, following "
                                                                        "next_cursor (default 3)")
         parser.add_argument("--match", choices=["exact", "leaf"], help="chunk matching (default: the suite's)")
+        parser.add_argument("--scope", choices=[s for s, _ in EvalRun.SCOPE_CHOICES], default=EvalRun.SCOPE_CORPUS,
+                            help="corpus (default): search the run's corpus; all: ask /mcp/ without a corpus "
+                                 "argument (a search across corpora) and measure corpus resolution with "
+                                 "list_corpora; named: ask /mcp/ with each case's own corpus as the argument. "
+                                 "all and named need a `corpus` on every case")
         parser.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
                             help="filter sent with every case (repeatable); a case's own filters win")
         parser.add_argument("--header", action="append", default=[], metavar="'Name: value'",
@@ -92,6 +100,7 @@ class Command(BaseCommand):
                            mode=EvalRun.MODE_HTTP if options["over_http"] else EvalRun.MODE_IN_PROCESS,
                            url=options["over_http"], baseline=baseline, max_rounds=options["max_rounds"],
                            match=options["match"], extra_filters=parse_pairs(options["filter"], "=", "--filter"),
+                           scope=options["scope"],
                            headers=parse_pairs(options["header"], ":", "--header"), progress=progress,
                            requested_by="manage.py")
         except EvalError as exc:
@@ -113,6 +122,11 @@ class Command(BaseCommand):
             h = headline({"overall": group})
             self.stdout.write(f"  {name:<20} {group['passed']}/{group['cases']} passed"
                               + (f"  {h['level']} MRR@10 {h['mrr@10']:.3f} Hit@1 {h['hit@1']:.3f}" if h["level"] else ""))
+        for name, group in (run.metrics.get("by_corpus") or {}).items():
+            h, res = headline({"overall": group}), group.get("resolution")
+            self.stdout.write(f"  corpus {name:<13} {group['passed']}/{group['cases']} passed"
+                              + (f"  {h['level']} MRR@10 {h['mrr@10']:.3f} Hit@1 {h['hit@1']:.3f}" if h["level"] else "")
+                              + (f"  resolution {res['accuracy']:.3f}" if res else ""))
         if run.delta:
             cases = run.delta["cases"]
             self.stdout.write(f"vs baseline {run.delta['baseline']}: {len(cases['better'])} better, "
