@@ -1,13 +1,14 @@
 """Many corpora in one serving worker: start-up, first search of a corpus not loaded, loaded searches, a search
 across 20 corpora, and memory against DOCSMCP_SERVING_MEMORY_MB.
 
-    python bench/many_corpora.py [--corpora 1000] [--source DIR] [--index DIR] [--budget-mb 512]
+    python bench/many_corpora.py [--corpora 1000] [--source DIR] [--index DIR] [--provider hash|local] [--budget-mb 512]
                                  [--queries 200] [--touch 200] [--json OUT]
 
 1. Builds `--source` (default: the bundled sample docs) once with hash embeddings, or uses a finished
    build directory (`--index`, e.g. a Kubernetes build), and registers `--corpora` corpora in a fresh
    SQLite database, every one serving that build (each opens its own copy in memory, as distinct
-   corpora would).
+   corpora would; a build with mapped files is mapped by all of them). `--provider local` for a build
+   made with the local model.
 2. In a fresh Python process with DOCSMCP_SERVING_MEMORY_MB=`--budget-mb` (nothing pinned: more corpora
    than DOCSMCP_PIN_ALL_MAX): times django.setup + `serve_ready` (what gunicorn's worker does before it
    accepts), then the first search of 20 corpora not loaded (p50, max), `--queries` searches of one
@@ -85,13 +86,15 @@ def main() -> None:
     parser.add_argument("--budget-mb", type=int, default=512)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--touch", type=int, default=200)
+    parser.add_argument("--provider", default="hash", choices=["hash", "local"],
+                        help="the embedding provider of --index's build (default hash)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="docsmcp-many-"))
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "docsmcp_site.settings",
            "DATABASE_URL": f"sqlite:///{work / 'bench.sqlite3'}", "DOCSMCP_INDEX_ROOT": str(work / "indexes"),
-           "DOCSMCP_HOME": str(work), "DOCSMCP_EMBEDDING_PROVIDER": "hash",
+           "DOCSMCP_HOME": str(work), "DOCSMCP_EMBEDDING_PROVIDER": args.provider,
            "DOCSMCP_SERVING_MEMORY_MB": str(args.budget_mb), "DOCSMCP_PINNED_CORPORA": "",
            "DOCSMCP_QUERY_LOG": "off"}
     os.environ.update(env)
@@ -117,7 +120,7 @@ def main() -> None:
                                           for n in names])
     builds = BuildRun.objects.bulk_create([
         BuildRun(corpus=c, build_id=f"{c.name}-build", kind=BuildRun.KIND_FULL, status=BuildRun.COMPLETE,
-                 index_path=str(index), embedding_provider="hash", embedding=metadata.embedding, stats=metadata.stats)
+                 index_path=str(index), embedding_provider=args.provider, embedding=metadata.embedding, stats=metadata.stats)
         for c in corpora])
     for corpus, build in zip(corpora, builds, strict=True):
         corpus.active_build = build
