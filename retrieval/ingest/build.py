@@ -126,10 +126,10 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
             copy_tables(previous.directory, partial)
         elif patch:
             chunks, documents = patch_tables(partial, previous, stale, batches, scan.files, taxonomy, progress,
-                                              cancelled)
+                                             cancelled)
         else:
             chunks, documents = write_tables(partial, previous, results, batches, scan.files, taxonomy, dims,
-                                              progress, cancelled)
+                                             progress, cancelled)
         mark("write")
         if not unchanged:
             create_indexes(chunks, documents, taxonomy, progress, cancelled)
