@@ -73,7 +73,24 @@ def _bar(label: str):
     return bar, progress
 
 
-def _build(name: str, source: Path, description: str, provider: str):
+def _register(corpus, index: Path):
+    """A build made elsewhere (`--index NAME=DIR`) registered and activated as this corpus's, unchanged."""
+    from corpus.execution import build_activate
+    from corpus.models import BuildRun
+    from retrieval.ingest.metadata import read_metadata
+
+    metadata = read_metadata(index)
+    build = BuildRun.objects.create(corpus=corpus, build_id=metadata.build_id, kind=BuildRun.KIND_FULL,
+                                    status=BuildRun.COMPLETE, index_path=str(index), stats=metadata.stats,
+                                    embedding_provider=(metadata.embedding or {}).get("provider") or "none",
+                                    embedding=metadata.embedding)
+    build_activate(build=build)
+    corpus.refresh_from_db()
+    print(f"{corpus.name}: registered build {metadata.build_id} from {index}", file=sys.stderr)
+    return corpus, build
+
+
+def _build(name: str, source: Path, description: str, provider: str, index: Path | None = None):
     """The corpus's active build, building it first when this directory has none (a kept --work)."""
     from corpus.execution import build_execute
     from corpus.models import BuildRun, Corpus
@@ -87,6 +104,8 @@ def _build(name: str, source: Path, description: str, provider: str):
     if corpus is None:
         corpus = corpus_create(name=name, source_dir=str(source), description=description, any_root=True,
                                corpus_settings={"embedding_provider": provider})
+    if index is not None:
+        return _register(corpus, index)
     print(f"building {name} from {source} ({provider}) ...", file=sys.stderr)
     bars = StageBars()
     try:
@@ -147,8 +166,25 @@ def main(argv=None) -> int:
                              "and summaries alone; the sample's manifest still has one)")
     parser.add_argument("--work", help="directory for the database and builds, kept and reused (default: a "
                                        "temporary one, removed)")
+    parser.add_argument("--corpora", default=",".join(c[0] for c in CORPORA),
+                        help="which of k8s, pydocs and sample to include (comma-separated; sample is always the "
+                             "default corpus and is always included)")
+    parser.add_argument("--index", action="append", default=[], metavar="NAME=BUILD_DIR",
+                        help="use this existing build directory for corpus NAME instead of building it")
     parser.add_argument("--json", help="write both runs' metrics and latency to this file")
     args = parser.parse_args(argv)
+    wanted = {n.strip() for n in args.corpora.split(",") if n.strip()} | {"sample"}
+    unknown = wanted - {c[0] for c in CORPORA}
+    if unknown:
+        parser.error(f"unknown corpus {', '.join(sorted(unknown))}; use k8s, pydocs, sample")
+    corpora = [c for c in CORPORA if c[0] in wanted]
+    indexes = {}
+    for item in args.index:
+        name, sep, path = item.partition("=")
+        if not sep or name not in wanted or not (Path(path) / "metadata.json").is_file():
+            parser.error(f"--index expects NAME=BUILD_DIR with NAME one of the corpora and a build directory "
+                         f"holding metadata.json, got {item!r}")
+        indexes[name] = Path(path).resolve()
 
     work = Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="docsmcp-bench-xc-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -164,12 +200,13 @@ def main(argv=None) -> int:
 
         call_command("migrate", verbosity=0)
         chunks = {}
-        for name, source, _cases, description in CORPORA:
-            corpus, build = _build(name, source, "" if args.no_descriptions else description, args.provider)
+        for name, source, _cases, description in corpora:
+            corpus, build = _build(name, source, "" if args.no_descriptions else description, args.provider,
+                                   indexes.get(name))
             chunks[name] = (build.stats or {}).get("total_chunks")
         default = corpus.__class__.objects.get(name="sample")
         cases = work / "cross_corpus_cases.jsonl"
-        cases.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in combined_cases()), encoding="utf-8")
+        cases.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in combined_cases(corpora)), encoding="utf-8")
         suite = suite_import(name="cross-corpus", path=cases, corpus=default, match_mode=args.match)
         runs = {}
         for scope in (EvalRun.SCOPE_NAMED, EvalRun.SCOPE_ALL):
