@@ -17,6 +17,7 @@ import gc
 import hashlib
 import hmac
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -102,6 +103,7 @@ def forget_active(name: str | None = None) -> None:
         _generation += 1
         _versions.clear()
         _count.clear()
+        _catalog.clear()
         if name is None:
             _pointers.clear()
         else:
@@ -468,12 +470,12 @@ class CorpusCard:
     score: float | None = None  # how well it matches the query, when one was given
 
 
-# index path -> (its description, page titles, summary terms), read from metadata.json: listing and
+# index path -> (its description, page titles, summary terms, page paths), read from metadata.json: listing and
 # ranking corpora never open an index.
-_profiles: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
+_profiles: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], frozenset[str]]] = {}
 
 
-def _profile_of(path: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+def _profile_of(path: str) -> tuple[str, tuple[str, ...], tuple[str, ...], frozenset[str]]:
     from retrieval.corpus_summary import summarize
     from retrieval.ingest.metadata import read_metadata
 
@@ -483,10 +485,11 @@ def _profile_of(path: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
             metadata = read_metadata(build_location(path))
         except (RetrievalError, OSError) as exc:
             logger.warning("no corpus summary from %s: %s", path, exc)
-            return "", (), ()
+            return "", (), (), frozenset()
         summary = metadata.extra.get("summary") or summarize(metadata.files)  # builds made before summaries
         description = metadata.corpus_description if metadata.corpus_description != metadata.corpus else ""
-        known = (description, tuple(t for t in metadata.files.values() if t), tuple(summary.get("terms", ())))
+        known = (description, tuple(t for t in metadata.files.values() if t), tuple(summary.get("terms", ())),
+                 frozenset(metadata.files))
         with _pointer_lock:
             if len(_profiles) > 4096:
                 _profiles.clear()
@@ -494,50 +497,89 @@ def _profile_of(path: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     return known
 
 
-def corpus_cards(query: str | None = None) -> list[CorpusCard]:
-    """Every corpus the caller may read, by name; with `query`, best match first (name, description,
-    page titles and the build's summary terms, BM25: retrieval/corpus_summary.py)."""
-    from corpus.selectors import default_version, served_versions
-    from retrieval.corpus_summary import CorpusProfile, rank_corpora
+# Every served corpus's card and ranking profile, whoever asks, with the catalog signature they were made at
+# (_catalog_signature); a caller's view filters them by name. Made again when the signature moves.
+_catalog: list[tuple[Any, list[tuple[CorpusCard, Any, frozenset[str]]]]] = []
 
-    cards = []
-    profiles = []
-    for corpus in served_corpora():
-        serving = default_version(corpus)
+
+def _catalog_signature() -> tuple:
+    """Changes whenever a card could: a corpus added, deleted or saved (an activation saves `updated_at`), or a
+    newer commit seen on its git source (written without touching `updated_at`). One aggregate query."""
+    from django.db.models import Count, Max, Sum
+
+    return tuple(Corpus.objects.aggregate(Count("id"), Max("updated_at"), Max("latest_commit_at"),
+                                          Sum("active_build_id")).values())
+
+
+def _catalog_cards() -> list[tuple[CorpusCard, Any, frozenset[str]]]:
+    """(card, profile, page paths) of every served corpus, by name, unfiltered: two queries however many corpora."""
+    from retrieval.corpus_summary import CorpusProfile
+
+    from .access import limited_to
+
+    signature = _catalog_signature()
+    if _catalog and _catalog[0][0] == signature:
+        return _catalog[0][1]
+    with limited_to(None):
+        heads = [c for c in Corpus.objects.select_related("active_build").filter(
+            kind=Corpus.KIND_MARKDOWN, version_of__isnull=True, active_build__isnull=False).order_by("name")]
+        members: dict[int, list[Corpus]] = {}
+        for member in Corpus.objects.select_related("active_build").filter(
+                version_of__in=[c.pk for c in heads]).order_by("version", "pk"):
+            members.setdefault(member.version_of_id, []).append(member)
+    out = []
+    for corpus in heads:
+        family = [corpus, *members.get(corpus.pk, [])]
+        serving = corpus
+        if corpus.default_version and corpus.default_version != corpus.version:
+            serving = next((m for m in family[1:] if m.version == corpus.default_version), corpus)
         build = serving.active_build or corpus.active_build
         stats = (build.stats or {}) if build else {}
-        versions = [m.version for m in served_versions(corpus)]
-        description, titles, terms = _profile_of(build.index_path) if build and build.index_path else ("", (), ())
+        versions = [m.version for m in family if m.active_build_id and m.version]
+        description, titles, terms, pages = _profile_of(build.index_path) if build and build.index_path \
+            else ("", (), (), frozenset())
         fresh = {"version": stats.get("version") or None, "revision": stats.get("revision") or None,
                  "indexed_at": stats.get("indexed_at") or None, "stale": corpus.is_stale}
-        cards.append(CorpusCard(
+        card = CorpusCard(
             name=corpus.name, title=str((corpus.settings or {}).get("title") or corpus.name),
             description=corpus.description or description, versions=versions,
             default_version=(serving.version or None) if versions else (corpus.version or None),
             pages=int(stats.get("total_files") or 0), chunks=int(stats.get("total_chunks") or 0),
-            last_built=stats.get("indexed_at") or None, freshness=fresh))
-        profiles.append(CorpusProfile(corpus.name, corpus.description or description, titles, terms))
+            last_built=stats.get("indexed_at") or None, freshness=fresh)
+        out.append((card, CorpusProfile(corpus.name, corpus.description or description, titles, terms), pages))
+    with _pointer_lock:
+        _catalog[:] = [(signature, out)]
+    return out
+
+
+def corpus_cards(query: str | None = None) -> list[CorpusCard]:
+    """Every corpus the caller may read, by name; with `query`, best match first (name, description,
+    page titles and the build's summary terms, BM25: retrieval/corpus_summary.py).
+
+    The cards are made once per change of the catalog (_catalog_cards), so listing 1,000 corpora costs an
+    aggregate query and the ranking, not a read of every row."""
+    from retrieval.corpus_summary import rank_corpora
+
+    from .access import visible
+
+    known = [(card, profile) for card, profile, _pages in _catalog_cards() if visible(card.name)]
     if not query:
-        return cards
-    by_name = {card.name: card for card in cards}
-    return [replace(by_name[name], score=score) for name, score in rank_corpora(query, profiles)]
+        return [card for card, _profile in known]
+    by_name = {card.name: card for card, _profile in known}
+    return [replace(by_name[name], score=score) for name, score in rank_corpora(query, [p for _c, p in known])]
+
+
+def corpora_holding(page: str) -> list[str]:
+    """The readable corpora whose served build has the page `page` (a chunk ID's path), by name."""
+    from .access import visible
+
+    return [card.name for card, _profile, pages in _catalog_cards() if page in pages and visible(card.name)]
 
 
 def best_corpora(query: str, limit: int) -> list[str]:
     """The `limit` readable corpora that best match `query` (list_corpora's ranking), only those that match
     at all: what a search without `corpus` covers on a server of more corpora than it can search at once."""
-    from retrieval.corpus_summary import CorpusProfile, rank_corpora
-
-    from .access import visible_only
-
-    rows = visible_only(Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, version_of__isnull=True,
-                                              active_build__isnull=False)).values_list(
-        "name", "description", "active_build__index_path")
-    profiles = []
-    for name, description, path in rows:
-        built_description, titles, terms = _profile_of(path) if path else ("", (), ())
-        profiles.append(CorpusProfile(name, description or built_description, titles, terms))
-    return [name for name, score in rank_corpora(query, profiles)[:limit] if score > 0]
+    return [card.name for card in corpus_cards(query)[:limit] if card.score]
 
 
 @dataclass(frozen=True)
@@ -592,8 +634,11 @@ def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearc
 
     wanted_names = list(dict.fromkeys(names))
     corpora = {c.name: c for c in visible_only(Corpus.objects.filter(
-        name__in=wanted_names, kind=Corpus.KIND_MARKDOWN, version_of__isnull=True, active_build__isnull=False))}
+        name__in=wanted_names, kind=Corpus.KIND_MARKDOWN, version_of__isnull=True, active_build__isnull=False)
+        .select_related("active_build").only("name", "description", "version", "default_version",
+                                             "active_build__index_path"))}
     targets = [corpora[name] for name in wanted_names if name in corpora]
+    _remember_pointers(targets)
     indexes = [(c.name, active_index(c.name)) for c in targets]
     builds = _builds_key(indexes)
     offset, limit = 0, check_limit(request.limit if request.limit is not None else DEFAULT_LIMIT)
@@ -627,11 +672,14 @@ def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearc
         return [Candidate(position, item, score, ranking, (position, rank))
                 for rank, (item, score) in enumerate(ranking.items[:wanted + 1])]
 
-    if len(indexes) > 1:
-        with ThreadPoolExecutor(max_workers=min(CORPORA_SEARCH_THREADS, len(indexes))) as pool:
-            per_corpus = list(pool.map(ranked, range(len(indexes))))
-    else:
-        per_corpus = [ranked(0)] if indexes else []
+    chosen = _routed(query, targets, indexes, [vector for _embedder, vector in legs])
+    per_corpus: list[list[Candidate]] = [[] for _ in indexes]
+    # The first corpus is ranked in this thread while the pool ranks the others.
+    pending = [(position, _ranking_pool().submit(ranked, position)) for position in chosen[1:]]
+    if chosen:
+        per_corpus[chosen[0]] = ranked(chosen[0])
+    for position, future in pending:
+        per_corpus[position] = future.result()
     merged = merge_hits(per_corpus, wanted + 1)
     page = merged[offset:offset + limit]
     hits: dict[tuple[int, int], CorpusHit] = {}
@@ -641,6 +689,8 @@ def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearc
         fresh = freshness(index)
         for candidate, hit in zip(mine, dressed, strict=True):
             hits[candidate.order] = CorpusHit(corpus, hit, candidate.order, fresh)
+        if position not in chosen:
+            continue
         # The query log: a record per corpus searched, with the hits shown from it and how many it had.
         found = per_corpus[position]
         querylog.observe_index(index, [(h.chunk_id, h.score) for h in dressed],
@@ -649,6 +699,68 @@ def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearc
 
 
 CORPORA_SEARCH_THREADS = 4
+_ranking_executor: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _ranking_pool() -> ThreadPoolExecutor:
+    """The process's threads for ranking corpora side by side; made once per process (a forked worker
+    makes its own), since starting threads for every search cost more than a small corpus's ranking."""
+    global _ranking_executor
+    if _ranking_executor is None or _ranking_executor[0] != os.getpid():
+        with _pointer_lock:
+            if _ranking_executor is None or _ranking_executor[0] != os.getpid():
+                _ranking_executor = (os.getpid(), ThreadPoolExecutor(CORPORA_SEARCH_THREADS,
+                                                                     thread_name_prefix="docsmcp-corpora"))
+    return _ranking_executor[1]
+
+
+def _remember_pointers(corpora: Sequence[Corpus]) -> None:
+    """Caches the active-build pointers of corpora served under their own row (no default version of
+    another row), read with them in one query: a search across 20 corpora would otherwise look each up
+    in a query of its own whenever its pointer is older than POINTER_TTL."""
+    now = time.monotonic()
+    with _pointer_lock:
+        for corpus in corpora:
+            build = corpus.active_build
+            if corpus.default_version and corpus.default_version != corpus.version or build is None:
+                continue
+            cached = _pointers.get(corpus.name)
+            if build.index_path and (cached is None or now - cached[0] >= POINTER_TTL):
+                _pointers[corpus.name] = (now, build.index_path)
+
+
+# (corpus name, build directory, description) -> its profile for routing, from the open index's metadata
+_route_profiles: dict[tuple[str, str, str], Any] = {}
+
+
+def _routed(query: str, corpora: Sequence[Corpus], indexes: Sequence[tuple[str, Index]],
+            vectors: Sequence[Any]) -> list[int]:
+    """Positions of the corpora whose ranking a search across them runs (retrieval/search/routing.py): the
+    DOCSMCP_SEARCH_ROUTE_TOP that best match the query by profile and by their chunks' best cosine."""
+    from retrieval.corpus_summary import CorpusProfile, rank_corpora, summarize
+    from retrieval.search.routing import affinity, route
+
+    keep = int(settings.DOCSMCP_SEARCH_ROUTE_TOP)
+    if keep <= 0 or len(indexes) <= keep:
+        return list(range(len(indexes)))
+    profiles = []
+    for corpus, (name, index) in zip(corpora, indexes, strict=True):
+        key = (name, str(index.path), corpus.description)
+        profile = _route_profiles.get(key)
+        if profile is None:
+            metadata = index.metadata
+            built = metadata.corpus_description if metadata.corpus_description != metadata.corpus else ""
+            summary = metadata.extra.get("summary") or summarize(metadata.files)
+            profile = CorpusProfile(name, corpus.description or built, tuple(t for t in metadata.files.values() if t),
+                                    tuple(summary.get("terms", ())))
+            if len(_route_profiles) > 4096:
+                _route_profiles.clear()
+            _route_profiles[key] = profile
+        profiles.append(profile)
+    scores = dict(rank_corpora(query, profiles))
+    models = [repr(sorted((index.metadata.embedding or {}).items())) for _name, index in indexes]
+    affinities = [affinity(index, vector) for (_name, index), vector in zip(indexes, vectors, strict=True)]
+    return route([scores[p.name] for p in profiles], affinities, models, keep)
 
 
 @dataclass(frozen=True)

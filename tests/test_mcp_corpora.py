@@ -214,3 +214,76 @@ def test_with_more_corpora_than_one_search_covers_it_searches_those_that_best_ma
     assert found["notice"].startswith("Searched the 1 of 3 corpora that best match the query (kubernetes)")
     nothing = call(http, url, "search_docs", {"query": "zyzzyva"})
     assert nothing["isError"] is True and "call list_corpora and pass `corpus`" in nothing["content"][0]["text"]
+
+
+def test_a_search_across_more_corpora_than_it_ranks_ranks_those_that_hold_the_answer(corpora, http, settings):
+    url = f"{corpora}/mcp/"
+    settings.DOCSMCP_SEARCH_ROUTE_TOP = 1  # of the 3 corpora, rank only the best match in full
+    for query, corpus in [("dependency injection with Depends", "fastapi"), ("roll out a deployment of pods", "kubernetes"),
+                          ("retries", "sample")]:
+        hits = parsed(call(http, url, "search_docs", {"query": query, "limit": 50}))["hits"]
+        assert hits and {h["corpus"] for h in hits} == {corpus}, (query, hits)
+    settings.DOCSMCP_SEARCH_ROUTE_TOP = 0  # every corpus ranked
+    hits = parsed(call(http, url, "search_docs", {"query": "dependency injection pods", "limit": 50}))["hits"]
+    assert {"fastapi", "kubernetes"} <= {h["corpus"] for h in hits}
+
+
+def test_list_corpora_follows_the_catalog_and_reads_it_once(corpora, http, tmp_path):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from corpus.models import Corpus
+    from corpus.serving import corpus_cards
+
+    url = f"{corpora}/mcp/"
+    assert [c["name"] for c in parsed(call(http, url, "list_corpora", {}))["corpora"]] == ["fastapi", "kubernetes",
+                                                                                          "sample"]
+    corpus_cards()
+    with CaptureQueriesContext(connection) as queries:
+        corpus_cards("kubernetes pods")
+    assert len(queries) == 1  # the catalog's signature; the cards and their profiles are kept
+
+    fastapi = Corpus.objects.get(name="fastapi")
+    fastapi.description = "FastAPI: modern Python web framework"
+    fastapi.save()
+    listed = parsed(call(http, url, "list_corpora", {"query": "modern framework"}))["corpora"]
+    assert listed[0]["name"] == "fastapi" and listed[0]["description"] == "FastAPI: modern Python web framework"
+    build("helm", write_pages(tmp_path / "helm", {"charts.md": "# Charts\n\nA Helm chart packages Kubernetes "
+                                                                "manifests.\n"}))
+    listed = parsed(call(http, url, "list_corpora", {"query": "helm charts"}))["corpora"]
+    assert listed[0]["name"] == "helm" and listed[0]["pages"] == 1
+
+
+def test_feedback_at_the_shared_endpoint_is_filed_under_the_corpus_it_is_about(corpora, http, settings, tmp_path):
+    from corpus import querylog
+    from corpus.models import Feedback
+
+    settings.DOCSMCP_QUERY_LOG = querylog.FULL
+    url = f"{corpora}/mcp/"
+    schema = tools(http, url)["docs_feedback"]["inputSchema"]["properties"]["corpus"]
+    assert schema["enum"] == ["fastapi", "kubernetes", "sample"]
+    hits = parsed(call(http, url, "search_docs", {"query": "dependency injection Depends", "limit": 50}))["hits"]
+    fastapi = next(h for h in hits if h["corpus"] == "fastapi")
+    replies = [call(http, url, "docs_feedback", args) for args in (
+        {"verdict": "helpful", "chunk_id": fastapi["chunk_id"]},  # the corpus whose page the chunk is on
+        {"verdict": "wrong", "chunk_id": "pods.md#pods", "corpus": "kubernetes"},  # named
+        {"verdict": "missing", "query": "how do I refund?"},  # about no chunk: the default corpus
+    )]
+    assert [r["isError"] for r in replies] == [False, False, False]
+    assert querylog.flush()
+    filed = {(f.verdict, f.corpus, f.chunk_id) for f in Feedback.objects.all()}
+    assert filed == {("helpful", "fastapi", fastapi["chunk_id"]), ("wrong", "kubernetes", "pods.md#pods"),
+                     ("missing", "sample", "")}
+
+    build("kubernetes-copy", write_pages(tmp_path / "kubernetes-copy", KUBE_PAGES))  # a second corpus with pods.md
+    ambiguous = call(http, url, "docs_feedback", {"verdict": "wrong", "chunk_id": "pods.md#pods"})
+    assert ambiguous["isError"] is True
+    assert ambiguous["content"][0]["text"].startswith("Several corpora have the page of chunk 'pods.md#pods' "
+                                                      "(kubernetes, kubernetes-copy); nothing was stored.")
+    settings.DOCSMCP_CORPUS_ENUM_MAX = 0  # a free string: the handler suggests the nearest name
+    unknown = call(http, url, "docs_feedback", {"verdict": "wrong", "corpus": "kubernets"})
+    assert unknown["content"][0]["text"] == "unknown corpus 'kubernets'; did you mean 'kubernetes'?"
+    _row, key = create_api_key("fastapi-only", ["read"], corpora=["fastapi"])
+    limited = call(http, url, "docs_feedback", {"verdict": "wrong", "chunk_id": "pods.md#pods"}, key)
+    assert limited["isError"] is False  # kubernetes is not the key's: the report is the default corpus's
+    assert querylog.flush() and Feedback.objects.count() == 4

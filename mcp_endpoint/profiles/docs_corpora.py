@@ -26,6 +26,7 @@ from corpus.serving import (
     CorporaSearch,
     active_index,
     best_corpora,
+    corpora_holding,
     corpora_search,
     corpus_cards,
     readable_corpus_names,
@@ -34,7 +35,7 @@ from corpus.serving import (
 from mcp_endpoint import budget
 from mcp_endpoint.budget import DROPPED, SNIPPET_STEPS, TRIMMED
 from mcp_endpoint.jsontext import indented
-from mcp_endpoint.profiles import Context, ToolDef, ToolError, ToolResult, docs_resources
+from mcp_endpoint.profiles import Context, ToolDef, ToolError, ToolResult, docs_resources, feedback
 from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA
 from retrieval.search.engine import MAX_LIMIT, SearchRequest
 
@@ -47,6 +48,9 @@ CORPUS_DESCRIPTION = ("Which corpus to {action} (list_corpora describes them). O
 MULTI_VERSION_DESCRIPTION = ("Which version of the named corpus to {action}; list_corpora gives each corpus's "
                              "versions. Omit for its default version.")
 UNKNOWN = "unknown corpus {name!r}; {hint}"
+AMBIGUOUS_FEEDBACK = ("Several corpora have the page of chunk {chunk_id!r} ({names}); nothing was stored. Send the "
+                      "report again with `corpus` set to the search hit's `corpus`.")
+FEEDBACK_NAME = "docs_feedback"
 SEARCHED_BEST = ("Searched the {count} of {total} corpora that best match the query ({names}); pass `corpus` to "
                  "search another (list_corpora ranks them all).")
 NO_MATCHING_CORPUS = ("No corpus of the {total} you may read matches the query by name, description or page titles; "
@@ -144,6 +148,11 @@ def extend_tools(tools: list[ToolDef], names: list[str]) -> list[ToolDef]:
             tool = replace(tool, description=_search_description(names),
                            input_schema={**tool.input_schema, "properties": props}, output_schema=output,
                            handler=_search_docs(tool.handler))
+        elif tool.name == FEEDBACK_NAME:
+            tool = feedback.tool(FEEDBACK_NAME, search="search_docs", read="get_doc", resolve=feedback_corpus,
+                                 corpus_property=("corpus", corpus_property(
+                                     names, "report on", "file it under the corpus that holds `chunk_id`'s page, "
+                                     "else the default corpus")))
         elif tool.name == "get_doc":
             props = dict(tool.input_schema["properties"])
             props["corpus"] = corpus_property(names, "read the chunk from", "read from the default corpus")
@@ -196,6 +205,21 @@ def _get_doc(one_corpus):
             context = replace(context, corpus=resolve(name))
         return one_corpus(context, arguments)
     return handler
+
+
+def feedback_corpus(context: Context, arguments: dict[str, Any]) -> str | None:
+    """The corpus a report at /mcp/ is about: `corpus` when given; else the one readable corpus holding
+    `chunk_id`'s page (a hit of a search across corpora names its corpus, but an agent may leave it out);
+    else the default corpus. A page several corpora hold asks for `corpus` rather than guess."""
+    if arguments.get("corpus") is not None:
+        return resolve(arguments["corpus"])
+    chunk_id = arguments.get("chunk_id")
+    if not chunk_id:
+        return None
+    holding = corpora_holding(chunk_id.partition("#")[0])
+    if len(holding) > 1:
+        raise ToolError(AMBIGUOUS_FEEDBACK.format(chunk_id=chunk_id, names=", ".join(holding[:10])))
+    return holding[0] if holding else None
 
 
 def default_name() -> str:

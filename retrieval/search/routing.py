@@ -1,0 +1,74 @@
+"""Which corpora a search across many ranks in full.
+
+A full ranking costs about the same in every corpus, however small (four full-text queries,
+the vector leg and the priors: 9 ms of CPU at 303 chunks, mostly Lance's fixed cost per
+query), so ranking 20 corpora costs 20 searches. Routing first scores every candidate
+corpus with two cheap signals and ranks in full only the best few:
+
+- the corpus's profile (name, description, page titles, build summary: list_corpora's BM25
+  ranking, retrieval/corpus_summary.py), which reads no index;
+- its affinity: the best cosine between the query and any of its chunks, one matrix product
+  over the vectors already in memory (0.1 ms at 303 chunks, about 2.4 ms at 124.5k).
+  Cosines compare only between corpora embedded by the same model, so each model's
+  corpora are scaled among themselves.
+
+The affinity decides (scaled to [0, 1] over the candidates of one model); the profile,
+scaled the same way, adds PROFILE_WEIGHT of it. Measured on Kubernetes, Python and
+PowerShell built without vectors, the profile alone put the question's corpus among the
+first two of four for only 94% of questions (docs/BENCHMARKS.md), so a corpus without
+vectors is never routed away: it is always ranked in full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+
+from .index import Index
+
+PROFILE_WEIGHT = 0.5
+
+
+def affinity(index: Index, query_vector: np.ndarray | None) -> float | None:
+    """The best cosine between the query and any chunk of `index`; None without vectors or a query vector."""
+    if query_vector is None or not index.has_vectors:
+        return None
+    vectors = index.vectors()
+    query = np.asarray(query_vector, dtype=np.float32).ravel()
+    if vectors.dims != query.shape[0] or not len(index.catalog().id_order):
+        return None
+    return float(vectors.dots(query).max(initial=-1.0))
+
+
+def _scaled(values: Sequence[float]) -> list[float]:
+    low, high = min(values), max(values)
+    return [(v - low) / (high - low) if high > low else 0.0 for v in values]
+
+
+def route(profile: Sequence[float], affinities: Sequence[float | None], models: Sequence[Hashable],
+          keep: int, profile_weight: float = PROFILE_WEIGHT) -> list[int]:
+    """Positions of the candidates to rank in full, in their original order: the `keep` best of those
+    with vectors, and every candidate without (nothing cheap tells whether it holds the answer).
+
+    `profile[i]` is candidate i's profile score (0: no query word in it), `affinities[i]` its best
+    cosine (None: no vectors) and `models[i]` the embedding model that cosine comes from.
+    """
+    count = len(profile)
+    if keep <= 0 or count <= keep:
+        return list(range(count))
+    scores: dict[int, float] = {}
+    for model in dict.fromkeys(models):
+        members = [i for i in range(count) if models[i] == model and affinities[i] is not None]
+        if len(members) < 2:
+            continue
+        for i, value in zip(members, _scaled([affinities[i] for i in members]), strict=True):
+            scores[i] = value
+    if len(scores) <= keep:
+        return list(range(count))
+    top = max(profile[i] for i in scores)
+    if top > 0:
+        for i in scores:
+            scores[i] += profile_weight * profile[i] / top
+    best = sorted(scores, key=lambda i: (-scores[i], i))[:keep]
+    return sorted(set(best) | {i for i in range(count) if i not in scores})

@@ -1,0 +1,25 @@
+"""Routing a search across many corpora (retrieval/search/routing.py): which corpora are ranked in full."""
+
+from __future__ import annotations
+
+from retrieval.search.routing import route
+
+
+def test_the_corpora_whose_chunks_come_closest_are_ranked_and_the_profile_breaks_near_ties():
+    affinities = [0.2, 0.9, 0.5, 0.88]
+    assert route([0, 0, 0, 0], affinities, ["m"] * 4, keep=2) == [1, 3]
+    assert route([0, 0, 0, 5.0], affinities, ["m"] * 4, keep=1) == [3]  # named in its profile, nearly as close
+    assert route([0, 0, 0, 0], affinities, ["m"] * 4, keep=1) == [1]
+
+
+def test_corpora_without_vectors_are_always_ranked_and_few_corpora_all():
+    assert route([1.0, 0, 0, 0], [None, 0.9, 0.5, 0.1], ["m"] * 4, keep=1) == [0, 1]
+    assert route([0, 0], [0.1, 0.9], ["m"] * 2, keep=2) == [0, 1]
+    assert route([3.0, 0, 0], [None, None, None], ["m"] * 3, keep=1) == [0, 1, 2]  # the profile alone never routes
+    assert route([0, 0, 0], [0.1, 0.9, 0.5], ["m"] * 3, keep=0) == [0, 1, 2]
+
+
+def test_cosines_of_different_models_are_compared_only_among_their_own():
+    # Model b's cosines run higher; scaled per model, each model's best corpus is kept.
+    got = route([0, 0, 0, 0], [0.3, 0.4, 0.8, 0.95], ["a", "a", "b", "b"], keep=2)
+    assert got == [1, 3]
