@@ -2,7 +2,7 @@
 across 20 corpora, and memory against DOCSMCP_SERVING_MEMORY_MB.
 
     python bench/many_corpora.py [--corpora 1000] [--source DIR] [--index DIR] [--provider hash|local] [--budget-mb 512]
-                                 [--queries 200] [--touch 200] [--json OUT]
+                                 [--queries 200] [--touch 200] [--route-top N] [--json OUT]
 
 1. Builds `--source` (default: the bundled sample docs) once with hash embeddings, or uses a finished
    build directory (`--index`, e.g. a Kubernetes build), and registers `--corpora` corpora in a fresh
@@ -12,9 +12,10 @@ across 20 corpora, and memory against DOCSMCP_SERVING_MEMORY_MB.
 2. In a fresh Python process with DOCSMCP_SERVING_MEMORY_MB=`--budget-mb` (nothing pinned: more corpora
    than DOCSMCP_PIN_ALL_MAX): times django.setup + `serve_ready` (what gunicorn's worker does before it
    accepts), then the first search of 20 corpora not loaded (p50, max), `--queries` searches of one
-   loaded corpus (p50, p99), the same queries across 20 loaded corpora merged (`corpora_search`, p50,
-   p99), and after searching `--touch` distinct corpora: the open indexes, their estimated bytes and the
-   process's RSS.
+   loaded corpus (p50, p99) alternating with the same queries across 20 loaded corpora merged
+   (`corpora_search`, p50, p99), the CPU milliseconds per search of both and their ratios, and after
+   searching `--touch` distinct corpora: the open indexes, their estimated bytes and the process's RSS.
+   `--route-top` sets DOCSMCP_SEARCH_ROUTE_TOP (how many of the 20 a search ranks in full; 0: all).
 Figures are JSON on stdout.
 """
 
@@ -43,6 +44,7 @@ from mcp_endpoint.startup import serve_ready
 serve_ready()
 startup = time.perf_counter() - started
 from corpus.serving import corpus_search, corpora_search
+from django.conf import settings
 from retrieval.search.engine import SearchRequest
 from retrieval.search.index import INDEXES
 names = json.loads(os.environ["BENCH_NAMES"])
@@ -50,18 +52,24 @@ queries = json.loads(os.environ["BENCH_QUERIES"])
 rounds = int(os.environ["BENCH_ROUNDS"])
 touch = int(os.environ["BENCH_TOUCH"])
 
-def ms(fn):
-    t = time.perf_counter(); fn(); return (time.perf_counter() - t) * 1000
+cpu = {"one": 0.0, "across": 0.0}
+
+def ms(fn, account=None):
+    c = time.process_time(); t = time.perf_counter(); fn(); wall = (time.perf_counter() - t) * 1000
+    if account:
+        cpu[account] += (time.process_time() - c) * 1000
+    return wall
 
 def pct(xs, p):
     xs = sorted(xs); return round(xs[min(len(xs) - 1, int(p * len(xs)))], 2)
 
 first = [ms(lambda n=n: corpus_search(n, SearchRequest(query=queries[0]))) for n in names[-20:]]
-loaded = [ms(lambda q=q: corpus_search(names[-1], SearchRequest(query=q))) for _ in range(rounds // len(queries) + 1)
-          for q in queries][:rounds]
+loaded, across = [], []
 twenty = names[-20:]
-across = [ms(lambda q=q: corpora_search(twenty, SearchRequest(query=q))) for _ in range(rounds // len(queries) + 1)
-          for q in queries][:rounds]
+# One search of one corpus, then the same query across 20, alternately, so both see the same load.
+for q in [q for _ in range(rounds // len(queries) + 1) for q in queries][:rounds]:
+    loaded.append(ms(lambda q=q: corpus_search(names[-1], SearchRequest(query=q)), "one"))
+    across.append(ms(lambda q=q: corpora_search(twenty, SearchRequest(query=q)), "across"))
 for n in names[:touch]:
     corpus_search(n, SearchRequest(query=queries[1]))
 print(json.dumps({
@@ -69,6 +77,10 @@ print(json.dumps({
     "first_search_ms": {"p50": pct(first, 0.5), "max": round(max(first), 2)},
     "loaded_search_ms": {"p50": pct(loaded, 0.5), "p99": pct(loaded, 0.99)},
     "across_20_ms": {"p50": pct(across, 0.5), "p99": pct(across, 0.99)},
+    "cpu_ms_per_search": {"one": round(cpu["one"] / len(loaded), 2), "across_20": round(cpu["across"] / len(across), 2)},
+    "across_over_one": {"p50": round(pct(across, 0.5) / pct(loaded, 0.5), 2),
+                        "cpu": round(cpu["across"] / max(cpu["one"], 1e-9), 2)},
+    "route_top": settings.DOCSMCP_SEARCH_ROUTE_TOP,
     "after_touching": touch,
     "open_indexes": sum(INDEXES.loaded(n) for n in names),
     "held_mb": round(INDEXES.held_bytes() / 2**20, 1),
@@ -88,6 +100,7 @@ def main() -> None:
     parser.add_argument("--touch", type=int, default=200)
     parser.add_argument("--provider", default="hash", choices=["hash", "local"],
                         help="the embedding provider of --index's build (default hash)")
+    parser.add_argument("--route-top", type=int, help="DOCSMCP_SEARCH_ROUTE_TOP for the search across 20")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
@@ -97,6 +110,8 @@ def main() -> None:
            "DOCSMCP_HOME": str(work), "DOCSMCP_EMBEDDING_PROVIDER": args.provider,
            "DOCSMCP_SERVING_MEMORY_MB": str(args.budget_mb), "DOCSMCP_PINNED_CORPORA": "",
            "DOCSMCP_QUERY_LOG": "off"}
+    if args.route_top is not None:
+        env["DOCSMCP_SEARCH_ROUTE_TOP"] = str(args.route_top)
     os.environ.update(env)
     import django
 

@@ -79,22 +79,26 @@ def _bag(profile: CorpusProfile) -> Counter[str]:
     return profile.bag()
 
 
+@lru_cache(maxsize=8192)
+def _length(profile: CorpusProfile) -> int:
+    return sum(_bag(profile).values())
+
+
 def rank_corpora(query: str, profiles: Iterable[CorpusProfile]) -> list[tuple[str, float]]:
     """(name, score) of every profile, best match first, ties by name; a score is 0 when no query word
     occurs in the corpus's profile."""
-    bags = [(p.name, _bag(p)) for p in profiles]
+    bags = [(p.name, _bag(p), _length(p)) for p in profiles]
     if not bags:
         return []
     terms = list(dict.fromkeys(words(query)))
     n = len(bags)
-    average = sum(sum(bag.values()) for _, bag in bags) / n or 1.0
-    frequency = {t: sum(1 for _, bag in bags if bag[t]) for t in terms}
+    average = sum(length for _, _, length in bags) / n or 1.0
+    frequency = {t: sum(1 for _, bag, _ in bags if t in bag) for t in terms}
     scored = []
-    for name, bag in bags:
-        length = sum(bag.values())
+    for name, bag, length in bags:
         score = 0.0
         for term in terms:
-            tf = bag[term]
+            tf = bag.get(term, 0)
             if not tf:
                 continue
             idf = math.log(1 + (n - frequency[term] + 0.5) / (frequency[term] + 0.5))

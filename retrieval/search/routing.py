@@ -17,6 +17,12 @@ scaled the same way, adds PROFILE_WEIGHT of it. Measured on Kubernetes, Python a
 PowerShell built without vectors, the profile alone put the question's corpus among the
 first two of four for only 94% of questions (docs/BENCHMARKS.md), so a corpus without
 vectors is never routed away: it is always ranked in full.
+
+Routing is off unless DOCSMCP_SEARCH_ROUTE_TOP is set: on four real corpora with hash embeddings the
+question's corpus was among the two routed for 81% of questions; the big corpora gained (their
+chunks no longer compete with the others') and the small one lost most of its hits
+(docs/BENCHMARKS.md). A server whose corpora differ clearly, or that must answer fast across many,
+may turn it on.
 """
 
 from __future__ import annotations
