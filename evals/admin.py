@@ -67,8 +67,8 @@ class EvalSuiteAdmin(admin.ModelAdmin):
 
 @admin.register(EvalCase)
 class EvalCaseAdmin(admin.ModelAdmin):
-    list_display = ("name", "suite", "category", "query", "expected")
-    list_filter = ("suite", "category")
+    list_display = ("name", "suite", "category", "corpus", "query", "expected")
+    list_filter = ("suite", "category", "corpus")
     search_fields = ("name", "query")
     list_select_related = ("suite",)
 
@@ -80,9 +80,9 @@ class EvalCaseAdmin(admin.ModelAdmin):
 
 @admin.register(EvalRun)
 class EvalRunAdmin(admin.ModelAdmin):
-    list_display = ("id", "suite", "corpus", "build_label", "mode", "status_progress", "mrr", "ndcg", "hit1",
-                    "pass_rate", "baseline_delta", "created_at", "dashboard")
-    list_filter = ("status", "mode", "corpus", "suite")
+    list_display = ("id", "suite", "corpus", "scope", "build_label", "mode", "status_progress", "mrr", "ndcg", "hit1",
+                    "pass_rate", "resolution", "baseline_delta", "created_at", "dashboard")
+    list_filter = ("status", "mode", "scope", "corpus", "suite")
     list_select_related = ("suite", "corpus")
     search_fields = ("build_label", "target_url", "error")
     readonly_fields = [f.name for f in EvalRun._meta.fields] + ["dashboard"]
@@ -93,6 +93,11 @@ class EvalRunAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    @admin.display(description="corpus resolution")
+    def resolution(self, obj):
+        value = ((obj.metrics or {}).get("overall", {}).get("resolution") or {}).get("accuracy")
+        return "–" if value is None else f"{value:.1%}"
 
     @admin.display(description="status")
     def status_progress(self, obj):

@@ -152,6 +152,7 @@ def test_dashboards_show_the_resolution_and_its_history(two_corpora, suite, admi
     assert 'id="resolution-card"' in run_page and "across corpora: /mcp/ without a corpus argument" in run_page
     assert 'id="corpora"' in run_page and "list_corpora with the case&#x27;s query" in run_page
     assert re.search(r'sample → <span class="err">kubernetes</span>', run_page)
+    assert "75.0%" in admin_client.get("/admin/evals/evalrun/?scope=all").content.decode()
 
 
 @pytest.mark.django_db(transaction=True)
