@@ -57,3 +57,30 @@ def bearer_token(request: HttpRequest) -> str | None:
 def allows(principal: Principal | None, scope: str) -> bool:
     """Whether the caller holds `scope`; None is the anonymous caller (read only)."""
     return principal.has_scope(scope) if principal is not None else scope in ANONYMOUS_SCOPES
+
+
+PROTECTED_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
+
+
+def resource_metadata_url(request: HttpRequest) -> str:
+    """Where this request's resource describes itself (RFC 9728): the path-suffixed form for /mcp/... and
+    /api/v1/, so a client finds the authorization server and scopes from a 401 alone."""
+    path = request.path
+    if path.startswith("/api/v1/") or path == "/api/v1":
+        suffix = "/api/v1/"
+    elif path.startswith("/mcp"):
+        suffix = path if path.endswith("/") else path + "/"
+    else:
+        suffix = ""
+    return request.build_absolute_uri(PROTECTED_RESOURCE_METADATA + suffix.rstrip("/") + ("/" if suffix else ""))
+
+
+def bearer_challenge(request: HttpRequest, error: str | None = None, scope: str | None = None) -> str:
+    """A `WWW-Authenticate` value for a 401 or 403: realm, the error, and where the resource's metadata is."""
+    params = ['realm="docsmcp"']
+    if error:
+        params.append(f'error="{error}"')
+    if scope:
+        params.append(f'scope="{scope}"')
+    params.append(f'resource_metadata="{resource_metadata_url(request)}"')
+    return "Bearer " + ", ".join(params)

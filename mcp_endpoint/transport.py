@@ -22,7 +22,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from common.callers import AuthUnavailable, InvalidApiKey, Principal
+from common.callers import AuthUnavailable, InvalidApiKey, Principal, bearer_challenge
 from corpus.access import limited_to
 from corpus.apikeys import authenticate
 from mcp_endpoint import headers as mcp_headers
@@ -137,9 +137,9 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
     try:
         principal = authenticate(request)
     except InvalidApiKey as exc:  # a garbled key never falls back to the anonymous caller
-        return _unauthorized(profile_name, f"Unauthorized: {exc}", 'Bearer realm="docsmcp", error="invalid_token"')
+        return _unauthorized(profile_name, f"Unauthorized: {exc}", bearer_challenge(request, "invalid_token"))
     if principal is None and settings.MCP_AUTH_REQUIRED:
-        return _unauthorized(profile_name, NO_KEY, 'Bearer realm="docsmcp"')
+        return _unauthorized(profile_name, NO_KEY, bearer_challenge(request))
 
     identity = principal.rate_limit_identity if principal else f"ip:{security.client_ip(request)}"
     refusal = _rate_limited(identity, 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import urljoin, urlsplit
 
 import pytest
 from django.test import RequestFactory, override_settings
@@ -156,7 +157,9 @@ def test_auth_required_without_key_is_401(mcp_db_server, mcp_http, settings):
     anonymous = post(mcp_http, url, PING)
     assert "requires an API key" in _auth_error(anonymous)
     assert "send the header `Authorization: Bearer <key>`" in _auth_error(anonymous)
-    assert anonymous.headers["www-authenticate"] == 'Bearer realm="docsmcp"'
+    metadata = "/.well-known/oauth-protected-resource" + urlsplit(url).path.rstrip("/") + "/"
+    assert anonymous.headers["www-authenticate"] == (
+        f'Bearer realm="docsmcp", resource_metadata="{urljoin(url, metadata)}"')
     for headers in (
         {"Authorization": "Bearer wrong"},
         {"Authorization": "Basic dXNlcjpwdw=="},
@@ -165,7 +168,8 @@ def test_auth_required_without_key_is_401(mcp_db_server, mcp_http, settings):
         response = post(mcp_http, url, PING, headers=headers)
         message = _auth_error(response)
         assert "not valid" in message or "malformed" in message, message
-        assert response.headers["www-authenticate"] == 'Bearer realm="docsmcp", error="invalid_token"'
+        assert response.headers["www-authenticate"] == (
+            f'Bearer realm="docsmcp", error="invalid_token", resource_metadata="{urljoin(url, metadata)}"')
     settings.MCP_AUTH_REQUIRED = False
     assert_alive(mcp_http, url)
 

@@ -22,7 +22,7 @@ from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Throttled, ValidationError
 
-from common.callers import AuthUnavailable
+from common.callers import AuthUnavailable, bearer_challenge
 from retrieval import errors as engine
 
 if TYPE_CHECKING:
@@ -175,7 +175,8 @@ def install(api: NinjaAPI, service_errors: tuple[type[Exception], ...] = ()) -> 
         message = exc.message if exc.message != "Unauthorized" else (
             "a valid API key is required: send `Authorization: Bearer <key>`")
         response = respond(request, 401, "unauthorized", message)
-        response["WWW-Authenticate"] = 'Bearer realm="docsmcp"'
+        response["WWW-Authenticate"] = bearer_challenge(request, "invalid_token" if request.headers.get(
+            "Authorization") else None)
         return response
 
     @api.exception_handler(AuthorizationError)

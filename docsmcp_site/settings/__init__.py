@@ -4,7 +4,7 @@ per concern; every default works on one machine with nothing but Python.
 `core` the Django site (home directory, secret, hosts, apps, database, logging), `celery` the task
 queue, `build` builds and their sources, `serving` the serving workers and the corpora they hold,
 `mcp` the MCP endpoint and its limits, `insights` the query log, insights and evals, `citeloom` that
-profile's bounds. Each reads the environment only through `env` (typed, with the variable named in
+profile's bounds, `oauth` sign-in with OAuth 2.1. Each reads the environment only through `env` (typed, with the variable named in
 the error), and each default is written there once: the apps read `django.conf.settings.X`, and
 tests/test_settings_documented.py checks that every such name is defined here and that every variable
 read here is documented.
@@ -16,4 +16,5 @@ from docsmcp_site.settings.citeloom import *  # noqa: F403
 from docsmcp_site.settings.core import *  # noqa: F403
 from docsmcp_site.settings.insights import *  # noqa: F403
 from docsmcp_site.settings.mcp import *  # noqa: F403
+from docsmcp_site.settings.oauth import *  # noqa: F403
 from docsmcp_site.settings.serving import *  # noqa: F403

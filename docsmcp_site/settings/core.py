@@ -38,6 +38,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # The built-in OAuth 2.1 authorization server (docs/security.md#signing-in-with-oauth).
+    "oauth2_provider",
     "corpus",
     "mcp_endpoint",
     "evals",

@@ -1,0 +1,68 @@
+"""Sign-in with OAuth 2.1 for /mcp/ and /api/v1/ (the MCP authorization specification): the built-in
+authorization server (django-oauth-toolkit), how clients register with it, and an external issuer whose
+tokens are checked against its JWKS. Static API keys work beside every choice (docs/security.md)."""
+
+from docsmcp_site.settings.env import env_bool, env_int, env_list, env_str
+from docsmcp_site.settings.mcp import MCP_SERVER_HOST
+
+# The built-in authorization server: sign-in through Django's login, a consent page, tokens in the admin.
+DOCSMCP_OAUTH_SERVER = env_bool("DOCSMCP_OAUTH_SERVER", True)
+# Lifetime of an access token; a client refreshes it with its (rotated) refresh token.
+DOCSMCP_OAUTH_ACCESS_TOKEN_SECONDS = env_int("DOCSMCP_OAUTH_ACCESS_TOKEN_SECONDS", 3600)
+DOCSMCP_OAUTH_REFRESH_TOKEN_SECONDS = env_int("DOCSMCP_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600)
+# Dynamic client registration (RFC 7591): any caller may register a client (it still needs a user's
+# sign-in and consent for a token). On by default only while the server listens on loopback.
+DOCSMCP_OAUTH_REGISTRATION = env_bool(
+    "DOCSMCP_OAUTH_REGISTRATION", MCP_SERVER_HOST in ("127.0.0.1", "localhost", "::1", "[::1]"))
+# Client ID Metadata Documents: an HTTPS URL as client_id, its document fetched (public hosts only,
+# size and time bounded). DOCSMCP_OAUTH_CLIENT_HOSTS limits which hosts (empty: any public host).
+DOCSMCP_OAUTH_CLIENT_METADATA_DOCUMENTS = env_bool("DOCSMCP_OAUTH_CLIENT_METADATA_DOCUMENTS", True)
+DOCSMCP_OAUTH_CLIENT_HOSTS = env_list("DOCSMCP_OAUTH_CLIENT_HOSTS", "")
+
+# An external issuer (instead of, or beside, the built-in server): its tokens are JWTs signed by a key
+# of its JWKS, with this server's audience; their scopes are mapped to docsmcp's by
+# DOCSMCP_OAUTH_SCOPE_MAP ("theirs=ours" pairs, e.g. "docs.read=read,docs.write=write").
+DOCSMCP_OAUTH_ISSUER = env_str("DOCSMCP_OAUTH_ISSUER")
+DOCSMCP_OAUTH_AUDIENCE = env_str("DOCSMCP_OAUTH_AUDIENCE")
+DOCSMCP_OAUTH_JWKS_URL = env_str("DOCSMCP_OAUTH_JWKS_URL")
+DOCSMCP_OAUTH_SCOPE_MAP = env_list("DOCSMCP_OAUTH_SCOPE_MAP", "")
+
+LOGIN_URL = "/accounts/login/"
+
+OAUTH2_PROVIDER = {
+    "SCOPES": {
+        "read": "search and read the documentation",
+        "write": "call tools that write (feedback, fixes)",
+        "build": "start and activate builds, review fixes, run evals",
+        "admin": "everything, including creating and deleting corpora",
+    },
+    "DEFAULT_SCOPES": ["read"],
+    "ACCESS_TOKEN_EXPIRE_SECONDS": DOCSMCP_OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": DOCSMCP_OAUTH_REFRESH_TOKEN_SECONDS,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "PKCE_REQUIRED": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
+    # OAuth 2.1 / RFC 9700: no implicit or password grant, S256 only, tokens stored as hashes.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "DCR_ENABLED": DOCSMCP_OAUTH_SERVER and DOCSMCP_OAUTH_REGISTRATION,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": DOCSMCP_OAUTH_SERVER and DOCSMCP_OAUTH_CLIENT_METADATA_DOCUMENTS,
+    "CIMD_ALLOWED_HOSTS": DOCSMCP_OAUTH_CLIENT_HOSTS,
+    "CIMD_REGISTRATION_PERMISSION_CLASSES": (
+        ("oauth2_provider.cimd.HostAllowlistCIMDPermission",) if DOCSMCP_OAUTH_CLIENT_HOSTS
+        else ("oauth2_provider.cimd.AllowAllCIMDPermission",)),
+    "CIMD_FETCH_TIMEOUT_SECONDS": 5,
+    "CIMD_MAX_DOCUMENT_SIZE": 16 * 1024,
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "docsmcp",
+    "OAUTH2_PROTECTED_RESOURCE_AUTHORIZATION_SERVERS": [DOCSMCP_OAUTH_ISSUER] if DOCSMCP_OAUTH_ISSUER else [],
+}

@@ -1,0 +1,255 @@
+"""OAuth 2.1 sign-in for /mcp/ and /api/v1/ (the MCP authorization specification): metadata, the built-in
+authorization server's flow and its refusals, tokens as callers beside API keys, an external issuer."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+from django.utils import timezone
+
+from corpus.apikeys import create_api_key
+from tests.oauth_helpers import REDIRECT, authorize_query, consent, pkce, register, sign_in, token
+
+MCP = "http://testserver/mcp/"
+API = "http://testserver/api/v1/"
+
+
+@pytest.fixture
+def auth_required(settings):
+    settings.MCP_AUTH_REQUIRED = True
+    settings.MCP_API_KEY = ""
+
+
+@pytest.fixture
+def reader(db):
+    return User.objects.create_user("reader", password="pw-reader-1")
+
+
+def bearer(access: str) -> dict:
+    return {"HTTP_AUTHORIZATION": f"Bearer {access}"}
+
+
+def test_resource_metadata_names_the_server_and_scopes(client, db):
+    for path, resource in [("", "http://testserver"), ("/mcp/", MCP), ("/mcp/c/sample/", "http://testserver/mcp/c/sample/"),
+                           ("/api/v1/", API)]:
+        doc = client.get("/.well-known/oauth-protected-resource" + path).json()
+        assert doc["resource"] == resource
+        assert doc["authorization_servers"] == ["http://testserver"]
+        assert doc["scopes_supported"] == ["admin", "build", "read", "write"]
+
+
+def test_authorization_server_metadata_offers_code_with_s256_only(client, db):
+    doc = client.get("/.well-known/oauth-authorization-server").json()
+    assert doc["issuer"] == "http://testserver"
+    assert doc["response_types_supported"] == ["code"]
+    assert doc["grant_types_supported"] == ["authorization_code", "refresh_token"]
+    assert doc["code_challenge_methods_supported"] == ["S256"]
+    assert doc["authorization_endpoint"] == "http://testserver/oauth/authorize/"
+    assert doc["token_endpoint"] == "http://testserver/oauth/token/"
+    assert doc["registration_endpoint"] == "http://testserver/oauth/register/"
+    assert "none" in doc["token_endpoint_auth_methods_supported"]
+    assert doc["client_id_metadata_document_supported"] is True
+
+
+def test_401_points_at_the_resource_metadata(client, sample_corpus, auth_required):
+    response = client.get("/api/v1/corpora")
+    assert response.status_code == 401
+    assert 'resource_metadata="http://testserver/.well-known/oauth-protected-resource/api/v1/"' in \
+        response["WWW-Authenticate"]
+    response = client.post("/mcp/c/sample/", "{}", content_type="application/json")
+    assert response.status_code == 401
+    assert ('resource_metadata="http://testserver/.well-known/oauth-protected-resource/mcp/c/sample/"'
+            in response["WWW-Authenticate"])
+
+
+def test_sign_in_token_reads_refreshes_with_rotation_and_revokes(client, sample_corpus, auth_required, reader):
+    client_id = register(client)
+    tokens = sign_in(client, reader, client_id, API)
+    assert tokens["scope"] == "read" and tokens["token_type"] == "Bearer"
+    assert client.get("/api/v1/corpora", **bearer(tokens["access_token"])).status_code == 200
+
+    fresh = token(client, grant_type="refresh_token", refresh_token=tokens["refresh_token"], client_id=client_id)
+    assert fresh["status"] == 200 and fresh["refresh_token"] != tokens["refresh_token"]
+    assert client.get("/api/v1/corpora", **bearer(fresh["access_token"])).status_code == 200
+    # The old refresh token was rotated away: reusing it is refused.
+    assert token(client, grant_type="refresh_token", refresh_token=tokens["refresh_token"],
+                 client_id=client_id)["status"] == 400
+
+    revoked = client.post("/oauth/revoke/", {"token": fresh["access_token"], "client_id": client_id})
+    assert revoked.status_code == 200
+    response = client.get("/api/v1/corpora", **bearer(fresh["access_token"]))
+    assert response.status_code == 401
+    assert 'error="invalid_token"' in response["WWW-Authenticate"]
+
+
+def test_a_token_does_only_what_its_scopes_and_its_user_allow(client, sample_corpus, auth_required, reader):
+    client_id = register(client)
+    # The user consents to admin, but a plain account holds read only: a write is refused.
+    tokens = sign_in(client, reader, client_id, API, scope="read admin")
+    body = json.dumps({"name": "new-docs", "kind": "chunks"})
+    refused = client.post("/api/v1/corpora", body, content_type="application/json", **bearer(tokens["access_token"]))
+    assert refused.status_code == 403
+    assert "'admin' scope" in refused.json()["error"]["message"]
+    reader.groups.add(Group.objects.create(name="docsmcp-admin"))
+    allowed = client.post("/api/v1/corpora", body, content_type="application/json", **bearer(tokens["access_token"]))
+    assert allowed.status_code == 201, allowed.content
+
+
+def test_a_users_corpus_group_limits_the_token(client, sample_corpus, auth_required, reader):
+    reader.groups.add(Group.objects.create(name="docsmcp-corpus-other"))
+    tokens = sign_in(client, reader, register(client), API)
+    assert client.get("/api/v1/corpora/sample", **bearer(tokens["access_token"])).status_code == 404
+    assert client.get("/api/v1/corpora", **bearer(tokens["access_token"])).json()["items"] == []
+
+
+def test_a_token_for_another_resource_is_refused(client, sample_corpus, auth_required, reader):
+    tokens = sign_in(client, reader, register(client), MCP)
+    response = client.get("/api/v1/corpora", **bearer(tokens["access_token"]))
+    assert response.status_code == 401
+    assert "issued for http://testserver/mcp/" in response.json()["error"]["message"]
+    other = sign_in(client, reader, register(client), "https://elsewhere.example/mcp/")
+    assert client.get("/api/v1/corpora", **bearer(other["access_token"])).status_code == 401
+
+
+def test_an_expired_token_is_refused(client, sample_corpus, auth_required, reader):
+    from oauth2_provider.models import AccessToken
+
+    tokens = sign_in(client, reader, register(client), API)
+    AccessToken.objects.update(expires=timezone.now() - timedelta(seconds=1))
+    response = client.get("/api/v1/corpora", **bearer(tokens["access_token"]))
+    assert response.status_code == 401
+    assert "expired" in response.json()["error"]["message"]
+
+
+def test_pkce_is_required_and_plain_is_refused(client, db, reader):
+    client_id = register(client)
+    client.force_login(reader)
+    _verifier, challenge = pkce()
+    for query in (authorize_query(client_id, None, MCP), authorize_query(client_id, challenge, MCP, method="plain")):
+        response = client.get(query)
+        # Refused before any consent is asked, saying what to send.
+        assert response.status_code == 400, response.content
+        assert b"code_challenge_method=S256" in response.content and b'name="allow"' not in response.content
+
+
+def test_a_code_needs_its_verifier(client, db, reader):
+    client_id = register(client)
+    verifier, challenge = pkce()
+    client.force_login(reader)
+    code = consent(client, authorize_query(client_id, challenge, MCP))
+    answer = token(client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                   code_verifier=pkce()[0], resource=MCP)
+    assert answer["status"] == 400 and answer["error"] == "invalid_grant"
+    assert verifier
+
+
+def test_an_unregistered_redirect_uri_gets_no_redirect(client, db, reader):
+    client_id = register(client)
+    client.force_login(reader)
+    response = client.get(authorize_query(client_id, pkce()[1], MCP, redirect="http://127.0.0.1:9/evil"))
+    assert response.status_code == 400 or (response.status_code == 200 and b"cannot go on" in response.content)
+    assert "Location" not in response
+
+
+def test_sign_in_asks_for_login_then_names_the_client_and_scopes(client, db, reader):
+    client_id = register(client, name="Remote Agent 7")
+    query = authorize_query(client_id, pkce()[1], MCP, scope="read write")
+    response = client.get(query)
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next=")
+    login = client.post(response["Location"], {"username": "reader", "password": "pw-reader-1"})
+    assert login.status_code == 302
+    page = client.get(login["Location"]).content.decode()
+    assert "Remote Agent 7" in page
+    assert "search and read the documentation" in page and "call tools that write" in page
+
+
+def test_registration_can_be_turned_off(client, db, settings):
+    from oauth2_provider.settings import oauth2_settings
+
+    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "DCR_ENABLED": False}
+    oauth2_settings.reload()
+    try:
+        response = client.post("/oauth/register/", json.dumps({"redirect_uris": [REDIRECT]}),
+                               content_type="application/json")
+        assert response.status_code in (403, 404)
+        assert "registration_endpoint" not in client.get("/.well-known/oauth-authorization-server").json()
+    finally:
+        settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "DCR_ENABLED": True}
+        oauth2_settings.reload()
+
+
+def test_api_keys_keep_working_beside_tokens(client, sample_corpus, auth_required):
+    _row, key = create_api_key("ci", ["read"])
+    assert client.get("/api/v1/corpora", **bearer(key)).status_code == 200
+
+
+def test_operator_command_creates_lists_and_deletes_clients(db, capsys, client, reader):
+    call_command("mcp_oauth_client", "create", "Team agent", "--redirect-uri", REDIRECT)
+    out = capsys.readouterr().out
+    client_id = out.split("client_id: ")[1].split()[0]
+    call_command("mcp_oauth_client", "list")
+    assert "Team agent" in capsys.readouterr().out
+    tokens = sign_in(client, reader, client_id, MCP)
+    assert tokens["access_token"]
+    call_command("mcp_oauth_client", "delete", client_id)
+    call_command("mcp_oauth_client", "list")
+    assert "Team agent" not in capsys.readouterr().out
+
+
+@pytest.fixture
+def issuer(settings):
+    """An external issuer: an RSA key, its JWKS served on a loopback port by a server made here."""
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    body = json.dumps({"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
+
+    class Jwks(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Jwks)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings.DOCSMCP_OAUTH_ISSUER = "https://id.example.com"
+    settings.DOCSMCP_OAUTH_JWKS_URL = f"http://127.0.0.1:{server.server_address[1]}/jwks"
+    settings.DOCSMCP_OAUTH_SCOPE_MAP = ["docs.read=read", "docs.admin=admin"]
+
+    def mint(aud="http://testserver/", scope="docs.read", expires_in=300, iss="https://id.example.com"):
+        claims = {"iss": iss, "aud": aud, "sub": "alice", "scope": scope, "exp": int(time.time()) + expires_in}
+        return jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
+
+    yield mint
+    server.shutdown()
+
+
+def test_an_external_issuers_tokens_are_checked_by_its_jwks(client, sample_corpus, auth_required, issuer):
+    assert client.get("/.well-known/oauth-protected-resource/mcp/").json()["authorization_servers"] == [
+        "http://testserver", "https://id.example.com"]
+    assert client.get("/api/v1/corpora", **bearer(issuer())).status_code == 200
+    body = json.dumps({"name": "new-docs", "kind": "chunks"})
+    assert client.post("/api/v1/corpora", body, content_type="application/json",
+                       **bearer(issuer())).status_code == 403
+    assert client.post("/api/v1/corpora", body, content_type="application/json",
+                       **bearer(issuer(scope="docs.read docs.admin"))).status_code == 201
+    for bad, says in [(issuer(aud="https://other.example/"), "not for this server"),
+                      (issuer(expires_in=-120), "expired"),
+                      (issuer(iss="https://evil.example.com"), "another issuer")]:
+        response = client.get("/api/v1/corpora", **bearer(bad))
+        assert response.status_code == 401 and says in response.json()["error"]["message"], response.content
