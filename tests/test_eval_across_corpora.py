@@ -166,3 +166,24 @@ def test_over_http_the_endpoint_gives_the_same_scores(two_corpora, suite, live_s
     assert remote.metrics["overall"]["resolution"] == local.metrics["overall"]["resolution"]
     assert remote.metrics["by_corpus"] == local.metrics["by_corpus"]
     assert remote.delta["cases"]["worse"] == [] and remote.delta["cases"]["better"] == []
+
+
+def test_rest_starts_a_run_across_corpora(two_corpora, suite, writer_client, django_capture_on_commit_callbacks):
+    from corpus.apikeys import create_api_key
+    from tests.api_helpers import assert_error, call
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = call(writer_client, "post", "/evals/runs", {"corpus": "sample", "suite": "across", "scope": "all"})
+    assert response.status_code == 202, response.content
+    run = call(writer_client, "get", f"/evals/runs/{response.json()['id']}").json()
+    assert run["status"] == "complete" and run["scope"] == "all", run["error"]
+    assert run["metrics"]["overall"]["resolution"]["accuracy"] == 0.75
+    assert set(run["metrics"]["by_corpus"]) == {"kubernetes", "sample"}
+
+    # The run's calls carry no key: a key limited to some corpora may not ask every corpus through it.
+    _row, limited = create_api_key("sample-only", ["build"], corpora=["sample"])
+    refused = call(writer_client, "post", "/evals/runs", {"corpus": "sample", "suite": "across", "scope": "all"},
+                   key=limited)
+    assert_error(refused, 400, message_contains="limited to some corpora")
+    assert_error(call(writer_client, "post", "/evals/runs", {"corpus": "sample", "suite": "across", "scope": "x"}),
+                 422)
