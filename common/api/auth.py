@@ -1,4 +1,4 @@
-"""Who may call the REST API: the MCP endpoint's bearer keys, or a staff member's admin session.
+"""Who may call the REST API: a bearer API key (the same keys as /mcp/), or a staff member's admin session.
 
 Each operation names the scope it needs with `auth=READ`, `auth=BUILD` or `auth=ADMIN`:
 read lists and reads corpora, builds and the index; build triggers, cancels and activates

@@ -2,10 +2,12 @@
 
 Every failure under /api/v1/ renders to it: service and engine errors (each carries its HTTP
 status), ninja's request validation (422), auth (401/403), unknown routes (404), wrong
-methods (405) and unexpected crashes (500, logged, no traceback in the body). `install(api,
-service_errors)` registers the exception handlers, the apps' error bases among them (each of their
-classes carries its HTTP status as `status`, so the floor needs no list of the apps' errors); `api_error_shape` is a middleware that reshapes the few
-answers Django or ninja produce outside those handlers (URL resolver 404, 405, 413, ...).
+methods (405) and unexpected crashes (500, logged, no traceback in the body).
+
+`install(api, service_errors)` registers the exception handlers; the site names the apps' error
+bases, whose classes each carry their HTTP status as `status`, so the floor imports no app.
+`api_error_shape` is a middleware that reshapes the few answers Django or ninja produce outside
+those handlers (URL resolver 404, 405, 413, ...).
 """
 
 from __future__ import annotations
