@@ -33,7 +33,6 @@ from .targets import (
 from .targets import parse_search_result as parse_page
 
 PAGE_SIZE = 10
-SCOPES = ("corpus", "all", "named")
 Progress = Callable[[int, int], None]
 
 
