@@ -17,7 +17,6 @@ from django.core.management import call_command
 from evals.errors import EvalError
 from evals.models import EvalRun
 from evals.services import eval_run, suite_import
-from tests.test_mcp_docs_profile import build
 
 KUBE_PAGES = {
     "pods.md": "# Pods\n\nA Pod is the smallest deployable unit of computing in Kubernetes: one or more "
@@ -35,6 +34,9 @@ CASES = [
     # The page exists, but in the other corpus: a hit from there must not count for this case.
     {"id": "sample-wrong-corpus", "query": "smallest deployable unit of computing, containers sharing network",
      "expected_files": ["pods.md"], "corpus": "sample", "category": "payments"},
+    # Kubernetes cannot answer this (a zero-result case of its own); across corpora, the sample can.
+    {"id": "kube-no-ratelimit", "query": "RateLimitError python SDK retries", "corpus": "kubernetes",
+     "category": "zero-result"},
 ]
 
 
@@ -55,7 +57,9 @@ def two_corpora(sample_corpus, index_root, tmp_path, settings):
     root.mkdir()
     for name, text in KUBE_PAGES.items():
         (root / name).write_text(text)
-    build("kubernetes", root)
+    # Full text only: a question with none of its words gets no hit from it (vectors always have neighbours).
+    call_command("build_index", "--corpus", "kubernetes", "--source", str(root), "--embedding-provider", "none",
+                 "--full", "--no-progress", stdout=StringIO())
     Corpus.objects.filter(name="kubernetes").update(description="Kubernetes container orchestration")
     forget_active()
     return sample_corpus
@@ -86,12 +90,18 @@ def test_a_question_about_corpus_b_resolves_to_b_and_is_scored_on_b_only(two_cor
     assert wrong.top_hits[0].startswith("[kubernetes] pods.md")
     assert wrong.metrics["resolution"]["first"] == "kubernetes" and wrong.metrics["resolution"]["rank"] == 2
 
+    # A case its corpus cannot answer passes while no hit comes from that corpus, whatever the others
+    # answer, and has no right corpus to resolve to.
+    none = results["kube-no-ratelimit"]
+    assert none.hit_count > 0 and all(h.startswith("[sample] ") for h in none.top_hits)
+    assert none.passed and "resolution" not in none.metrics
+
     overall = run.metrics["overall"]
     assert overall["resolution"] == {"n": 4, "accuracy": 0.75, "mrr": 0.875}
     assert run.metrics["by_corpus"]["kubernetes"]["resolution"]["accuracy"] == 1.0
     assert run.metrics["by_corpus"]["sample"]["resolution"]["accuracy"] == 0.5
     assert run.metrics["by_corpus"]["kubernetes"]["file"]["mrr@10"] == 1.0
-    assert run.latency["list_corpora"]["n"] == 4 and run.latency["get_doc"]["n"] == 4
+    assert run.latency["list_corpora"]["n"] == 4 and run.latency["get_doc"]["n"] == 5
 
 
 def test_named_scope_asks_each_case_s_corpus_alone(two_corpora, suite):
@@ -132,7 +142,7 @@ def test_run_eval_command_prints_resolution_per_corpus(two_corpora, tmp_path):
                  "--scope", "all", "--no-progress", stdout=out, stderr=StringIO())
     text = out.getvalue()
     assert "on /mcp/ (scope all)" in text and "corpus resolution 0.750" in text
-    assert re.search(r"corpus kubernetes\s+2/2 passed .* resolution 1\.000", text)
+    assert re.search(r"corpus kubernetes\s+3/3 passed .* resolution 1\.000", text)
 
 
 def test_dashboards_show_the_resolution_and_its_history(two_corpora, suite, admin_client):
