@@ -13,16 +13,13 @@ corpus with two cheap signals and ranks in full only the best few:
   corpora are scaled among themselves.
 
 The affinity decides (scaled to [0, 1] over the candidates of one model); the profile,
-scaled the same way, adds PROFILE_WEIGHT of it. Measured on Kubernetes, Python and
-PowerShell built without vectors, the profile alone put the question's corpus among the
-first two of four for only 94% of questions (docs/BENCHMARKS.md), so a corpus without
-vectors is never routed away: it is always ranked in full.
-
-Routing is off unless DOCSMCP_SEARCH_ROUTE_TOP is set: on four real corpora with hash embeddings the
-question's corpus was among the two routed for 81% of questions; the big corpora gained (their
-chunks no longer compete with the others') and the small one lost most of its hits
-(docs/BENCHMARKS.md). A server whose corpora differ clearly, or that must answer fast across many,
-may turn it on.
+scaled the same way, adds PROFILE_WEIGHT of it. Only a semantic model's cosines route: on
+Kubernetes and the sample embedded with the local model, ranking only the closest corpus put
+the question's corpus first for 97% of questions and kept each corpus's MRR@10 within 0.01 of
+asking it alone (merging both corpora's rankings lost 0.11 on Kubernetes), while word-hash
+cosines left the question's corpus out of the two ranked for 19% of questions on four real
+corpora, and the profile alone out of the one ranked for 25% on three (docs/BENCHMARKS.md).
+So a corpus without a semantic model's vectors is never routed away: it is always ranked in full.
 """
 
 from __future__ import annotations
@@ -31,15 +28,19 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
+from .engine import WORD_HASH_PROVIDERS
 from .index import Index
 
 PROFILE_WEIGHT = 0.5
 
 
 def affinity(index: Index, query_vector: np.ndarray | None) -> float | None:
-    """The best cosine between the query and any chunk of `index`; None without vectors or a query vector."""
+    """The best cosine between the query and any chunk of `index`; None without vectors of a semantic model
+    or a query vector."""
     if query_vector is None or not index.has_vectors:
         return None
+    if (index.metadata.embedding or {}).get("provider") in WORD_HASH_PROVIDERS:
+        return None  # word-hash vectors match words, not meaning: no better a router than the profile
     vectors = index.vectors()
     query = np.asarray(query_vector, dtype=np.float32).ravel()
     if vectors.dims != query.shape[0] or not len(index.catalog().id_order):
