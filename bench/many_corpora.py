@@ -15,7 +15,8 @@ across 20 corpora, and memory against DOCSMCP_SERVING_MEMORY_MB.
    loaded corpus (p50, p99) alternating with the same queries across 20 loaded corpora merged
    (`corpora_search`, p50, p99), the CPU milliseconds per search of both and their ratios, and after
    searching `--touch` distinct corpora: the open indexes, their estimated bytes and the process's RSS.
-   `--route-top` sets DOCSMCP_SEARCH_ROUTE_TOP (how many of the 20 a search ranks in full; 0: all).
+   Then `list_corpora`'s ranking of all corpora (corpus_cards with a query): its first call, then the p50
+   and CPU per call of 20 more. `--route-top` sets DOCSMCP_SEARCH_ROUTE_TOP (how many of the 20 a search ranks in full; 0: all).
 Figures are JSON on stdout.
 """
 
@@ -72,6 +73,11 @@ for q in [q for _ in range(rounds // len(queries) + 1) for q in queries][:rounds
     across.append(ms(lambda q=q: corpora_search(twenty, SearchRequest(query=q)), "across"))
 for n in names[:touch]:
     corpus_search(n, SearchRequest(query=queries[1]))
+from corpus.serving import corpus_cards
+cpu["list"] = 0.0
+listed_first = ms(lambda: corpus_cards(queries[2]), "list")
+cpu["list"] = 0.0
+listed = [ms(lambda q=q: corpus_cards(q), "list") for q in (queries * 2)[:20]]
 print(json.dumps({
     "startup_s": round(startup, 3),
     "first_search_ms": {"p50": pct(first, 0.5), "max": round(max(first), 2)},
@@ -81,6 +87,8 @@ print(json.dumps({
     "across_over_one": {"p50": round(pct(across, 0.5) / pct(loaded, 0.5), 2),
                         "cpu": round(cpu["across"] / max(cpu["one"], 1e-9), 2)},
     "route_top": settings.DOCSMCP_SEARCH_ROUTE_TOP,
+    "list_corpora_ms": {"first": round(listed_first, 1), "p50": pct(listed, 0.5),
+                        "cpu_per_call": round(cpu["list"] / len(listed), 2)},
     "after_touching": touch,
     "open_indexes": sum(INDEXES.loaded(n) for n in names),
     "held_mb": round(INDEXES.held_bytes() / 2**20, 1),
