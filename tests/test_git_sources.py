@@ -156,6 +156,20 @@ def test_a_second_version_reuses_the_first_versions_chunks(two_versions):
     assert v2.active_build.stats["reused_files"] == v1.active_build.stats["total_files"]
 
 
+def test_list_corpora_shows_a_corpus_once_with_its_versions_and_follows_a_new_default(two_versions):
+    from corpus.serving import corpus_cards
+
+    (card,) = [c for c in corpus_cards("streaming events") if c.name.startswith("skyline")]
+    assert (card.name, card.versions, card.default_version) == ("skyline", ["v1", "v2"], "v2")
+    assert card.pages == Corpus.objects.get(name="skyline@v2").active_build.stats["total_files"]
+    head = Corpus.objects.get(name="skyline")
+    head.default_version = "v1"
+    head.save()
+    (card,) = [c for c in corpus_cards() if c.name.startswith("skyline")]
+    assert card.default_version == "v1"
+    assert card.pages == Corpus.objects.get(name="skyline").active_build.stats["total_files"]
+
+
 def test_the_docs_profile_offers_a_version_filter_only_when_there_are_versions(two_versions, client):
     tools = {t["name"]: t for t in mcp(client, "/mcp/c/skyline/", "tools/list")["result"]["tools"]}
     version = tools["search_docs"]["inputSchema"]["properties"]["version"]
