@@ -27,7 +27,7 @@ DOCSMCP_SEARCH_ALL_MAX = env_int("DOCSMCP_SEARCH_ALL_MAX", 20)
 # Of the corpora with a semantic model's vectors that a search without `corpus` covers, how many it ranks in full:
 # those whose chunks come closest to the query (best cosine; the list_corpora profile breaks near ties;
 # docs/corpora.md). Corpora without such vectors are always ranked. 0: every corpus.
-DOCSMCP_SEARCH_ROUTE_TOP = env_int("DOCSMCP_SEARCH_ROUTE_TOP", 2)
+DOCSMCP_SEARCH_ROUTE_TOP = env_int("DOCSMCP_SEARCH_ROUTE_TOP", 1)
 # Memory a serving worker may spend on open indexes (docs/corpora.md): corpora open on first use and the least
 # recently used close beyond it; 0: no budget (at most 8 indexes open besides the pinned ones, as before).
 DOCSMCP_SERVING_MEMORY_MB = env_int("DOCSMCP_SERVING_MEMORY_MB", 0)
