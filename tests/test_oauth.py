@@ -253,3 +253,19 @@ def test_an_external_issuers_tokens_are_checked_by_its_jwks(client, sample_corpu
                       (issuer(iss="https://evil.example.com"), "another issuer")]:
         response = client.get("/api/v1/corpora", **bearer(bad))
         assert response.status_code == 401 and says in response.json()["error"]["message"], response.content
+
+
+def test_the_admin_lists_a_users_tokens_and_revokes_them(client, sample_corpus, auth_required, reader):
+    from oauth2_provider.models import AccessToken
+
+    tokens = sign_in(client, reader, register(client), API)
+    admin = User.objects.create_superuser("root", "root@example.com", "pw-root-1")
+    client.force_login(admin)
+    listing = client.get("/admin/oauth2_provider/accesstoken/")
+    assert listing.status_code == 200 and b"reader" in listing.content
+    row = AccessToken.objects.get(user=reader)
+    revoked = client.post("/admin/oauth2_provider/accesstoken/",
+                          {"action": "revoke_tokens", "_selected_action": [row.pk]})
+    assert revoked.status_code == 302
+    client.logout()
+    assert client.get("/api/v1/corpora", **bearer(tokens["access_token"])).status_code == 401
