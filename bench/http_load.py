@@ -33,6 +33,9 @@ hits list) is an error; the exit status is 1 when there was any. `--trials N` me
 N times and keeps the trial with the lowest p50 (for a machine shared with other jobs).
 `overhead_p50` is HTTP p50 minus engine p50: what the transport, Django, JSON and the network
 stack add to one search. Above one client per worker thread it also includes queueing.
+`cpu=...ms/call` is the CPU time (user + system, from /proc) the gunicorn master and its workers
+spent during a row, per call; on the engine line, this process's CPU per search. Other jobs on
+the machine move it far less than latency or calls/s, so it is the figure to compare two trees by.
 
 Queries: JSONL rows `{"query", "filters"?}` (the shared bench format), or a JSON array of the
 same (the default, corpus/sample_docs_eval.json). Filters on keys the build does not have are
@@ -93,6 +96,12 @@ class Row:
     wall: float  # seconds for the whole row
     errors: int = 0
     concurrency: int = 1
+    cpu: float | None = None  # CPU seconds the server's processes (or the engine's) spent on the row
+
+    @property
+    def cpu_ms(self) -> float:
+        calls = len(self.latencies) + self.errors
+        return self.cpu * 1000 / calls if self.cpu is not None and calls else float("nan")
 
     def ms(self, p: float) -> float:
         return percentile(self.latencies, p) * 1000 if self.latencies else float("nan")
@@ -111,6 +120,7 @@ class Row:
             "p95_ms": round(self.ms(95), 3),
             "p99_ms": round(self.ms(99), 3),
             "per_s": round(self.rate, 1),
+            "cpu_ms_per_call": round(self.cpu_ms, 3),
         }
 
 
@@ -257,6 +267,21 @@ def _cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])  # utime + stime
 
 
+def server_cpu(master: int | None) -> float | None:
+    """CPU seconds (user + system) the gunicorn master and its workers have used so far; None where
+    /proc does not say. Load from other jobs moves it much less than it moves wall-clock figures."""
+    children_file = Path(f"/proc/{master}/task/{master}/children")
+    if master is None or not children_file.exists():
+        return None
+    total = 0
+    for pid in [master, *(int(p) for p in children_file.read_text().split())]:
+        try:
+            total += _cpu_ticks(pid)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def wait_workers_idle(master: int, workers: int, deadline: float, bar: tqdm) -> None:
     """Until every worker has booted: all `workers` children exist and none burns CPU for a second."""
     children_file = Path(f"/proc/{master}/task/{master}/children")
@@ -336,6 +361,7 @@ def engine_row(index_path: Path, queries: list[dict], requests: int, limit: int)
     embedder = query_embedder(index)
     secret = cursor_secret()
     latencies = []
+    cpu_before = time.process_time()
     started = time.perf_counter()
     for i in tqdm(range(requests), desc="engine", unit="q", leave=False):
         q = queries[i % len(queries)]
@@ -347,7 +373,8 @@ def engine_row(index_path: Path, queries: list[dict], requests: int, limit: int)
             cursor_secret=secret,
         )
         latencies.append(time.perf_counter() - t0)
-    return Row("engine", latencies, time.perf_counter() - started)
+    wall = time.perf_counter() - started
+    return Row("engine", latencies, wall, cpu=time.process_time() - cpu_before)
 
 
 # --- HTTP clients ---------------------------------------------------------------------------------
@@ -405,8 +432,11 @@ class McpClient:
 
 
 def http_row(
-    url: str, queries: list[dict], concurrency: int, requests: int, limit: int, samples: list[str]
+    url: str, queries: list[dict], concurrency: int, requests: int, limit: int, samples: list[str],
+    server: int | None = None,
 ) -> Row:
+    """`requests` calls from `concurrency` clients; with `server` (the gunicorn master's pid), also
+    the CPU its processes spent on them."""
     clients = [McpClient(url) for _ in range(concurrency)]
     counter = iter(range(requests))
     lock = threading.Lock()
@@ -437,14 +467,17 @@ def http_row(
             latencies.extend(mine)
             errors += failed
 
+    cpu_before = server_cpu(server)
     started = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
         list(pool.map(drive, clients))
     wall = time.perf_counter() - started
+    cpu_after = server_cpu(server)
     bar.close()
     for client in clients:
         client.close()
-    return Row(f"http c={concurrency}", latencies, wall, errors, concurrency)
+    cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+    return Row(f"http c={concurrency}", latencies, wall, errors, concurrency, cpu)
 
 
 def warm_up(url: str, queries: list[dict], parallel: int, limit: int) -> int:
@@ -469,10 +502,13 @@ def line(row: Row, engine: Row | None) -> str:
     )
     if engine is not None:
         text += f"  errors={row.errors}  overhead_p50={row.ms(50) - engine.ms(50):+.2f}ms"
+    if row.cpu is not None:
+        text += f"  cpu={row.cpu_ms:.2f}ms/{'q' if engine is None else 'call'}"
     return text
 
 
-def measure(args, url: str, index_path: Path, queries: list[dict]) -> tuple[Row, list[Row], list[str]]:
+def measure(args, url: str, index_path: Path, queries: list[dict],
+            server: int | None = None) -> tuple[Row, list[Row], list[str]]:
     """Trials interleaved (engine, then each level; again), so a burst of load from other jobs
     spoils one trial of every row rather than every trial of one row."""
     levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
@@ -487,7 +523,7 @@ def measure(args, url: str, index_path: Path, queries: list[dict]) -> tuple[Row,
         engines.append(engine_row(index_path, queries, args.requests, args.limit))
         for concurrency in levels:
             trials[concurrency].append(
-                http_row(url, queries, concurrency, args.requests, args.limit, samples)
+                http_row(url, queries, concurrency, args.requests, args.limit, samples, server)
             )
         if args.trials > 1:
             summary = ", ".join(f"c={c} p50={rows[-1].ms(50):.2f}ms" for c, rows in trials.items())
@@ -614,7 +650,7 @@ def main(argv: list[str] | None = None) -> int:
             hold(server, url)
             shutil.rmtree(workdir, ignore_errors=True)
             return 0
-        engine, rows, samples = measure(args, url, index_path, queries)
+        engine, rows, samples = measure(args, url, index_path, queries, server.pid)
         memory = worker_memory(server.pid)
     finally:
         stop_server(server)
