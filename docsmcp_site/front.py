@@ -42,6 +42,10 @@ RECV_BYTES = 256 * 1024
 # Bytes a worker holds for requests still arriving, past which a request larger than the anonymous
 # body limit (only keyed callers send those) is refused 503: 1,000 such uploads must not take 32 GB.
 LARGE_HOLD_LIMIT = 256 * 1024 * 1024
+# Seconds between two heartbeats to the master (at most half the worker timeout). gthread writes one,
+# a utime call, on every pass of its event loop, several per request, though the master only checks
+# it against --timeout (60 s).
+HEARTBEAT_SECONDS = 1.0
 
 REASONS = {
     400: "Bad Request", 408: "Request Timeout", 413: "Payload Too Large", 414: "URI Too Long",
@@ -98,8 +102,15 @@ class BufferingThreadWorker(ThreadWorker):
     def init_process(self) -> None:
         self.limits = Limits.from_settings(request_line=self.cfg.limit_request_line or 4094)
         self.arrivals: dict[Any, Arrival] = {}
+        self.last_heartbeat = float("-inf")
         util.write_error = write_json_error
         super().init_process()
+
+    def notify(self) -> None:
+        now = time.monotonic()
+        if now - self.last_heartbeat >= min(HEARTBEAT_SECONDS, self.timeout / 2 or HEARTBEAT_SECONDS):
+            self.last_heartbeat = now
+            super().notify()
 
     def _buffers(self, conn) -> bool:
         # TLS and cleartext HTTP/2 are negotiated on the socket by gunicorn's own code in the thread.
@@ -116,7 +127,8 @@ class BufferingThreadWorker(ThreadWorker):
         arrival = Arrival(self.limits, time.monotonic())
         if already and self._advance(conn, arrival, already):
             return
-        conn.sock.setblocking(False)
+        if conn.sock.getblocking():  # only a connection with read-ahead bytes comes here blocking
+            conn.sock.setblocking(False)
         # A kept-alive connection comes here because it is readable: most requests are read now,
         # without another round through the selector.
         chunk = _receive(conn.sock)
