@@ -265,10 +265,12 @@ def search_result_json(result: SearchResult, snippet_chars: int | None = None,
 
 def _search_docs(context: Context, arguments: dict[str, Any]) -> ToolResult:
     """The page of hits (the docs tool contract's text block first), then a resource_link to each page they come from."""
-    return docs_resources.with_links(context, _search_page(context, arguments), arguments.get("version"))
+    page, searched = _search_page(context, arguments)
+    return docs_resources.with_links(context, page, arguments.get("version"), searched)
 
 
-def _search_page(context: Context, arguments: dict[str, Any]) -> ToolResult:
+def _search_page(context: Context, arguments: dict[str, Any]) -> tuple[ToolResult, str]:
+    """The page of hits, fitted to the budget, and the corpus of the build that answered."""
     _name, versions = version_choices(context.corpus)
     filters = {k: v for k, v in arguments.items() if k not in BASE_PROPERTIES and not (versions and k == "version")}
     request = SearchRequest(
@@ -278,26 +280,26 @@ def _search_page(context: Context, arguments: dict[str, Any]) -> ToolResult:
         cursor=arguments.get("cursor"),
     )
     served = corpus_search(context.corpus, request, version=arguments.get("version") if versions else None)
-    result, fresh = served.result, served.freshness
+    result, fresh, searched = served.result, served.freshness, served.index.metadata.corpus
     payload = search_result_json(result, fresh=fresh)
     limit = budget.budget_chars()
     # The common case, a page within budget, encodes the payload once: that text is also the reply.
     text = _text(payload)
     if len(text) + budget.NOTICE_ROOM <= limit:
-        return ToolResult.text(text, structured=payload).as_fitted()
+        return ToolResult.text(text, structured=payload).as_fitted(), searched
     # Over budget: shorter snippets first, since get_doc returns any chunk in full...
     for chars in SNIPPET_STEPS:
         payload = search_result_json(result, chars, fresh)
         if _size(payload) <= limit:
             payload["notice"] = TRIMMED.format(chars=chars)
-            return ToolResult.json(payload).as_fitted()
+            return ToolResult.json(payload).as_fitted(), searched
     # ...then fewer hits: the page ends early and its next_cursor starts at the first hit left out,
     # so paging on loses nothing (and the search is not run again).
     keep = max(1, len(result.hits) - 1)
     while True:
         payload = _first_hits(served, keep)
         if keep == 1 or _size(payload) <= limit:
-            return ToolResult.json(payload).as_fitted()
+            return ToolResult.json(payload).as_fitted(), searched
         keep -= 1
 
 

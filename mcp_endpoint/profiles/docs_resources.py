@@ -126,18 +126,24 @@ def links_supported(version: str | None) -> bool:
     return version in SUPPORTED_VERSIONS and SUPPORTED_VERSIONS.index(version) >= SUPPORTED_VERSIONS.index(LINKS_FROM)
 
 
-def with_links(context: Context, result: ToolResult, version: str | None) -> ToolResult:
+def with_links(context: Context, result: ToolResult, version: str | None, searched: str | None = None) -> ToolResult:
     """`result` (a search_docs page) followed by one `resource_link` block per page its hits come from, in
     hit order, after the text block that stays first; unchanged for clients whose protocol version
-    predates resource links. Hits of a search across corpora link to their own corpus's pages."""
+    predates resource links. Hits of a search across corpora link to their own corpus's pages.
+
+    `searched` is the corpus of the build that answered, when the caller has it: the default corpus
+    is then not looked up a second time."""
     if result.is_error or not links_supported(context.protocol_version) or not isinstance(result.structured, dict):
         return result
     hits = result.structured.get("hits") or []
     if not hits:
         return result
     merged = context.corpus is None and "corpus" in hits[0]  # a search across corpora: each hit names its own
-    head, version = _addressed(context, context.corpus or ("" if merged else active_index(None).metadata.corpus),
-                               version)
+    if context.corpus or merged:
+        searched = context.corpus or ""
+    elif searched is None:
+        searched = active_index(None).metadata.corpus
+    head, version = _addressed(context, searched, version)
     seen: set[str] = set()
     links = []
     for hit in hits:
