@@ -70,6 +70,8 @@ def command(pid: int) -> str:
 
 def processes(serve: int) -> list[tuple[str, int]]:
     """(role, pid) of serve and its descendants, each named by what it is."""
+    if "gunicorn" in command(serve):  # serve exec'd into gunicorn (--no-worker)
+        return [("gunicorn master", serve)] + [(f"worker {i + 1}", w) for i, w in enumerate(sorted(children(serve)))]
     found = [("serve parent", serve)]
     for child in children(serve):
         if "gunicorn" in command(child):
@@ -80,8 +82,6 @@ def processes(serve: int) -> list[tuple[str, int]]:
             found += [("celery child", c) for c in children(child)]
         else:
             found.append(("other", child))
-    if len(found) == 1 and "gunicorn" in command(serve):  # serve exec'd into gunicorn (--no-worker)
-        found = [("gunicorn master", serve)] + [(f"worker {i + 1}", w) for i, w in enumerate(sorted(children(serve)))]
     return found
 
 
