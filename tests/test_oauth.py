@@ -269,3 +269,13 @@ def test_the_admin_lists_a_users_tokens_and_revokes_them(client, sample_corpus, 
     assert revoked.status_code == 302
     client.logout()
     assert client.get("/api/v1/corpora", **bearer(tokens["access_token"])).status_code == 401
+
+
+@pytest.mark.parametrize("client_id", ["https://127.0.0.1/client.json", "https://localhost:9/agent/metadata.json"])
+def test_a_client_metadata_document_on_a_private_address_is_never_trusted(client, db, reader, client_id):
+    """An HTTPS URL client_id is fetched only from public addresses: no consent for one pointing inward."""
+    client.force_login(reader)
+    response = client.get(authorize_query(client_id, pkce()[1], MCP, redirect="https://agent.example/cb"))
+    assert b'name="allow"' not in response.content
+    assert response.status_code in (400, 401, 403) or b"cannot go on" in response.content, response.content[:500]
+    assert "Location" not in response or not response["Location"].startswith("https://agent.example")
