@@ -597,6 +597,7 @@ class CorporaSearch:
     limit: int
     builds: str
     more: bool
+    ranked: tuple[str, ...] = ()  # the corpora ranked in full (routing may leave some of those named out)
 
     @property
     def next_cursor(self) -> str | None:
@@ -695,7 +696,8 @@ def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearc
         found = per_corpus[position]
         querylog.observe_index(index, [(h.chunk_id, h.score) for h in dressed],
                                total=len(found[0].ranking.items) if found else 0)
-    return CorporaSearch([hits[c.order] for c in page], request, offset, limit, builds, len(merged) > wanted)
+    return CorporaSearch([hits[c.order] for c in page], request, offset, limit, builds, len(merged) > wanted,
+                         tuple(indexes[position][0] for position in chosen))
 
 
 CORPORA_SEARCH_THREADS = 4

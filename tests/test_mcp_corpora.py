@@ -230,9 +230,13 @@ def test_a_search_across_more_corpora_than_it_ranks_ranks_those_that_hold_the_an
     settings.DOCSMCP_SEARCH_ROUTE_TOP = 1
     for query, routed, left_out in [("dependency injection with Depends", "web", "cluster"),
                                     ("roll out a deployment of pods", "cluster", "web")]:
-        hits = parsed(call(http, url, "search_docs", {"query": query, "limit": 50}))["hits"]
-        searched = {h["corpus"] for h in hits}
-        assert routed in searched and left_out not in searched, (query, hits)
+        found = parsed(call(http, url, "search_docs", {"query": query, "limit": 50}))
+        searched = {h["corpus"] for h in found["hits"]}
+        assert routed in searched and left_out not in searched, (query, found)
+        # The reply says where its hits come from: the routed corpus and the hash-embedded ones (always ranked).
+        ranked = ", ".join(sorted(["fastapi", "kubernetes", "sample", routed]))
+        assert found["notice"].startswith(f"Ranked {ranked} of the 5 corpora (those closest to the query); pass "
+                                          "`corpus` to search another."), found["notice"]
     settings.DOCSMCP_SEARCH_ROUTE_TOP = 0  # every corpus ranked
     hits = parsed(call(http, url, "search_docs", {"query": "dependency injection pods", "limit": 50}))["hits"]
     assert {"web", "cluster", "fastapi", "kubernetes"} <= {h["corpus"] for h in hits}

@@ -53,6 +53,7 @@ AMBIGUOUS_FEEDBACK = ("Several corpora have the page of chunk {chunk_id!r} ({nam
 FEEDBACK_NAME = "docs_feedback"
 SEARCHED_BEST = ("Searched the {count} of {total} corpora that best match the query ({names}); pass `corpus` to "
                  "search another (list_corpora ranks them all).")
+ROUTED = "Ranked {names} of the {count} corpora (those closest to the query); pass `corpus` to search another."
 NO_MATCHING_CORPUS = ("No corpus of the {total} you may read matches the query by name, description or page titles; "
                       "call list_corpora and pass `corpus` to search one.")
 
@@ -193,7 +194,11 @@ def _search_docs(one_corpus):
                 raise ToolError(NO_MATCHING_CORPUS.format(total=total))
             notice = SEARCHED_BEST.format(count=len(names), total=total, names=", ".join(names))
         request = SearchRequest(query=arguments["query"], limit=arguments.get("limit"), cursor=arguments.get("cursor"))
-        return docs_resources.with_links(context, _fit(corpora_search(names, request), notice), None)
+        found = corpora_search(names, request)
+        if len(found.ranked) < len(names):
+            routed = ROUTED.format(names=", ".join(found.ranked), count=len(names))
+            notice = f"{notice} {routed}" if notice else routed
+        return docs_resources.with_links(context, _fit(found, notice), None)
     return handler
 
 
