@@ -26,7 +26,7 @@ from django.utils import timezone
 from common.callers import AuthUnavailable, InvalidApiKey, Principal, bearer_token
 
 from .models import SCOPES, ApiKey
-from .oauth import principal_for_token
+from .oauth import principal_for_jwt, principal_for_token
 
 if TYPE_CHECKING:
     from django.http import HttpRequest
@@ -65,6 +65,9 @@ def authenticate(request: HttpRequest) -> Principal | None:
     env_key = settings.MCP_API_KEY
     if env_key and hmac.compare_digest(token.encode("utf-8"), env_key.encode("utf-8")):
         return Principal(name="env", scopes=frozenset(SCOPES))
+    jwt_principal = principal_for_jwt(request, token)  # API keys hold no dots; a JWT needs no database
+    if jwt_principal is not None:
+        return jwt_principal
     digest = hash_key(token)
     cached = _key_cache.get(digest)
     age = time.monotonic() - cached[0] if cached else None

@@ -35,25 +35,29 @@ STAFF_SCOPES = frozenset({"read", "write", "build"})
 JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]
 
 
-def user_scopes(user: Any) -> frozenset[str]:
+def _group_names(user: Any) -> list[str]:
+    return list(user.groups.filter(name__startswith=SCOPE_GROUP_PREFIX).values_list("name", flat=True))
+
+
+def user_scopes(user: Any, groups: list[str] | None = None) -> frozenset[str]:
     """The scopes a user's tokens may carry at most, from their account and groups."""
     if not user.is_active:
         return frozenset()
     if user.is_superuser:
         return frozenset(SCOPES)
     scopes = {"read"} | (STAFF_SCOPES if user.is_staff else set())
-    for name in user.groups.values_list("name", flat=True):
-        if name.startswith(SCOPE_GROUP_PREFIX) and name[len(SCOPE_GROUP_PREFIX):] in SCOPES:
+    for name in _group_names(user) if groups is None else groups:
+        if name[len(SCOPE_GROUP_PREFIX):] in SCOPES:
             scopes.add(name[len(SCOPE_GROUP_PREFIX):])
     return frozenset(scopes)
 
 
-def user_corpora(user: Any) -> frozenset[str]:
+def user_corpora(user: Any, groups: list[str] | None = None) -> frozenset[str]:
     """The corpora a user's tokens are limited to; empty means every corpus."""
     if user.is_superuser:
         return frozenset()
-    return frozenset(name[len(CORPUS_GROUP_PREFIX):] for name in
-                     user.groups.filter(name__startswith=CORPUS_GROUP_PREFIX).values_list("name", flat=True))
+    names = _group_names(user) if groups is None else groups
+    return frozenset(name[len(CORPUS_GROUP_PREFIX):] for name in names if name.startswith(CORPUS_GROUP_PREFIX))
 
 
 def _url_parts(url: str) -> tuple[str, str, int | None, str] | None:
@@ -85,15 +89,17 @@ def request_resource(request: HttpRequest) -> str:
 
 
 def principal_for_token(request: HttpRequest, token: str) -> Principal | None:
-    """The caller behind an OAuth access token, None when the token is none this server knows.
+    """The caller behind a built-in server's access token, None when the token is none it issued.
 
     Raises InvalidApiKey for a token that is known but may not be used here (expired, for another
     resource, its user deactivated).
     """
-    if settings.DOCSMCP_OAUTH_SERVER:
-        principal = _builtin(request, token)
-        if principal is not None:
-            return principal
+    return _builtin(request, token) if settings.DOCSMCP_OAUTH_SERVER else None
+
+
+def principal_for_jwt(request: HttpRequest, token: str) -> Principal | None:
+    """The caller behind an external issuer's JWT, checked without the database (its JWKS is cached);
+    None when no external issuer is configured or the token is no JWT."""
     if settings.DOCSMCP_OAUTH_ISSUER and token.count(".") == 2:
         return _external(request, token)
     return None
@@ -115,10 +121,11 @@ def _builtin(request: HttpRequest, token: str) -> Principal | None:
     if row.resource and not any(resource_covers(r, here) for r in row.resource):
         raise InvalidApiKey(f"the access token was issued for {', '.join(row.resource)}, not for {here}; "
                             "sign in again for this server")
-    scopes = frozenset(row.scope.split()) & user_scopes(row.user)
+    groups = [] if row.user.is_superuser else _group_names(row.user)  # one query for both
+    scopes = frozenset(row.scope.split()) & user_scopes(row.user, groups)
     client = row.application.name if row.application is not None else "client"
     return Principal(name=f"oauth:{row.user.get_username()}:{client}", scopes=scopes,
-                     corpora=user_corpora(row.user))
+                     corpora=user_corpora(row.user, groups))
 
 
 _jwks_clients: dict[str, Any] = {}

@@ -115,7 +115,8 @@ def caller(request: HttpRequest) -> str:
     return f"api:{principal.name}" if isinstance(principal, Principal) else "api"
 
 
-SCHEME_DESCRIPTION = ("An API key from the admin or `manage.py mcp_apikey` (or MCP_API_KEY), sent as "
+SCHEME_DESCRIPTION = ("An API key from the admin or `manage.py mcp_apikey` (or MCP_API_KEY), or an OAuth access "
+                      "token for this API (/.well-known/oauth-protected-resource/api/v1/), sent as "
                       "`Authorization: Bearer <key>`. Each operation names the scope it needs in "
                       "`x-docsmcp-scope`: read, build or admin (admin implies every scope).")
 
