@@ -139,3 +139,16 @@ def test_a_build_the_broker_cannot_take_is_503_with_the_reason_and_does_not_bloc
     assert "CELERY_BROKER_URL" in response.json()["error"]["message"]
     build = BuildRun.objects.filter(corpus=sample_corpus).exclude(pk=sample_corpus.active_build_id).get()
     assert build.status == BuildRun.FAILED and "could not start the build" in build.error
+
+
+def test_serve_on_a_reachable_address_turns_oauth_registration_off_unless_chosen(settings, launched, capsys):
+    settings.MCP_AUTH_REQUIRED = True
+    settings.DOCSMCP_OAUTH_EXPLICIT = False
+    call_command("serve", "--host", "0.0.0.0", "--port", "8123", "--no-worker")
+    assert "DOCSMCP_OAUTH_REGISTRATION=false" in launched[0]
+    assert "registration is off" in capsys.readouterr().err
+    call_command("serve", "--port", "8124", "--no-worker")
+    assert "DOCSMCP_OAUTH_REGISTRATION=false" not in launched[1]
+    settings.DOCSMCP_OAUTH_EXPLICIT = True
+    call_command("serve", "--host", "0.0.0.0", "--port", "8125", "--no-worker")
+    assert "DOCSMCP_OAUTH_REGISTRATION=false" not in launched[2]

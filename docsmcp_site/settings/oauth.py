@@ -14,6 +14,8 @@ DOCSMCP_OAUTH_REFRESH_TOKEN_SECONDS = env_int("DOCSMCP_OAUTH_REFRESH_TOKEN_SECON
 # sign-in and consent for a token). On by default only while the server listens on loopback.
 DOCSMCP_OAUTH_REGISTRATION = env_bool(
     "DOCSMCP_OAUTH_REGISTRATION", MCP_SERVER_HOST in ("127.0.0.1", "localhost", "::1", "[::1]"))
+# Whether the operator chose registration: `serve --host 0.0.0.0` turns only the default off.
+DOCSMCP_OAUTH_EXPLICIT = bool(env_str("DOCSMCP_OAUTH_REGISTRATION"))
 # Client ID Metadata Documents: an HTTPS URL as client_id, its document fetched (public hosts only,
 # size and time bounded). DOCSMCP_OAUTH_CLIENT_HOSTS limits which hosts (empty: any public host).
 DOCSMCP_OAUTH_CLIENT_METADATA_DOCUMENTS = env_bool("DOCSMCP_OAUTH_CLIENT_METADATA_DOCUMENTS", True)

@@ -62,6 +62,11 @@ class Command(BaseCommand):
                "--workers", str(options["workers"]), "--access-logfile", "-", "--timeout", "60",
                "--graceful-timeout", "30", "--no-control-socket",
                "--config", "python:docsmcp_site.gunicorn_conf"]
+        if not is_loopback(host) and settings.OAUTH2_PROVIDER["DCR_ENABLED"] and not settings.DOCSMCP_OAUTH_EXPLICIT:
+            # Registration is on by default only on loopback: --host decides here, not MCP_SERVER_HOST.
+            web += ["--env", "DOCSMCP_OAUTH_REGISTRATION=false"]
+            self.stderr.write("OAuth dynamic client registration is off on a non-loopback address "
+                              "(DOCSMCP_OAUTH_REGISTRATION=true turns it on)\n")
         with_worker = (settings.CELERY_BROKER_URL == "filesystem://" and not settings.CELERY_TASK_ALWAYS_EAGER
                        and not options["no_worker"])
         self.stdout.write(f"serving on http://{host}:{port}/mcp/ ({options['workers']} workers"
