@@ -42,12 +42,12 @@ from .batches import parse_files
 from .embed import embed_batches
 from .indexes import create_indexes
 from .manifest import AutoInclude
-from .mapped import write_mapped_from_tables
+from .mapped import MAPPED_DIR, has_mapped, write_mapped_from_tables
 from .metadata import BuildMetadata, TaxonomyField, write_metadata
 from .progress import Cancelled, Progress
 from .reuse import file_keys, open_previous, write_file_records
 from .sources import DEFAULT_MAX_FILE_BYTES, CorpusScan, FileResult, Finding, scan_corpus
-from .tables import copy_tables, patch_tables, write_tables
+from .tables import copy_part, patch_tables, write_tables
 
 PATCH_MAX_TOUCHED = 0.2  # above this fraction of files added, changed or removed, rewriting beats patching
 
@@ -123,7 +123,7 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
     try:
         unchanged = patch and touched == 0 and set(taxonomy) <= set(previous.metadata.taxonomy)
         if unchanged:  # the previous tables as they are: hard links, no table opened
-            copy_tables(previous.directory, partial)
+            copy_part(previous.directory, partial, "lancedb")
         elif patch:
             chunks, documents = patch_tables(partial, previous, stale, batches, scan.files, taxonomy, progress,
                                              cancelled)
@@ -134,7 +134,10 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
         if not unchanged:
             create_indexes(chunks, documents, taxonomy, progress, cancelled)
         mark("index")
-        write_mapped_from_tables(partial, list(taxonomy), dims, progress)
+        if unchanged and has_mapped(previous.directory):
+            copy_part(previous.directory, partial, MAPPED_DIR)
+        else:
+            write_mapped_from_tables(partial, list(taxonomy), dims, progress)
         mark("mapped")
         write_file_records(partial, results, dims)
         stats = {

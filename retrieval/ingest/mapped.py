@@ -269,6 +269,11 @@ def _npy(array: np.ndarray) -> bytes:
     return out.getvalue()
 
 
+def has_mapped(directory: Location) -> bool:
+    """Whether the build wrote its mapped files (builds made before they existed did not)."""
+    return storage.exists(storage.join(directory, MAPPED_DIR, TEXTS_FILE))
+
+
 def open_mapped(directory: Location) -> Held | None:
     """The build's mapped files, mapped read-only; None when it has none (made before they existed,
     or not on a local disk: a host maps the local copy of an object-store build)."""

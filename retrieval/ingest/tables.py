@@ -61,7 +61,7 @@ def patch_tables(partial: Location, previous: PreviousBuild, stale: list[str], b
                  cancelled: Cancelled):
     """The previous tables, hard-linked (copied object by object by the server on an object store),
     minus the stale files' rows, plus the fresh ones."""
-    db = storage.connect(copy_tables(previous.directory, partial))
+    db = storage.connect(copy_part(previous.directory, partial, "lancedb"))
     chunks, documents = db.open_table(CHUNKS_TABLE), db.open_table(DOCUMENTS_TABLE)
     have = set(chunks.schema.names)
     missing = [pa.field(taxonomy_column(key), pa.string()) for key in taxonomy if taxonomy_column(key) not in have]
@@ -83,14 +83,14 @@ def patch_tables(partial: Location, previous: PreviousBuild, stale: list[str], b
     return chunks, documents
 
 
-def copy_tables(previous: Location, partial: Location) -> Location:
-    """The previous build's tables under `partial`: hard links on a local disk, a server-side copy
-    object by object on an object store."""
-    target = storage.join(partial, "lancedb")
+def copy_part(previous: Location, partial: Location, part: str) -> Location:
+    """The previous build's folder `part` (its tables, its mapped files) under `partial`: hard links on a
+    local disk, a server-side copy object by object on an object store."""
+    target = storage.join(partial, part)
     if storage.is_remote(target) or storage.is_remote(previous):
-        storage.copy_tree(storage.join(previous, "lancedb"), target)
+        storage.copy_tree(storage.join(previous, part), target)
     else:
-        _link_tree(previous / "lancedb", target)
+        _link_tree(previous / part, target)
     return target
 
 
