@@ -41,17 +41,7 @@ def result_text(result: dict) -> str:
 
 def parse_search_result(result: dict) -> SearchPage:
     """`structuredContent.hits` when present, else the JSON of the first text block that has hits."""
-    if result.get("isError"):
-        raise ToolFailed(result_text(result)[:500] or "tool returned isError without a message")
-    structured = result.get("structuredContent")
-    candidates = [structured] if isinstance(structured, dict) else []
-    for block in result.get("content") or []:
-        if isinstance(block, dict) and block.get("type") == "text":
-            try:
-                candidates.append(json.loads(block.get("text", "")))
-            except (json.JSONDecodeError, TypeError):
-                continue
-    for data in candidates:
+    for data in _payloads(result):
         if isinstance(data, dict) and isinstance(data.get("hits"), list):
             cursor = data.get("next_cursor") or data.get("nextCursor")
             return SearchPage([h for h in data["hits"] if isinstance(h, dict)], cursor if isinstance(cursor, str) else None)
@@ -62,16 +52,7 @@ def parse_search_result(result: dict) -> SearchPage:
 
 def parse_corpora_result(result: dict) -> list[str]:
     """The corpus names of a `list_corpora` result, in its order (best match first when it had a query)."""
-    if result.get("isError"):
-        raise ToolFailed(result_text(result)[:500] or "tool returned isError without a message")
-    candidates = [result.get("structuredContent")]
-    for block in result.get("content") or []:
-        if isinstance(block, dict) and block.get("type") == "text":
-            try:
-                candidates.append(json.loads(block.get("text", "")))
-            except (json.JSONDecodeError, TypeError):
-                continue
-    for data in candidates:
+    for data in _payloads(result):
         if isinstance(data, dict) and isinstance(data.get("corpora"), list):
             return [str(c.get("name")) for c in data["corpora"] if isinstance(c, dict) and c.get("name")]
     raise ToolFailed("no corpora[] in structuredContent or in a JSON text block")
@@ -288,3 +269,19 @@ class HttpTarget(Target):
         if self.client is not None:
             self.client.close()
             self.client = None
+
+
+def _payloads(result: dict) -> list:
+    """What a tool result may carry its answer in: structuredContent, then each JSON text block
+    (servers that predate structured results send only the latter)."""
+    if result.get("isError"):
+        raise ToolFailed(result_text(result)[:500] or "tool returned isError without a message")
+    structured = result.get("structuredContent")
+    payloads = [structured] if isinstance(structured, dict) else []
+    for block in result.get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            try:
+                payloads.append(json.loads(block.get("text", "")))
+            except (json.JSONDecodeError, TypeError):
+                continue
+    return payloads
