@@ -42,6 +42,19 @@ def test_resource_metadata_names_the_server_and_scopes(client, db):
         assert doc["scopes_supported"] == ["admin", "build", "read", "write"]
 
 
+def test_behind_a_tls_proxy_the_metadata_names_https_urls_only_when_trusted(client, db, settings):
+    """A proxy that terminates TLS forwards plain HTTP: clients must be told the https:// URLs they
+    use, but a caller reaching the server directly must not be able to choose the scheme."""
+    forwarded = {"HTTP_HOST": "testserver", "HTTP_X_FORWARDED_PROTO": "https"}  # as nginx sends them
+    doc = client.get("/.well-known/oauth-protected-resource/mcp/", **forwarded).json()
+    assert doc["resource"] == MCP and doc["authorization_servers"] == ["http://testserver"]
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    doc = client.get("/.well-known/oauth-protected-resource/mcp/", **forwarded).json()
+    assert doc["resource"] == "https://testserver/mcp/"
+    assert doc["authorization_servers"] == ["https://testserver"]
+    assert client.get("/.well-known/oauth-authorization-server", **forwarded).json()["issuer"] == "https://testserver"
+
+
 def test_authorization_server_metadata_offers_code_with_s256_only(client, db):
     doc = client.get("/.well-known/oauth-authorization-server").json()
     assert doc["issuer"] == "http://testserver"

@@ -23,6 +23,10 @@ MCP_RATE_LIMIT_REDIS_URL = env_str("MCP_RATE_LIMIT_REDIS_URL",
                                    "" if CELERY_BROKER_URL == "filesystem://" else CELERY_BROKER_URL)
 # Rate-limit anonymous callers by the last X-Forwarded-For hop (only behind a proxy you run).
 MCP_TRUST_X_FORWARDED_FOR = env_bool("MCP_TRUST_X_FORWARDED_FOR", False)
+# Behind a proxy that terminates TLS: believe its X-Forwarded-Proto, so the URLs the server names
+# (OAuth metadata, issuer, token audience, resource links) are https:// as clients see them.
+DOCSMCP_TRUST_X_FORWARDED_PROTO = env_bool("DOCSMCP_TRUST_X_FORWARDED_PROTO", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if DOCSMCP_TRUST_X_FORWARDED_PROTO else None
 # Page size of tools/list, resources/list, prompts/list (cursor-paginated).
 MCP_LIST_PAGE_SIZE = env_int("MCP_LIST_PAGE_SIZE", 100)
 # Ceiling of one tool result, in tokens estimated as characters / 4 (mcp_endpoint/budget.py).
