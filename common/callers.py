@@ -20,6 +20,15 @@ class InvalidApiKey(Exception):
     """An Authorization header that carries no valid key (unknown, revoked or malformed)."""
 
 
+class InsufficientScope(Exception):
+    """An OAuth access token lacks the scope a call needs: answered 403 with an `insufficient_scope`
+    challenge naming `scope`, so the client can sign in again for it (step-up authorization)."""
+
+    def __init__(self, message: str, scope: str):
+        super().__init__(message)
+        self.scope = scope
+
+
 class AuthUnavailable(Exception):
     """A database key could not be checked: the database is unreachable and the key is not cached."""
 
@@ -28,13 +37,16 @@ class AuthUnavailable(Exception):
 class Principal:
     """An authenticated caller. `name` is the key's name ('env' for MCP_API_KEY).
 
-    `corpora` limits the key to those corpus names; empty means every corpus.
+    `corpora` limits the key to those corpus names; empty means every corpus. `token` is true for an
+    OAuth access token: its holder can sign in again for more scopes, so a refusal says which it needs
+    (a 403 insufficient_scope challenge) where a static key's refusal keeps its own shape.
     """
 
     name: str
     scopes: frozenset[str]
     key_id: int | None = None
     corpora: frozenset[str] = frozenset()
+    token: bool = False
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes or "admin" in self.scopes
@@ -75,7 +87,8 @@ def resource_metadata_url(request: HttpRequest) -> str:
     return request.build_absolute_uri(PROTECTED_RESOURCE_METADATA + suffix.rstrip("/") + ("/" if suffix else ""))
 
 
-def bearer_challenge(request: HttpRequest, error: str | None = None, scope: str | None = None) -> str:
+def bearer_challenge(request: HttpRequest, error: str | None = None, scope: str | None = None,
+                     description: str | None = None) -> str:
     """A `WWW-Authenticate` value for a 401 or 403: realm, the error, and where the resource's metadata is."""
     params = ['realm="docsmcp"']
     if error:
@@ -83,4 +96,10 @@ def bearer_challenge(request: HttpRequest, error: str | None = None, scope: str 
     if scope:
         params.append(f'scope="{scope}"')
     params.append(f'resource_metadata="{resource_metadata_url(request)}"')
+    if description:
+        params.append('error_description="{}"'.format(description.replace("\\", "").replace('"', "'")))
     return "Bearer " + ", ".join(params)
+
+
+def scope_challenge(request: HttpRequest, exc: InsufficientScope) -> str:
+    return bearer_challenge(request, "insufficient_scope", exc.scope, str(exc))

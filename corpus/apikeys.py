@@ -2,8 +2,8 @@
 
 `authenticate(request)` is the one entry point, shared by the MCP endpoint and the REST API (which
 reaches it through the check corpus installs in common.api.auth). A key is valid if it equals `MCP_API_KEY` (compared in constant time) or hashes to an unrevoked
-`ApiKey` row. Keys are looked up by SHA-256, never stored in clear. A token that is no key may be an
-OAuth access token (corpus.oauth), checked on every request. A request that sends an
+`ApiKey` row. Keys are looked up by SHA-256, never stored in clear. A bearer token may instead be an
+OAuth access token (corpus.oauth), told from a key by its form before any lookup. A request that sends an
 Authorization header but no valid key or token raises `InvalidApiKey` (every surface answers 401), so a
 garbled key can never fall back to the anonymous caller. Database keys are
 cached briefly (KEY_CACHE_SECONDS) so reads keep working through a short database outage.
@@ -26,7 +26,7 @@ from django.utils import timezone
 from common.callers import AuthUnavailable, InvalidApiKey, Principal, bearer_token
 
 from .models import SCOPES, ApiKey
-from .oauth import principal_for_jwt, principal_for_token
+from .oauth import is_access_token, principal_for_jwt, principal_for_token
 
 if TYPE_CHECKING:
     from django.http import HttpRequest
@@ -68,6 +68,8 @@ def authenticate(request: HttpRequest) -> Principal | None:
     jwt_principal = principal_for_jwt(request, token)  # API keys hold no dots; a JWT needs no database
     if jwt_principal is not None:
         return jwt_principal
+    if is_access_token(token):
+        return _token_principal(request, token)
     digest = hash_key(token)
     cached = _key_cache.get(digest)
     age = time.monotonic() - cached[0] if cached else None
@@ -87,14 +89,19 @@ def authenticate(request: HttpRequest) -> Principal | None:
                 _key_cache.clear()
             _key_cache[digest] = (time.monotonic(), principal)
     if principal is None:
-        try:
-            principal = principal_for_token(request, token)
-        except DatabaseError as exc:
-            raise AuthUnavailable("the database is unavailable, so this access token cannot be checked") from exc
+        raise InvalidApiKey("the API key is not valid (unknown or revoked); create a key in the admin under API "
+                            "keys or with `manage.py mcp_apikey create`")
+    return principal
+
+
+def _token_principal(request: HttpRequest, token: str) -> Principal:
+    try:
+        principal = principal_for_token(request, token)
+    except DatabaseError as exc:
+        raise AuthUnavailable("the database is unavailable, so this access token cannot be checked") from exc
     if principal is None:
-        raise InvalidApiKey("the API key is not valid (unknown or revoked), nor is it a current access token; "
-                            "create a key in the admin under API keys or with `manage.py mcp_apikey create`, or "
-                            "sign in again")
+        raise InvalidApiKey("the access token is not valid (unknown, revoked or replaced by a refresh); the "
+                            "client should refresh it or sign in again")
     return principal
 
 

@@ -12,6 +12,7 @@ class CorpusConfig(AppConfig):
 
         storage.configure(settings.DOCSMCP_STORAGE_ENVIRONMENT)  # the engine reads no environment itself
         _install_key_check()
+        _forget_tokens_on_change()
 
 
 def _install_key_check() -> None:
@@ -22,3 +23,24 @@ def _install_key_check() -> None:
     from . import access, apikeys
 
     auth.use_key_check(apikeys.authenticate, admit=lambda principal: access.limit_to(principal.corpora))
+
+
+def _forget_tokens_on_change() -> None:
+    """A worker's cached token checks (corpus.oauth) end when the token's row goes (revoked, rotated away,
+    its client deleted) or its user's account or groups change, at once in the worker that made the change."""
+    from django.contrib.auth import get_user_model
+    from django.db.models.signals import m2m_changed, post_delete, post_save
+    from oauth2_provider.models import get_access_token_model
+
+    from . import oauth
+
+    def token_deleted(sender, instance, **kwargs) -> None:
+        oauth.forget_token(instance.token_checksum)
+
+    def user_changed(sender, update_fields=None, **kwargs) -> None:
+        if update_fields is None or set(update_fields) != {"last_login"}:  # not each sign-in
+            oauth.forget_cached_tokens()
+
+    post_delete.connect(token_deleted, sender=get_access_token_model(), weak=False)
+    post_save.connect(user_changed, sender=get_user_model(), weak=False)
+    m2m_changed.connect(user_changed, sender=get_user_model().groups.through, weak=False)

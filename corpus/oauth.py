@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+import secrets
 import threading
+import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -32,7 +35,27 @@ if TYPE_CHECKING:
 SCOPE_GROUP_PREFIX = "docsmcp-"
 CORPUS_GROUP_PREFIX = "docsmcp-corpus-"
 STAFF_SCOPES = frozenset({"read", "write", "build"})
+# Access and refresh tokens of the built-in server: a prefix with a dot, which API keys never hold and
+# JWTs hold twice, then 256 random bits.
+ACCESS_TOKEN_PREFIX = "docsmcp_at."
+REFRESH_TOKEN_PREFIX = "docsmcp_rt."
+# How long a worker trusts a token it checked: the most a revocation made through another worker, a
+# deactivated user or a changed group waits to bite (docs/security.md#revoking-access).
+TOKEN_CACHE_SECONDS = 30.0
 JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]
+
+
+def generate_access_token(request: Any = None, refresh_token: bool = False) -> str:
+    """ACCESS_TOKEN_GENERATOR: a token recognisable by its form, before any lookup."""
+    return ACCESS_TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def generate_refresh_token(request: Any = None) -> str:
+    return REFRESH_TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def is_access_token(token: str) -> bool:
+    return token.startswith(ACCESS_TOKEN_PREFIX)
 
 
 def _group_names(user: Any) -> list[str]:
@@ -83,6 +106,20 @@ def resource_covers(resource: str, url: str) -> bool:
     return target[3] == base or target[3].startswith(base + "/") or base == ""
 
 
+RESOURCE_PATHS = ("/mcp", "/api/v1")
+
+
+def is_own_resource(resource: str, origin: str) -> bool:
+    """Whether `resource` names this server (at `origin`) or one of its endpoints: the server itself,
+    /mcp/ and what is under it (/mcp/c/<corpus>/, a profile), or /api/v1/. Tokens are issued for these
+    only (RFC 8707 invalid_target for any other), so no token of ours is good at another server."""
+    target, here = _url_parts(resource), _url_parts(origin)
+    if target is None or here is None or target[:3] != here[:3]:
+        return False
+    path = target[3]
+    return path == "/" or any(path == base or path.startswith(base + "/") for base in RESOURCE_PATHS)
+
+
 def request_resource(request: HttpRequest) -> str:
     """This request's URL as a resource indicator (no query)."""
     return request.build_absolute_uri(request.path)
@@ -105,10 +142,40 @@ def principal_for_jwt(request: HttpRequest, token: str) -> Principal | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """What a worker remembers of a token that checked out: all but the request-dependent resource check."""
+
+    at: float
+    expires: float
+    resources: tuple[str, ...]
+    principal: Principal
+
+
+_token_cache: dict[str, _Checked] = {}
+_token_cache_lock = threading.Lock()
+
+
 def _builtin(request: HttpRequest, token: str) -> Principal | None:
+    checksum = hashlib.sha256(token.encode("utf-8")).hexdigest()
+    checked = _token_cache.get(checksum)
+    if checked is None or time.monotonic() - checked.at >= TOKEN_CACHE_SECONDS:
+        checked = _check(checksum)
+        if checked is None:
+            return None
+    if checked.expires <= time.time():
+        forget_token(checksum)
+        raise InvalidApiKey("the access token has expired; the client should refresh it (or sign in again)")
+    here = request_resource(request)
+    if checked.resources and not any(resource_covers(r, here) for r in checked.resources):
+        raise InvalidApiKey(f"the access token was issued for {', '.join(checked.resources)}, not for {here}; "
+                            "sign in again for this server")
+    return checked.principal
+
+
+def _check(checksum: str) -> _Checked | None:
     from oauth2_provider.models import get_access_token_model
 
-    checksum = hashlib.sha256(token.encode("utf-8")).hexdigest()
     row = (get_access_token_model().objects.select_related("user", "application")
            .filter(token_checksum=checksum).first())
     if row is None:
@@ -117,15 +184,29 @@ def _builtin(request: HttpRequest, token: str) -> Principal | None:
         raise InvalidApiKey("the access token has expired; the client should refresh it (or sign in again)")
     if row.user is None or not row.user.is_active:
         raise InvalidApiKey("the access token's user is no longer active")
-    here = request_resource(request)
-    if row.resource and not any(resource_covers(r, here) for r in row.resource):
-        raise InvalidApiKey(f"the access token was issued for {', '.join(row.resource)}, not for {here}; "
-                            "sign in again for this server")
     groups = [] if row.user.is_superuser else _group_names(row.user)  # one query for both
     scopes = frozenset(row.scope.split()) & user_scopes(row.user, groups)
     client = row.application.name if row.application is not None else "client"
-    return Principal(name=f"oauth:{row.user.get_username()}:{client}", scopes=scopes,
-                     corpora=user_corpora(row.user, groups))
+    principal = Principal(name=f"oauth:{row.user.get_username()}:{client}", scopes=scopes,
+                          corpora=user_corpora(row.user, groups), token=True)
+    checked = _Checked(at=time.monotonic(), expires=row.expires.timestamp(), resources=tuple(row.resource or ()),
+                       principal=principal)
+    with _token_cache_lock:
+        if len(_token_cache) > 10_000:
+            _token_cache.clear()
+        _token_cache[checksum] = checked
+    return checked
+
+
+def forget_token(checksum: str) -> None:
+    """Drop one token from this worker's cache (its row was deleted: revoked, rotated away, or its client's)."""
+    with _token_cache_lock:
+        _token_cache.pop(checksum, None)
+
+
+def forget_cached_tokens() -> None:
+    with _token_cache_lock:
+        _token_cache.clear()
 
 
 _jwks_clients: dict[str, Any] = {}
@@ -182,4 +263,4 @@ def _external(request: HttpRequest, token: str) -> Principal | None:
         theirs += [s for s in claims["scp"] if isinstance(s, str)]
     mapping = scope_map()
     scopes = frozenset(mapping[s] for s in theirs if s in mapping)
-    return Principal(name=f"oauth:{claims.get('sub', 'unknown')}", scopes=scopes)
+    return Principal(name=f"oauth:{claims.get('sub', 'unknown')}", scopes=scopes, token=True)

@@ -11,10 +11,27 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
+from oauth2_provider.exceptions import OAuthToolkitError
+from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView, OAuthProtectedResourceMetadataView
+from oauth2_provider.views import TokenView as LibraryTokenView
+from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
+from corpus.oauth import is_own_resource
 from docsmcp_site.login_throttle import ThrottledAdminAuthenticationForm
+
+
+def _foreign_resources(request: HttpRequest, resources: list[str]) -> tuple[list[str], str]:
+    origin = request.build_absolute_uri("/")
+    return [r for r in resources if not is_own_resource(r, origin)], origin
+
+
+def _invalid_target(foreign: list[str], origin: str, **kwargs) -> CustomOAuth2Error:
+    """RFC 8707: a token is issued for this server only, so a client learns at once that it asked for another."""
+    return CustomOAuth2Error(error="invalid_target", description=(
+        f"this server issues tokens for itself only ({origin}, its /mcp/ and /api/v1/ URLs), "
+        f"not for {', '.join(foreign)}"), **kwargs)
 
 
 class ResourceMetadataView(OAuthProtectedResourceMetadataView):
@@ -70,9 +87,39 @@ class ConsentView(AuthorizationView):
                                     f"(got {method or 'no code_challenge_method'}"
                                     f"{'' if request.GET.get('code_challenge') else ' and no code_challenge'})"}
             return self.render_to_response(self.get_context_data(error=error), status=400)
+        foreign, origin = _foreign_resources(request, request.GET.getlist("resource"))
+        if foreign:  # refused before the user is asked, and sent back to the client when it is known
+            try:
+                _scopes, credentials = self.validate_authorization_request(request)
+            except OAuthToolkitError as error:
+                return self.error_response(error, application=None)
+            error = OAuthToolkitError(error=_invalid_target(foreign, origin, state=credentials.get("state")),
+                                      redirect_uri=credentials["redirect_uri"])
+            return self.error_response(error, get_application_model().objects.get(client_id=credentials["client_id"]))
         return super().get(request, *args, **kwargs)
+
+    def form_valid(self, form):
+        foreign, origin = _foreign_resources(self.request, (form.cleaned_data.get("resource") or "").split())
+        if foreign:  # the form's hidden field, changed since the page was shown
+            error = OAuthToolkitError(error=_invalid_target(foreign, origin, state=form.cleaned_data.get("state")),
+                                      redirect_uri=form.cleaned_data.get("redirect_uri"))
+            return self.error_response(error, get_application_model().objects.filter(
+                client_id=form.cleaned_data.get("client_id")).first())
+        return super().form_valid(form)
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         context.update(site_header="docsmcp", site_title="docsmcp", title="Authorize a client")
         return context
+
+
+class TokenView(LibraryTokenView):
+    """The library's token endpoint, refusing a `resource` that is not this server (invalid_target)."""
+
+    def post(self, request: HttpRequest, *args, **kwargs):
+        foreign, origin = _foreign_resources(request, request.POST.getlist("resource"))
+        if foreign:
+            error = _invalid_target(foreign, origin)
+            return JsonResponse({"error": error.error, "error_description": error.description}, status=400,
+                                headers={"Cache-Control": "no-store"})
+        return super().post(request, *args, **kwargs)

@@ -5,7 +5,7 @@ from django.views.generic import RedirectView
 
 from docsmcp_site.api.assembly import api
 from docsmcp_site.login_throttle import ThrottledAdminAuthenticationForm
-from docsmcp_site.signin import ConsentView, ResourceMetadataView, SignInView
+from docsmcp_site.signin import ConsentView, ResourceMetadataView, SignInView, TokenView
 
 admin.autodiscover()  # the admin app is SimpleAdminConfig (settings.INSTALLED_APPS)
 admin.site.login_form = ThrottledAdminAuthenticationForm  # repeated failed logins are refused for a while
@@ -33,7 +33,7 @@ if settings.DOCSMCP_OAUTH_SERVER:
             path(".well-known/oauth-authorization-server", oauth_views.OAuthServerMetadataView.as_view(),
                  name="oauth-server-metadata"),
             path("oauth/authorize/", ConsentView.as_view(), name="authorize"),
-            path("oauth/token/", oauth_views.TokenView.as_view(), name="token"),
+            path("oauth/token/", TokenView.as_view(), name="token"),
             path("oauth/revoke/", oauth_views.RevokeTokenView.as_view(), name="revoke-token"),
             path("oauth/register/", oauth_views.DynamicClientRegistrationView.as_view(), name="dcr-register"),
             path("oauth/register/<str:client_id>/", oauth_views.DynamicClientRegistrationManagementView.as_view(),

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.db import DatabaseError
 
+from common.callers import InsufficientScope
 from mcp_endpoint import jsonrpc, profiles, protocol
 from mcp_endpoint.jsonrpc import InternalError, JsonRpcError, Request, ServerError
 from retrieval.errors import RetrievalError
@@ -34,7 +35,7 @@ def answer(call: protocol.Call, request_id: jsonrpc.RequestId) -> dict[str, Any]
         return jsonrpc.success(request_id, protocol.dispatch(call))
     except JsonRpcError as exc:
         return jsonrpc.failure(request_id, exc)
-    except profiles.UnknownCorpus:
+    except (profiles.UnknownCorpus, InsufficientScope):  # HTTP-level answers (a 404, a 403 challenge)
         raise
     except DatabaseError:
         logger.warning("MCP method %s: database unavailable", call.method, exc_info=True)

@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError
 
-from common.callers import allows
+from common.callers import InsufficientScope, allows
 from mcp_endpoint import budget, schema
 from mcp_endpoint import headers as mcp_headers
 from mcp_endpoint.jsonrpc import InvalidParams, MethodNotFound
@@ -223,7 +223,10 @@ def handle_tools_call(call: Call) -> dict[str, Any]:
             raise InvalidParams(
                 f"Invalid arguments for tool '{name}': " + " ".join(errors), data={"errors": errors}
             )
-        if tool.scope and not allows(call.context.principal, tool.scope):
+        principal = call.context.principal
+        if tool.scope and not allows(principal, tool.scope):
+            if principal is not None and principal.token:  # its holder can sign in again for the scope
+                raise InsufficientScope(f"Tool '{name}' needs the '{tool.scope}' scope", tool.scope)
             result = ToolResult.error(f"Tool '{name}' needs an API key with the '{tool.scope}' scope.")
         else:
             result = run_tool(tool, call.context, schema.normalize(tool.input_schema, arguments))

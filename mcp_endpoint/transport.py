@@ -6,7 +6,8 @@ minted, so any worker can answer any request. GET/DELETE (the session stream and
 teardown of the handshake era) answer 405.
 
 Order of checks, cheapest refusal first: HTTP method, profile, Origin (403), API key (401),
-rate limit (429), Content-Type (415), Accept (406), body size (413), then JSON-RPC. Every
+rate limit (429), Content-Type (415), Accept (406), body size (413), then JSON-RPC. A tools/call whose
+OAuth token lacks the tool's scope is answered 403 with an `insufficient_scope` challenge. Every
 typed error raised below is put on the wire here, once; anything unexpected is logged with
 its traceback and answered -32603 without one.
 """
@@ -22,7 +23,14 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from common.callers import AuthUnavailable, InvalidApiKey, Principal, bearer_challenge
+from common.callers import (
+    AuthUnavailable,
+    InsufficientScope,
+    InvalidApiKey,
+    Principal,
+    bearer_challenge,
+    scope_challenge,
+)
 from corpus.access import limited_to
 from corpus.apikeys import authenticate
 from mcp_endpoint import headers as mcp_headers
@@ -177,6 +185,10 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
             return _handle_payload(endpoint, raw)
     except profiles.UnknownCorpus as exc:
         return _json(jsonrpc.error_body(INVALID_REQUEST, str(exc) or f"Unknown corpus '{corpus}'"), 404)
+    except InsufficientScope as exc:  # MCP authorization: step-up, so the client can ask for the scope
+        response = _json(jsonrpc.error_body(SERVER_ERROR, f"Forbidden: {exc}; sign in again for it"), 403)
+        response["WWW-Authenticate"] = scope_challenge(request, exc)
+        return response
 
 
 # Profiles whose contract fixes the body of a 401 (docs/contracts/techdoc-tools.md); the others answer

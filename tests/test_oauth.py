@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from types import SimpleNamespace
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -12,7 +14,17 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from corpus.apikeys import create_api_key
-from tests.oauth_helpers import REDIRECT, authorize_query, consent, pkce, register, sign_in, token
+from tests.fixtures_mcp import echo_profile  # noqa: F401
+from tests.oauth_helpers import (
+    REDIRECT,
+    authorize_query,
+    consent,
+    hidden_fields,
+    pkce,
+    register,
+    sign_in,
+    token,
+)
 
 MCP = "http://testserver/mcp/"
 API = "http://testserver/api/v1/"
@@ -119,13 +131,110 @@ def test_a_users_corpus_group_limits_the_token(client, sample_corpus, auth_requi
     assert client.get("/api/v1/corpora", **bearer(tokens["access_token"])).json()["items"] == []
 
 
-def test_a_token_for_another_resource_is_refused(client, sample_corpus, auth_required, reader):
+def test_a_token_for_another_of_our_endpoints_is_refused_at_use(client, sample_corpus, auth_required, reader):
     tokens = sign_in(client, reader, register(client), MCP)
     response = client.get("/api/v1/corpora", **bearer(tokens["access_token"]))
     assert response.status_code == 401
     assert "issued for http://testserver/mcp/" in response.json()["error"]["message"]
-    other = sign_in(client, reader, register(client), "https://elsewhere.example/mcp/")
-    assert client.get("/api/v1/corpora", **bearer(other["access_token"])).status_code == 401
+
+
+def test_a_foreign_resource_is_refused_at_issuance(client, db, reader):
+    """RFC 8707: no token is issued for another server, at the authorization or the token request."""
+    from oauth2_provider.models import AccessToken
+
+    client_id = register(client)
+    client.force_login(reader)
+    verifier, challenge = pkce()
+    for elsewhere in ("https://elsewhere.example/mcp/", "http://testserver.evil.example/mcp/",
+                      "http://testserver/admin/"):
+        response = client.get(authorize_query(client_id, challenge, elsewhere))
+        assert response.status_code == 302 and response["Location"].startswith(REDIRECT), response.content
+        answer = parse_qs(urlsplit(response["Location"]).query)
+        assert answer["error"] == ["invalid_target"] and answer["state"] == ["st-1"] and "code" not in answer
+    for ours in ("http://testserver", "http://testserver/mcp/c/sample/", API):
+        assert b'name="allow"' in client.get(authorize_query(client_id, challenge, ours)).content
+
+    # The consent form's hidden resource changed after the page was shown: no code.
+    page = client.get(authorize_query(client_id, challenge, MCP))
+    form = {**hidden_fields(page.content.decode()), "allow": "Allow", "resource": "https://elsewhere.example/"}
+    response = client.post("/oauth/authorize/", form)
+    assert response.status_code == 302 and parse_qs(urlsplit(response["Location"]).query)["error"] == ["invalid_target"]
+
+    # A code for this server, then a token request naming another: refused, and no token issued.
+    code = consent(client, authorize_query(client_id, challenge, MCP))
+    answer = token(client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                   code_verifier=verifier, resource="https://elsewhere.example/mcp/")
+    assert answer["status"] == 400 and answer["error"] == "invalid_target", answer
+    assert not AccessToken.objects.filter(user=reader).exists()
+
+
+def test_a_token_without_the_scope_a_call_needs_gets_a_step_up_challenge(client, sample_corpus, auth_required, reader,
+                                                                         echo_profile):  # noqa: F811
+    """MCP authorization: 403 with error="insufficient_scope" and the scope to ask for, on the REST API and
+    for an MCP tool; a static key lacking the scope is refused as before (403 on REST, isError over MCP)."""
+    reader.groups.add(Group.objects.create(name="docsmcp-write"))
+    api = sign_in(client, reader, register(client), API)
+    body = json.dumps({"name": "new-docs", "kind": "chunks"})
+    refused = client.post("/api/v1/corpora", body, content_type="application/json", **bearer(api["access_token"]))
+    assert refused.status_code == 403
+    assert refused["WWW-Authenticate"].startswith('Bearer realm="docsmcp", error="insufficient_scope", scope="admin", '
+                                                  'resource_metadata="http://testserver/.well-known/oauth-protected-'
+                                                  'resource/api/v1/"')
+    _row, key = create_api_key("ci", ["read"])
+    refused = client.post("/api/v1/corpora", body, content_type="application/json", **bearer(key))
+    assert refused.status_code == 403 and "WWW-Authenticate" not in refused
+
+    call = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "store", "arguments": {}}})
+    mcp = {"content_type": "application/json", "HTTP_ACCEPT": "application/json, text/event-stream",
+           "HTTP_MCP_PROTOCOL_VERSION": "2025-11-25"}
+    read_only = sign_in(client, reader, register(client), MCP)
+    refused = client.post("/mcp/echo/", call, **mcp, **bearer(read_only["access_token"]))
+    assert refused.status_code == 403, refused.content
+    challenge = refused["WWW-Authenticate"]
+    assert 'error="insufficient_scope", scope="write"' in challenge
+    assert 'resource_metadata="http://testserver/.well-known/oauth-protected-resource/mcp/echo/"' in challenge
+    # Signed in again with the scope (the user may hold it): the call goes through.
+    stepped_up = sign_in(client, reader, register(client), MCP, scope="read write")
+    allowed = client.post("/mcp/echo/", call, **mcp, **bearer(stepped_up["access_token"]))
+    assert allowed.status_code == 200 and not allowed.json()["result"].get("isError"), allowed.content
+    as_key = client.post("/mcp/echo/", call, **mcp, **bearer(key))
+    assert as_key.status_code == 200 and as_key.json()["result"]["isError"] is True
+    assert "WWW-Authenticate" not in as_key
+
+
+def test_a_token_is_told_from_a_key_by_its_form_and_revocation_bites_within_the_cache_bound(
+        client, sample_corpus, auth_required, reader, monkeypatch):
+    """A worker trusts a token it checked for TOKEN_CACHE_SECONDS: revoked through this worker it stops at
+    once; deleted by another worker (no signal here) it stops once that bound has passed."""
+    import time
+
+    from django.db import connection
+    from oauth2_provider.models import AccessToken
+
+    from corpus import oauth
+
+    tokens = sign_in(client, reader, register(client), API)
+    assert tokens["access_token"].startswith("docsmcp_at.") and tokens["refresh_token"].startswith("docsmcp_rt.")
+    assert client.get("/api/v1/corpora", **bearer(tokens["access_token"])).status_code == 200
+    row = AccessToken.objects.get(user=reader)
+    with connection.cursor() as cursor:  # as another worker's revocation reaches this one: not at all
+        cursor.execute("UPDATE oauth2_provider_refreshtoken SET access_token_id = NULL WHERE access_token_id = %s",
+                       [row.pk])
+        cursor.execute("DELETE FROM oauth2_provider_accesstoken WHERE id = %s", [row.pk])
+    assert client.get("/api/v1/corpora", **bearer(tokens["access_token"])).status_code == 200
+
+    later = SimpleNamespace(monotonic=lambda: time.monotonic() + oauth.TOKEN_CACHE_SECONDS, time=time.time)
+    monkeypatch.setattr(oauth, "time", later)
+    refused = client.get("/api/v1/corpora", **bearer(tokens["access_token"]))
+    assert refused.status_code == 401 and "not valid" in refused.json()["error"]["message"]
+
+
+def test_deactivating_a_user_stops_their_tokens_at_once(client, sample_corpus, auth_required, reader):
+    tokens = sign_in(client, reader, register(client), API)
+    assert client.get("/api/v1/corpora", **bearer(tokens["access_token"])).status_code == 200
+    reader.is_active = False
+    reader.save()
+    assert client.get("/api/v1/corpora", **bearer(tokens["access_token"])).status_code == 401
 
 
 def test_an_expired_token_is_refused(client, sample_corpus, auth_required, reader):
@@ -276,6 +385,7 @@ def test_the_admin_lists_a_users_tokens_and_revokes_them(client, sample_corpus, 
     client.force_login(admin)
     listing = client.get("/admin/oauth2_provider/accesstoken/")
     assert listing.status_code == 200 and b"reader" in listing.content
+    assert client.get("/api/v1/corpora", **bearer(tokens["access_token"])).status_code == 200  # now cached
     row = AccessToken.objects.get(user=reader)
     revoked = client.post("/admin/oauth2_provider/accesstoken/",
                           {"action": "revoke_tokens", "_selected_action": [row.pk]})

@@ -6,7 +6,8 @@ builds, reviews fixes and starts eval runs; admin creates, updates and deletes c
 admin key passes every check).
 
 - A request with an Authorization header must carry a valid key (else 401, never anonymous),
-  and that key must hold the scope (else 403), whatever MCP_AUTH_REQUIRED says. A key limited
+  and that key must hold the scope (else 403; for an OAuth token, with an `insufficient_scope`
+  challenge naming the scope), whatever MCP_AUTH_REQUIRED says. A key limited
   to some corpora sees only those (the corpus app's key check admits it to them).
 - Without a key, a logged-in active staff user of the admin holds every scope; their unsafe
   requests must pass Django's CSRF check, so another site cannot ride their session.
@@ -29,7 +30,7 @@ from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
 from ninja.utils import check_csrf
 
-from common.callers import ANONYMOUS_SCOPES, InvalidApiKey, Principal
+from common.callers import ANONYMOUS_SCOPES, InsufficientScope, InvalidApiKey, Principal
 
 API_SCOPES = ("read", "build", "admin")
 ANONYMOUS = Principal(name="anonymous", scopes=ANONYMOUS_SCOPES)
@@ -77,6 +78,9 @@ class ApiKey(HttpBearer):
         principal = _principal(request)
         if not principal.has_scope(self.scope):
             held = ", ".join(sorted(principal.scopes)) or "none"
+            if principal.token:
+                raise InsufficientScope(f"this endpoint needs the {self.scope!r} scope; the token holds: {held}",
+                                        self.scope)
             hint = " (anonymous callers may only read: send `Authorization: Bearer <key>`)" \
                 if principal is ANONYMOUS else ""
             raise AuthorizationError(message=f"this endpoint needs the {self.scope!r} scope; the key "

@@ -24,7 +24,7 @@ from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Throttled, ValidationError
 
-from common.callers import AuthUnavailable, bearer_challenge
+from common.callers import AuthUnavailable, InsufficientScope, bearer_challenge, scope_challenge
 from retrieval import errors as engine
 
 if TYPE_CHECKING:
@@ -184,6 +184,12 @@ def install(api: NinjaAPI, service_errors: tuple[type[Exception], ...] = ()) -> 
     @api.exception_handler(AuthorizationError)
     def forbidden(request: HttpRequest, exc: AuthorizationError):
         return respond(request, 403, "forbidden", exc.message)
+
+    @api.exception_handler(InsufficientScope)
+    def scope_missing(request: HttpRequest, exc: InsufficientScope):
+        response = respond(request, 403, "forbidden", f"{exc}; sign in again for it")
+        response["WWW-Authenticate"] = scope_challenge(request, exc)
+        return response
 
     @api.exception_handler(Throttled)
     def throttled(request: HttpRequest, exc: Throttled):
