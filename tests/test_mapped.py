@@ -17,7 +17,13 @@ from corpus.execution import build_activate
 from corpus.models import BuildRun, Corpus
 from retrieval.embeddings import get_provider
 from retrieval.ingest.build import BuildRequest, build_index
-from retrieval.ingest.mapped import MAPPED_DIR
+from retrieval.ingest.mapped import (
+    DOCUMENT_PAGES_FILE,
+    DOCUMENT_ROWIDS_FILE,
+    LINK_STARTS_FILE,
+    LINK_TARGETS_FILE,
+    MAPPED_DIR,
+)
 from retrieval.ingest.metadata import read_metadata
 from retrieval.search.engine import SearchRequest, search
 from retrieval.search.index import Index
@@ -70,6 +76,23 @@ def test_a_build_made_before_the_mapped_files_serves_the_same_hits_from_memory(s
     index = Index(old)
     assert _hits(index) == _hits(Index(sample_build))
     assert not index.mapped and not _mapped_files("self", old)
+
+
+def test_the_build_resolves_page_links_once_and_a_build_without_them_resolves_them_on_first_use(sample_build,
+                                                                                               tmp_path):
+    """A first search's page-text and link priors read the build's files; a build made before them (its other
+    mapped files kept) makes them from the tables on first use, and ranks the same."""
+    earlier = tmp_path / "earlier-build"
+    shutil.copytree(sample_build, earlier)
+    for name in (DOCUMENT_ROWIDS_FILE, DOCUMENT_PAGES_FILE, LINK_STARTS_FILE, LINK_TARGETS_FILE):
+        (earlier / MAPPED_DIR / name).unlink()
+    new, old = Index(sample_build), Index(earlier)
+    assert new.page_links() is not None and new.mapped and not new._tables  # nothing read from a table
+    assert _hits(old) == _hits(new)
+    assert old._tables  # read from the documents table
+    links_new, links_old = new.page_links(), old.page_links()
+    assert links_new.targets.tolist() == links_old.targets.tolist() and len(links_new.targets)
+    assert links_new.starts.tolist() == links_old.starts.tolist()
 
 
 def _workers(server: subprocess.Popen) -> list[int]:

@@ -11,6 +11,13 @@ import pytest
 
 from retrieval.ingest.linkgraph import page_key, resolve_links
 from retrieval.ingest.links import link_targets
+from retrieval.ingest.mapped import (
+    DOCUMENT_PAGES_FILE,
+    DOCUMENT_ROWIDS_FILE,
+    LINK_STARTS_FILE,
+    LINK_TARGETS_FILE,
+    MAPPED_DIR,
+)
 from retrieval.ingest.parsing import parse_markdown
 from retrieval.search import engine, priors, warm
 from retrieval.search import index as index_module
@@ -201,6 +208,8 @@ def test_a_build_made_before_links_were_stored_answers_without_them(budgets, tmp
     old = tmp_path / "old-build"
     shutil.copytree(budgets / "build", old)
     Index(old).documents.drop_columns(["links"])
+    for name in (LINK_STARTS_FILE, LINK_TARGETS_FILE):
+        (old / MAPPED_DIR / name).unlink()
     before = Index(old)
     assert before.page_links() is None
     assert _ids(before, QUESTION)[0] == "tasks/set-budget.md#_preamble"
@@ -242,12 +251,17 @@ def test_links_that_cannot_be_read_leave_the_search_answering(budgets, monkeypat
     assert "reading the links between pages failed" in caplog.text
 
 
-def test_warming_resolves_the_links_even_when_its_searches_find_nothing(budgets, monkeypatch):
-    index = Index(budgets / "build")
+def test_warming_resolves_the_links_even_when_its_searches_find_nothing(budgets, monkeypatch, tmp_path):
+    earlier = tmp_path / "earlier-build"  # made before the build resolved them: resolved on first use
+    shutil.copytree(budgets / "build", earlier)
+    for name in (DOCUMENT_ROWIDS_FILE, DOCUMENT_PAGES_FILE, LINK_STARTS_FILE, LINK_TARGETS_FILE):
+        (earlier / MAPPED_DIR / name).unlink()
+    index = Index(earlier)
     monkeypatch.setattr(warm, "WARM_QUERIES", ("zyxwvut",))
     warm.warm_index(index)
     resolved = []
-    real = index_module.resolve_links
-    monkeypatch.setattr(index_module, "resolve_links", lambda *a: resolved.append(a) or real(*a))
+    real = index_module.page_tables
+    monkeypatch.setattr(index_module, "page_tables", lambda *a: resolved.append(a) or real(*a))
     assert _ids(index, QUESTION)[0] == "concepts/budgets.md#limiting-voluntary-disruptions"
     assert resolved == []
+    assert index._tables

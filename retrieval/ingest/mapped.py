@@ -18,7 +18,16 @@ Files, all of them under `mapped/`:
 - `vectors.npy` (int8, rows x dimensions) and `scales.npy` (float32): see `quantize`;
 - `texts.arrow`: the chunk texts, either one string per chunk (column `content`) or, above
   CONTENT_IN_MEMORY_CHARS, zstd blocks of BLOCK_CHUNKS chunks (column `blocks`) with
-  `text_offsets.npy` (int64, chunks + 1: byte offset of each chunk in the blocks' concatenation).
+  `text_offsets.npy` (int64, chunks + 1: byte offset of each chunk in the blocks' concatenation);
+- `document_rowids.npy` (uint64, ascending) and `document_pages.npy` (int64): the documents table's
+  row IDs and each one's page code (its file path's position among the catalog's distinct paths);
+- `link_starts.npy`, `link_targets.npy` (int64): the links between pages, resolved
+  (retrieval/ingest/linkgraph.py); absent when the tables store no links.
+
+A search's page-text and link priors need the last two. Made on a server's first search they cost
+more than the rest of it (at 11.1k pages, 0.16 s of CPU: reading every page's links and resolving
+them in Python), so the build makes them once; a build made before they existed has them made on
+first use.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from retrieval.memory import release_unused_memory
 from retrieval.storage import Location
 
 from .layout import open_tables, taxonomy_column
+from .linkgraph import PageLinks, resolve_links
 from .progress import Progress
 
 log = logging.getLogger("retrieval.ingest")
@@ -50,6 +60,10 @@ VECTORS_FILE = "vectors.npy"
 SCALES_FILE = "scales.npy"
 TEXTS_FILE = "texts.arrow"
 TEXT_OFFSETS_FILE = "text_offsets.npy"
+DOCUMENT_ROWIDS_FILE = "document_rowids.npy"
+DOCUMENT_PAGES_FILE = "document_pages.npy"
+LINK_STARTS_FILE = "link_starts.npy"
+LINK_TARGETS_FILE = "link_targets.npy"
 
 CATALOG_COLUMNS = (
     "chunk_id", "filepath", "title", "heading", "heading_level", "breadcrumb",
@@ -80,6 +94,16 @@ class Held:
     texts: pa.Array  # strings, one per chunk; or compressed blocks when text_offsets is given
     text_offsets: np.ndarray | None
     mapped: bool = False
+    pages: Pages | None = None  # None: made on first use (a build made before the files existed)
+    links: PageLinks | None = None  # None: the tables store no links, or (without `pages`) as `pages`
+
+
+@dataclass(frozen=True)
+class Pages:
+    """The documents table's row IDs, ascending, and each one's page code (-1: a page without chunks)."""
+
+    rowids: np.ndarray
+    codes: np.ndarray
 
 
 class _OutOfOrder(Exception):
@@ -162,7 +186,25 @@ def read_held(chunks, documents, columns: list[str], dims: int,
     release_unused_memory()
     texts, offsets = _read_texts(chunks, documents, rowids, content_in_memory_chars)
     release_unused_memory()
-    return Held(catalog, rowids, None, codes, scales, texts, offsets)
+    pages, links = page_tables(documents, one_chunk(catalog["filepath"]).dictionary)
+    return Held(catalog, rowids, None, codes, scales, texts, offsets, pages=pages, links=links)
+
+
+def page_tables(documents, paths: pa.Array) -> tuple[Pages, PageLinks | None]:
+    """The documents table's pages by page code, and the links between them (None when the table stores
+    none). `paths` are the catalog's distinct file paths: a page's code is its position there."""
+    columns = ["filepath", *(["links"] if "links" in documents.schema.names else [])]
+    found = documents.search().with_row_id(True).select(columns).limit(None).to_arrow()
+    found = found.take(pa.array(np.argsort(found["_rowid"].to_numpy(), kind="stable")))
+    codes = pc.index_in(found["filepath"], value_set=paths).fill_null(-1).to_numpy(zero_copy_only=False)
+    pages = Pages(np.ascontiguousarray(found["_rowid"].to_numpy(), dtype=np.uint64), codes.astype(np.int64))
+    if "links" not in columns:
+        return pages, None
+    written: list[list[str] | None] = [None] * len(paths)
+    for code, targets in zip(pages.codes.tolist(), found["links"].to_pylist(), strict=True):
+        if code >= 0:
+            written[code] = targets
+    return pages, resolve_links(paths.to_pylist(), written)
 
 
 def _read_vectors(chunks, rowids: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
@@ -237,6 +279,12 @@ def write_mapped(directory: Location, held: Held) -> None:
     _write(target, TEXTS_FILE, _arrow_file(pa.table({name: held.texts})))
     if held.text_offsets is not None:
         _write(target, TEXT_OFFSETS_FILE, _npy(held.text_offsets))
+    if held.pages is not None:
+        _write(target, DOCUMENT_ROWIDS_FILE, _npy(held.pages.rowids))
+        _write(target, DOCUMENT_PAGES_FILE, _npy(held.pages.codes))
+    if held.links is not None:
+        _write(target, LINK_STARTS_FILE, _npy(held.links.starts))
+        _write(target, LINK_TARGETS_FILE, _npy(held.links.targets))
 
 
 def write_mapped_from_tables(directory: Location, taxonomy: list[str], dims: int, progress: Progress) -> None:
@@ -270,8 +318,10 @@ def _npy(array: np.ndarray) -> bytes:
 
 
 def has_mapped(directory: Location) -> bool:
-    """Whether the build wrote its mapped files (builds made before they existed did not)."""
-    return storage.exists(storage.join(directory, MAPPED_DIR, TEXTS_FILE))
+    """Whether the build wrote every mapped file this version writes (builds made before some existed did
+    not: a build that reuses their tables writes its own)."""
+    return all(storage.exists(storage.join(directory, MAPPED_DIR, name))
+               for name in (TEXTS_FILE, DOCUMENT_PAGES_FILE))
 
 
 def open_mapped(directory: Location) -> Held | None:
@@ -285,15 +335,24 @@ def open_mapped(directory: Location) -> Held | None:
     catalog = _mapped_table(folder / CATALOG_FILE)
     texts = _mapped_table(folder / TEXTS_FILE)
     offsets = folder / TEXT_OFFSETS_FILE
+    pages = links = None
+    if (folder / DOCUMENT_PAGES_FILE).is_file():
+        pages = Pages(np.load(folder / DOCUMENT_ROWIDS_FILE, mmap_mode="r"),
+                      np.load(folder / DOCUMENT_PAGES_FILE, mmap_mode="r"))
+    if (folder / LINK_TARGETS_FILE).is_file():
+        links = PageLinks(np.load(folder / LINK_STARTS_FILE, mmap_mode="r"),
+                          np.load(folder / LINK_TARGETS_FILE, mmap_mode="r"))
     return Held(
         catalog=catalog,
         rowids=np.load(folder / ROWIDS_FILE, mmap_mode="r"),
         id_order=np.load(folder / ID_ORDER_FILE, mmap_mode="r"),
         codes=np.load(folder / VECTORS_FILE, mmap_mode="r"),
         scales=np.load(folder / SCALES_FILE, mmap_mode="r"),
-        texts=_one_chunk(texts.column(0)),
+        texts=one_chunk(texts.column(0)),
         text_offsets=np.load(offsets, mmap_mode="r") if "blocks" in texts.column_names else None,
         mapped=True,
+        pages=pages,
+        links=links,
     )
 
 
@@ -306,5 +365,6 @@ def _mapped_table(path) -> pa.Table:
     return table
 
 
-def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
+def one_chunk(column: pa.ChunkedArray) -> pa.Array:
+    """The column as one array, without a copy when it is one already (`combine_chunks` copies even then)."""
     return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()

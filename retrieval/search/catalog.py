@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from retrieval.ingest.mapped import CATALOG_COLUMNS, PRIOR_COLUMNS, id_ranks, sorted_catalog
+from retrieval.ingest.mapped import CATALOG_COLUMNS, PRIOR_COLUMNS, id_ranks, one_chunk, sorted_catalog
 
 __all__ = ["CATALOG_COLUMNS", "PRIOR_COLUMNS", "Catalog"]
 
@@ -59,7 +59,7 @@ class Catalog:
     def _readers(self) -> dict[str, Callable[[np.ndarray], list]]:
         """Per column, values at a handful of positions as Python objects. A page of hits reads
         ten rows: one Arrow `take` and cast per column cost 0.27 ms on Kubernetes, these 0.08 ms."""
-        return {name: _reader(self.table[name].combine_chunks()) for name in self.table.column_names}
+        return {name: _reader(one_chunk(self.table[name])) for name in self.table.column_names}
 
     def numbers(self, name: str, positions: np.ndarray) -> np.ndarray:
         """A numeric column's values at `positions`; zeros when the build has no such column."""

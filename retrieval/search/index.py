@@ -15,13 +15,12 @@ from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from retrieval import storage
 from retrieval.errors import IndexUnavailable
 from retrieval.ingest.layout import CHUNKS_TABLE, DOCUMENTS_TABLE, open_tables, taxonomy_column
-from retrieval.ingest.linkgraph import PageLinks, resolve_links
-from retrieval.ingest.mapped import CONTENT_IN_MEMORY_CHARS, open_mapped, read_held
+from retrieval.ingest.linkgraph import PageLinks
+from retrieval.ingest.mapped import CONTENT_IN_MEMORY_CHARS, Pages, open_mapped, page_tables, read_held
 from retrieval.ingest.metadata import BuildMetadata, read_metadata
 from retrieval.storage import Location
 
@@ -58,7 +57,7 @@ class Index:
         self._fts_columns: frozenset[str] | None = None
         self._pages: tuple[np.ndarray, np.ndarray] | None = None
         self._page_text: bool | None = None
-        self._document_pages: tuple[np.ndarray, np.ndarray] | None = None
+        self._document_pages: Pages | None = None
         self._links: PageLinks | None | bool = False  # False: not read yet; None: the build stores no links
 
     @property
@@ -115,15 +114,10 @@ class Index:
 
     def document_pages(self, rowids: np.ndarray) -> np.ndarray:
         """Page codes (as `catalog().codes("filepath", ...)`) of documents-table row IDs; -1 for a
-        page without chunks. The mapping is read once: a full-text query then returns row IDs only."""
+        page without chunks: a full-text query over pages returns row IDs only."""
         if self._document_pages is None:
-            found = self.documents.search().with_row_id(True).select(["filepath"]).limit(None).to_arrow()
-            order = np.argsort(found["_rowid"].to_numpy(), kind="stable")
-            names = self.catalog().values("filepath")
-            codes = pc.index_in(found["filepath"].take(pa.array(order)), value_set=names).fill_null(-1)
-            self._document_pages = (np.ascontiguousarray(found["_rowid"].to_numpy()[order], dtype=np.uint64),
-                                    codes.to_numpy(zero_copy_only=False).astype(np.int64))
-        known, codes = self._document_pages
+            self._page_tables()
+        known, codes = self._document_pages.rowids, self._document_pages.codes
         rowids = np.asarray(rowids, dtype=np.uint64)
         if not len(known):
             return np.full(len(rowids), -1, np.int64)
@@ -187,26 +181,26 @@ class Index:
                                  self.content_in_memory_chars)
             self._content = held.texts if held.text_offsets is None else CompressedTexts(held.texts, held.text_offsets)
             self.mapped = held.mapped
+            if held.pages is not None:  # made with the pages: no links then means the tables store none
+                self._document_pages, self._links = held.pages, held.links
             self._catalog = Catalog(held.catalog, held.rowids, held.id_order)
             self._vectors = Vectors(held.codes, held.scales)
 
     def page_links(self) -> PageLinks | None:
         """The pages each page links to, by page code (as `catalog().codes("filepath", ...)`); None
-        for builds made before links were stored. Resolved once, on first use (warming resolves
-        it): 8 ms at 722 pages, about 0.1 s at 11.1k."""
-        if self._links is False:  # two threads may both resolve; they get equal results
-            links = None
-            if "links" in self.documents.schema.names:
-                found = self.documents.search().select(["filepath", "links"]).limit(None).to_arrow()
-                names = self.catalog().values("filepath").to_pylist()
-                codes = {name: code for code, name in enumerate(names)}
-                written: list[list[str] | None] = [None] * len(names)
-                for path, targets in zip(found["filepath"].to_pylist(), found["links"].to_pylist(), strict=True):
-                    if path in codes:
-                        written[codes[path]] = targets
-                links = resolve_links(names, written)
-            self._links = links
+        for builds made before links were stored."""
+        if self._links is False:
+            self._page_tables()
         return self._links
+
+    def _page_tables(self) -> None:
+        """The documents' page codes and the links between pages: the build's mapped files have them; a
+        build made before those files has them read and resolved here, once (two threads may both
+        resolve; they get equal results): 8 ms at 722 pages, about 0.15 s at 11.1k."""
+        self.catalog()
+        if self._document_pages is None or self._links is False:
+            pages, links = page_tables(self.documents, self.catalog().values("filepath"))
+            self._document_pages, self._links = pages, links
 
     def _page_members(self) -> tuple[np.ndarray, np.ndarray]:
         if self._pages is None:
