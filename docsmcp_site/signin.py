@@ -8,10 +8,14 @@ into callers.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.http import HttpRequest, JsonResponse
+from django.http.request import validate_host
+from oauth2_provider.cimd import is_cimd_client_id
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView, OAuthProtectedResourceMetadataView
@@ -32,6 +36,17 @@ def _invalid_target(foreign: list[str], origin: str, **kwargs) -> CustomOAuth2Er
     return CustomOAuth2Error(error="invalid_target", description=(
         f"this server issues tokens for itself only ({origin}, its /mcp/ and /api/v1/ URLs), "
         f"not for {', '.join(foreign)}"), **kwargs)
+
+
+class ClientHostPermission:
+    """Which hosts a Client ID Metadata Document may come from: DOCSMCP_OAUTH_CLIENT_HOSTS (ALLOWED_HOSTS
+    syntax), read when a client asks, or any host while it is empty. The library still fetches from public
+    addresses only, over verified HTTPS."""
+
+    def has_permission(self, request, client_id: str) -> bool:
+        hosts = settings.DOCSMCP_OAUTH_CLIENT_HOSTS
+        host = urlsplit(client_id).hostname
+        return not hosts or (bool(host) and validate_host(host, hosts))
 
 
 class ResourceMetadataView(OAuthProtectedResourceMetadataView):
@@ -110,6 +125,9 @@ class ConsentView(AuthorizationView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         context.update(site_header="docsmcp", site_title="docsmcp", title="Authorize a client")
+        client_id = context.get("client_id") or ""
+        if is_cimd_client_id(client_id):  # its name is its own claim; the host it came from is not
+            context["client_host"] = urlsplit(client_id).hostname
         return context
 
 
