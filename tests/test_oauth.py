@@ -304,6 +304,24 @@ def test_registration_can_be_turned_off(client, db, settings):
         oauth2_settings.reload()
 
 
+def test_registration_is_on_by_default_only_on_loopback_without_a_proxy():
+    """Behind a proxy the server listens on loopback yet is reachable from everywhere the proxy is."""
+    import os
+    import subprocess
+    import sys
+
+    probe = "from django.conf import settings; print(settings.OAUTH2_PROVIDER['DCR_ENABLED'])"
+    base = {k: v for k, v in os.environ.items() if k not in (
+        "MCP_SERVER_HOST", "MCP_TRUST_X_FORWARDED_FOR", "DOCSMCP_TRUST_X_FORWARDED_PROTO", "DOCSMCP_OAUTH_REGISTRATION")}
+    base["DJANGO_SETTINGS_MODULE"] = "docsmcp_site.settings"
+    for env, enabled in [({}, "True"), ({"MCP_SERVER_HOST": "0.0.0.0"}, "False"),
+                         ({"DOCSMCP_TRUST_X_FORWARDED_PROTO": "true"}, "False"), ({"MCP_TRUST_X_FORWARDED_FOR": "true"}, "False"),
+                         ({"DOCSMCP_TRUST_X_FORWARDED_PROTO": "true", "DOCSMCP_OAUTH_REGISTRATION": "true"}, "True")]:
+        out = subprocess.run([sys.executable, "-c", probe], env={**base, **env}, capture_output=True, text=True,
+                             check=True).stdout
+        assert out.strip().splitlines()[-1] == enabled, (env, out)
+
+
 def test_api_keys_keep_working_beside_tokens(client, sample_corpus, auth_required):
     _row, key = create_api_key("ci", ["read"])
     assert client.get("/api/v1/corpora", **bearer(key)).status_code == 200

@@ -3,7 +3,11 @@ authorization server (django-oauth-toolkit), how clients register with it, and a
 tokens are checked against its JWKS. Static API keys work beside every choice (docs/security.md)."""
 
 from docsmcp_site.settings.env import env_bool, env_int, env_list, env_str
-from docsmcp_site.settings.mcp import MCP_SERVER_HOST
+from docsmcp_site.settings.mcp import (
+    DOCSMCP_TRUST_X_FORWARDED_PROTO,
+    MCP_SERVER_HOST,
+    MCP_TRUST_X_FORWARDED_FOR,
+)
 
 # The built-in authorization server: sign-in through Django's login, a consent page, tokens in the admin.
 DOCSMCP_OAUTH_SERVER = env_bool("DOCSMCP_OAUTH_SERVER", True)
@@ -11,9 +15,11 @@ DOCSMCP_OAUTH_SERVER = env_bool("DOCSMCP_OAUTH_SERVER", True)
 DOCSMCP_OAUTH_ACCESS_TOKEN_SECONDS = env_int("DOCSMCP_OAUTH_ACCESS_TOKEN_SECONDS", 3600)
 DOCSMCP_OAUTH_REFRESH_TOKEN_SECONDS = env_int("DOCSMCP_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600)
 # Dynamic client registration (RFC 7591): any caller may register a client (it still needs a user's
-# sign-in and consent for a token). On by default only while the server listens on loopback.
+# sign-in and consent for a token). On by default only while the server listens on loopback and trusts
+# no proxy's headers: behind a proxy, a server on loopback is reachable from everywhere the proxy is.
 DOCSMCP_OAUTH_REGISTRATION = env_bool(
-    "DOCSMCP_OAUTH_REGISTRATION", MCP_SERVER_HOST in ("127.0.0.1", "localhost", "::1", "[::1]"))
+    "DOCSMCP_OAUTH_REGISTRATION", MCP_SERVER_HOST in ("127.0.0.1", "localhost", "::1", "[::1]")
+    and not (MCP_TRUST_X_FORWARDED_FOR or DOCSMCP_TRUST_X_FORWARDED_PROTO))
 # Whether the operator chose registration: `serve --host 0.0.0.0` turns only the default off.
 DOCSMCP_OAUTH_EXPLICIT = bool(env_str("DOCSMCP_OAUTH_REGISTRATION"))
 # Client ID Metadata Documents: an HTTPS URL as client_id, its document fetched (public hosts only,
