@@ -1,7 +1,7 @@
 """The official MCP Python SDK's OAuth client (`OAuthClientProvider`) against a live server of ours: discovery
 from a 401, dynamic registration, sign-in as a Django user (the login and consent pages driven by an HTTP
-client in the redirect handler), tokens, tools/list and a search, refresh, revocation; and the consent
-page in a real browser."""
+client in the redirect handler), tokens, tools/list and a search, refresh, revocation, and signing in again
+for a scope a tool needs (step-up)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from tests.fixtures_mcp import docs_server  # noqa: F401
+from tests.fixtures_mcp import docs_server, echo_profile, mcp_db_server, mcp_server  # noqa: F401
 from tests.oauth_helpers import hidden_fields
 
 REDIRECT = "http://127.0.0.1:9/callback"
@@ -143,3 +143,51 @@ def test_the_sdks_oauth_client_signs_in_searches_refreshes_and_is_revoked(signed
                          headers={"Authorization": f"Bearer {access}", "Accept": "application/json, text/event-stream"})
     assert refused.status_code == 401
     assert 'error="invalid_token"' in refused.headers["www-authenticate"]
+
+
+async def write_work(url: str, auth) -> dict:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(auth=auth, timeout=60) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        result = await client.call_tool("store", {})
+        return {"error": result.is_error, "text": result.content[0].text if result.content else ""}
+
+
+def test_the_sdk_steps_up_when_a_tool_needs_a_scope_its_token_lacks(mcp_db_server, settings):  # noqa: F811
+    """A token for `read` calls a tool that needs `write`: the server's 403 insufficient_scope challenge sends
+    the SDK through sign-in again for read and write, and the call then goes through."""
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+    from tests.oauth_helpers import pkce
+
+    settings.MCP_AUTH_REQUIRED = True
+    settings.MCP_API_KEY = ""
+    User.objects.create_user("grace", password="pw-grace-123", is_staff=True)  # staff may hold write
+    url = f"{mcp_db_server}/mcp/echo/"
+    registered = httpx.post(f"{mcp_db_server}/oauth/register/", json={
+        "client_name": "SDK test agent", "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none",
+        "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"]}).json()
+    sign_in = SignIn("grace", "pw-grace-123")
+    verifier, challenge = pkce()
+    query = {"response_type": "code", "client_id": registered["client_id"], "redirect_uri": REDIRECT,
+             "scope": "read", "state": "s1", "resource": url, "code_challenge": challenge,
+             "code_challenge_method": "S256"}
+    asyncio.run(sign_in.redirect(f"{mcp_db_server}/oauth/authorize/?{httpx.QueryParams(query)}"))
+    first = httpx.post(f"{mcp_db_server}/oauth/token/", data={
+        "grant_type": "authorization_code", "code": sign_in.code, "redirect_uri": REDIRECT,
+        "client_id": registered["client_id"], "code_verifier": verifier, "resource": url}).json()
+    assert first["scope"] == "read", first
+
+    storage = Memory()
+    storage.tokens = OAuthToken(**{k: first[k] for k in ("access_token", "token_type", "expires_in",
+                                                          "refresh_token", "scope")})
+    storage.client_info = OAuthClientInformationFull(**registered)
+    outcome = asyncio.run(write_work(url, provider(url, storage, sign_in, scope="read")))
+    assert not outcome["error"] and outcome["text"] == "stored", outcome
+    assert len(sign_in.consent_pages) == 2 and "call tools that write" in sign_in.consent_pages[1]
+    assert set(storage.tokens.scope.split()) == {"read", "write"}
