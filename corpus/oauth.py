@@ -1,12 +1,15 @@
 """OAuth 2.1 access tokens as callers: the built-in authorization server's tokens and an external issuer's.
 
-corpus.apikeys asks here when a bearer token is no API key. A token becomes the same Principal a key
-does, so every surface (MCP, REST, llms.txt) treats both alike. What a token allows is the scopes the
-user consented to, narrowed to what the user may hold now (so taking a user out of a group, or
-deactivating them, bites at the next request), and the user's corpora. Tokens are looked up by
-SHA-256 on every request, never cached: a revoked token stops at once.
+corpus.apikeys asks here when a bearer token is a JWT or has the built-in server's form. A token becomes
+the same Principal a key does, so every surface (MCP, REST, llms.txt) treats both alike. What a token
+allows is the scopes the user consented to, narrowed to what the user may hold, and the user's corpora.
 
-What a Django user may hold (docs/security.md#what-a-token-allows): every active user `read`; staff
+The built-in server's tokens carry a prefix (`docsmcp_at.`) that no API key or JWT has, so a token goes
+straight to its own check. A worker trusts a token it checked for TOKEN_CACHE_SECONDS (its expiry and
+resource are checked on every request): revoking it, deactivating its user or changing their groups
+bites at once in the worker that made the change (corpus.apps) and within TOKEN_CACHE_SECONDS in others.
+
+What a Django user may hold (docs/security.md#signing-in-with-oauth): every active user `read`; staff
 `read`, `write`, `build`; a superuser every scope; a group named `docsmcp-<scope>` adds that scope, and
 groups named `docsmcp-corpus-<name>` limit the user's tokens to those corpora.
 """
@@ -40,7 +43,7 @@ STAFF_SCOPES = frozenset({"read", "write", "build"})
 ACCESS_TOKEN_PREFIX = "docsmcp_at."
 REFRESH_TOKEN_PREFIX = "docsmcp_rt."
 # How long a worker trusts a token it checked: the most a revocation made through another worker, a
-# deactivated user or a changed group waits to bite (docs/security.md#revoking-access).
+# deactivated user or a changed group waits to bite (docs/security.md#signing-in-with-oauth).
 TOKEN_CACHE_SECONDS = 30.0
 JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]
 
