@@ -229,6 +229,25 @@ def test_a_token_is_told_from_a_key_by_its_form_and_revocation_bites_within_the_
     assert refused.status_code == 401 and "not valid" in refused.json()["error"]["message"]
 
 
+def test_a_token_checked_recently_works_through_a_database_outage(client, sample_corpus, auth_required, reader,
+                                                                  monkeypatch):
+    from django.db import OperationalError
+
+    from corpus import oauth
+
+    checked = sign_in(client, reader, register(client), API)["access_token"]
+    unseen = sign_in(client, reader, register(client), API)["access_token"]
+    assert client.get("/api/v1/corpora", **bearer(checked)).status_code == 200
+
+    def database_down(checksum):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(oauth, "_check", database_down)
+    assert client.get("/api/v1/corpora", **bearer(checked)).status_code == 200
+    response = client.get("/api/v1/corpora", **bearer(unseen))
+    assert response.status_code == 503 and response.json()["error"]["code"] == "database_unavailable"
+
+
 def test_deactivating_a_user_stops_their_tokens_at_once(client, sample_corpus, auth_required, reader):
     tokens = sign_in(client, reader, register(client), API)
     assert client.get("/api/v1/corpora", **bearer(tokens["access_token"])).status_code == 200
