@@ -26,7 +26,15 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from common.callers import AuthUnavailable, InvalidApiKey, Principal, allows
+from common.callers import (
+    AuthUnavailable,
+    InsufficientScope,
+    InvalidApiKey,
+    Principal,
+    allows,
+    bearer_challenge,
+    scope_challenge,
+)
 from corpus.access import limited_to
 from corpus.apikeys import authenticate
 from corpus.errors import CorpusError, CorpusNotFound, UnknownVersion
@@ -67,15 +75,18 @@ def _admit(request: HttpRequest, corpus: str) -> Principal | None:
         raise Refusal(404, NOT_FOUND)
     if not security.origin_allowed(request.headers.get("Origin")):
         raise Refusal(403, "Forbidden: this Origin may not read this server (MCP_ALLOWED_ORIGINS).\n")
-    unauthorized = Refusal(401, "Unauthorized: send `Authorization: Bearer <key>` with a key that has the read "
-                                "scope.\n", {"WWW-Authenticate": 'Bearer realm="docsmcp"'})
+    message = ("Unauthorized: send `Authorization: Bearer <key>` with a key that has the read scope, or an OAuth "
+               "access token for this server.\n")
     try:
         principal = authenticate(request)
     except InvalidApiKey:
-        raise unauthorized from None
+        raise Refusal(401, message, {"WWW-Authenticate": bearer_challenge(request, "invalid_token")}) from None
     if principal is None and settings.MCP_AUTH_REQUIRED:
-        raise unauthorized
+        raise Refusal(401, message, {"WWW-Authenticate": bearer_challenge(request)})
     if not allows(principal, "read"):
+        if principal is not None and principal.token:
+            scarce = InsufficientScope("reading this corpus needs the 'read' scope", "read")
+            raise Refusal(403, f"Forbidden: {scarce}.\n", {"WWW-Authenticate": scope_challenge(request, scarce)})
         raise Refusal(403, "Forbidden: this API key lacks the read scope.\n")
     decision = ratelimit.hit(ratelimit.identity(request, principal))
     if not decision.allowed:

@@ -256,6 +256,18 @@ def test_deactivating_a_user_stops_their_tokens_at_once(client, sample_corpus, a
     assert client.get("/api/v1/corpora", **bearer(tokens["access_token"])).status_code == 401
 
 
+def test_llms_txt_points_at_the_servers_metadata_and_takes_a_token_for_the_server(client, sample_corpus,
+                                                                                   auth_required, reader):
+    response = client.get("/c/sample/llms.txt")
+    assert response.status_code == 401
+    assert 'resource_metadata="http://testserver/.well-known/oauth-protected-resource"' in response["WWW-Authenticate"]
+    whole_server = sign_in(client, reader, register(client), "http://testserver")
+    assert client.get("/c/sample/llms.txt", **bearer(whole_server["access_token"])).status_code == 200
+    mcp_only = sign_in(client, reader, register(client), MCP)
+    refused = client.get("/c/sample/llms.txt", **bearer(mcp_only["access_token"]))
+    assert refused.status_code == 401 and 'error="invalid_token"' in refused["WWW-Authenticate"]
+
+
 def test_an_expired_token_is_refused(client, sample_corpus, auth_required, reader):
     from oauth2_provider.models import AccessToken
 
