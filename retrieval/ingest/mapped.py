@@ -337,23 +337,28 @@ def open_mapped(directory: Location) -> Held | None:
     offsets = folder / TEXT_OFFSETS_FILE
     pages = links = None
     if (folder / DOCUMENT_PAGES_FILE).is_file():
-        pages = Pages(np.load(folder / DOCUMENT_ROWIDS_FILE, mmap_mode="r"),
-                      np.load(folder / DOCUMENT_PAGES_FILE, mmap_mode="r"))
+        pages = Pages(_mapped_array(folder / DOCUMENT_ROWIDS_FILE), _mapped_array(folder / DOCUMENT_PAGES_FILE))
     if (folder / LINK_TARGETS_FILE).is_file():
-        links = PageLinks(np.load(folder / LINK_STARTS_FILE, mmap_mode="r"),
-                          np.load(folder / LINK_TARGETS_FILE, mmap_mode="r"))
+        links = PageLinks(_mapped_array(folder / LINK_STARTS_FILE), _mapped_array(folder / LINK_TARGETS_FILE))
     return Held(
         catalog=catalog,
-        rowids=np.load(folder / ROWIDS_FILE, mmap_mode="r"),
-        id_order=np.load(folder / ID_ORDER_FILE, mmap_mode="r"),
-        codes=np.load(folder / VECTORS_FILE, mmap_mode="r"),
-        scales=np.load(folder / SCALES_FILE, mmap_mode="r"),
+        rowids=_mapped_array(folder / ROWIDS_FILE),
+        id_order=_mapped_array(folder / ID_ORDER_FILE),
+        codes=_mapped_array(folder / VECTORS_FILE),
+        scales=_mapped_array(folder / SCALES_FILE),
         texts=one_chunk(texts.column(0)),
-        text_offsets=np.load(offsets, mmap_mode="r") if "blocks" in texts.column_names else None,
+        text_offsets=_mapped_array(offsets) if "blocks" in texts.column_names else None,
         mapped=True,
         pages=pages,
         links=links,
     )
+
+
+def _mapped_array(path) -> np.ndarray:
+    """A plain ndarray over the read-only mapping (which its `.base` keeps open): numpy's memmap
+    subclass costs a Python-level `__getitem__` and `__array_finalize__` on every index, about 20
+    of them per search."""
+    return np.asarray(np.load(path, mmap_mode="r"))
 
 
 def _mapped_table(path) -> pa.Table:
