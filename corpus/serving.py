@@ -17,6 +17,7 @@ import gc
 import hashlib
 import hmac
 import logging
+import math
 import os
 import threading
 import time
@@ -470,31 +471,41 @@ class CorpusCard:
     score: float | None = None  # how well it matches the query, when one was given
 
 
-# index path -> (its description, page titles, summary terms, page paths), read from metadata.json: listing and
-# ranking corpora never open an index.
-_profiles: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], frozenset[str]]] = {}
+# index path -> (its description, page titles, summary terms, page paths, lexicon), read from metadata.json and
+# its mapped lexicon: listing and ranking corpora never open an index.
+_profiles: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], frozenset[str], Any]] = {}
 
 
-def _profile_of(path: str) -> tuple[str, tuple[str, ...], tuple[str, ...], frozenset[str]]:
+def _profile_of(path: str) -> tuple[str, tuple[str, ...], tuple[str, ...], frozenset[str], Any]:
     from retrieval.corpus_summary import summarize
     from retrieval.ingest.metadata import read_metadata
 
     known = _profiles.get(path)
     if known is None:
+        location = build_location(path)
         try:
-            metadata = read_metadata(build_location(path))
+            metadata = read_metadata(location)
         except (RetrievalError, OSError) as exc:
             logger.warning("no corpus summary from %s: %s", path, exc)
-            return "", (), (), frozenset()
+            return "", (), (), frozenset(), None
         summary = metadata.extra.get("summary") or summarize(metadata.files)  # builds made before summaries
         description = metadata.corpus_description if metadata.corpus_description != metadata.corpus else ""
         known = (description, tuple(t for t in metadata.files.values() if t), tuple(summary.get("terms", ())),
-                 frozenset(metadata.files))
+                 frozenset(metadata.files), _lexicon_of(location))
         with _pointer_lock:
             if len(_profiles) > 4096:
                 _profiles.clear()
             _profiles[path] = known
     return known
+
+
+def _lexicon_of(build: Any) -> Any:
+    """The build's lexicon (retrieval/ingest/lexicon.py); None for a build made before lexicons (ranked without)."""
+    from retrieval import storage
+    from retrieval.ingest.lexicon import read_lexicon
+    from retrieval.ingest.mapped import MAPPED_DIR
+
+    return read_lexicon(storage.join(build, MAPPED_DIR))
 
 
 # Every served corpus's card and ranking profile, whoever asks, with the catalog signature they were made at
@@ -536,8 +547,8 @@ def _catalog_cards() -> list[tuple[CorpusCard, Any, frozenset[str]]]:
         build = serving.active_build or corpus.active_build
         stats = (build.stats or {}) if build else {}
         versions = [m.version for m in family if m.active_build_id and m.version]
-        description, titles, terms, pages = _profile_of(build.index_path) if build and build.index_path \
-            else ("", (), (), frozenset())
+        description, titles, terms, pages, lexicon = _profile_of(build.index_path) if build and build.index_path \
+            else ("", (), (), frozenset(), None)
         fresh = {"version": stats.get("version") or None, "revision": stats.get("revision") or None,
                  "indexed_at": stats.get("indexed_at") or None, "stale": corpus.is_stale}
         card = CorpusCard(
@@ -546,19 +557,21 @@ def _catalog_cards() -> list[tuple[CorpusCard, Any, frozenset[str]]]:
             default_version=(serving.version or None) if versions else (corpus.version or None),
             pages=int(stats.get("total_files") or 0), chunks=int(stats.get("total_chunks") or 0),
             last_built=stats.get("indexed_at") or None, freshness=fresh)
-        out.append((card, CorpusProfile(corpus.name, corpus.description or description, titles, terms), pages))
+        out.append((card, CorpusProfile(corpus.name, corpus.description or description, titles, terms, lexicon), pages))
     with _pointer_lock:
         _catalog[:] = [(signature, out)]
     return out
 
 
 def corpus_cards(query: str | None = None) -> list[CorpusCard]:
-    """Every corpus the caller may read, by name; with `query`, best match first (name, description,
-    page titles and the build's summary terms, BM25: retrieval/corpus_summary.py).
+    """Every corpus the caller may read, by name; with `query`, best match first (the words and identifiers
+    of its pages, its name, description, page titles and the build's summary terms:
+    retrieval/corpus_summary.py).
 
     The cards are made once per change of the catalog (_catalog_cards), so listing 1,000 corpora costs an
     aggregate query and the ranking, not a read of every row."""
     from retrieval.corpus_summary import rank_corpora
+    from retrieval.ingest.lexicon import query_terms
 
     from .access import visible
 
@@ -566,7 +579,8 @@ def corpus_cards(query: str | None = None) -> list[CorpusCard]:
     if not query:
         return [card for card, _profile in known]
     by_name = {card.name: card for card, _profile in known}
-    return [replace(by_name[name], score=score) for name, score in rank_corpora(query, [p for _c, p in known])]
+    ranked = rank_corpora(query, [p for _c, p in known], query_terms(query))
+    return [replace(by_name[name], score=score) for name, score in ranked]
 
 
 def corpora_holding(page: str) -> list[str]:
@@ -738,8 +752,10 @@ _route_profiles: dict[tuple[str, str, str], Any] = {}
 def _routed(query: str, corpora: Sequence[Corpus], indexes: Sequence[tuple[str, Index]],
             vectors: Sequence[Any]) -> list[int]:
     """Positions of the corpora whose ranking a search across them runs (retrieval/search/routing.py): the
-    DOCSMCP_SEARCH_ROUTE_TOP that best match the query by profile and by their chunks' best cosine."""
-    from retrieval.corpus_summary import CorpusProfile, rank_corpora, summarize
+    DOCSMCP_SEARCH_ROUTE_TOP that best match the query, by their chunks' best cosine for a semantic model's
+    corpora, by their pages' words (the lexicon) for the others."""
+    from retrieval.corpus_summary import CorpusProfile, match_scores, profile_scores, summarize
+    from retrieval.ingest.lexicon import query_terms
     from retrieval.search.routing import affinity, route
 
     keep = int(settings.DOCSMCP_SEARCH_ROUTE_TOP)
@@ -754,15 +770,16 @@ def _routed(query: str, corpora: Sequence[Corpus], indexes: Sequence[tuple[str, 
             built = metadata.corpus_description if metadata.corpus_description != metadata.corpus else ""
             summary = metadata.extra.get("summary") or summarize(metadata.files)
             profile = CorpusProfile(name, corpus.description or built, tuple(t for t in metadata.files.values() if t),
-                                    tuple(summary.get("terms", ())))
+                                    tuple(summary.get("terms", ())), _lexicon_of(index.path))
             if len(_route_profiles) > 4096:
                 _route_profiles.clear()
             _route_profiles[key] = profile
         profiles.append(profile)
-    scores = dict(rank_corpora(query, profiles))
     models = [repr(sorted((index.metadata.embedding or {}).items())) for _name, index in indexes]
     affinities = [affinity(index, vector) for (_name, index), vector in zip(indexes, vectors, strict=True)]
-    return route([scores[p.name] for p in profiles], affinities, models, keep)
+    lexical = [None if p.lexicon is None else -math.inf if m is None else m
+               for p, m in zip(profiles, match_scores(query, profiles, query_terms(query)), strict=True)]
+    return route(profile_scores(query, profiles), affinities, models, keep, lexical)
 
 
 @dataclass(frozen=True)

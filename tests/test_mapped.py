@@ -15,8 +15,10 @@ import pytest
 
 from corpus.execution import build_activate
 from corpus.models import BuildRun, Corpus
+from retrieval.corpus_summary import CorpusProfile, rank_corpora
 from retrieval.embeddings import get_provider
 from retrieval.ingest.build import BuildRequest, build_index
+from retrieval.ingest.lexicon import PAGES_FILE, TERMS_FILE, query_terms, read_lexicon
 from retrieval.ingest.mapped import (
     DOCUMENT_PAGES_FILE,
     DOCUMENT_ROWIDS_FILE,
@@ -93,6 +95,20 @@ def test_the_build_resolves_page_links_once_and_a_build_without_them_resolves_th
     links_new, links_old = new.page_links(), old.page_links()
     assert links_new.targets.tolist() == links_old.targets.tolist() and len(links_new.targets)
     assert links_new.starts.tolist() == links_old.starts.tolist()
+
+
+def test_a_build_made_before_lexicons_still_serves_and_is_ranked_by_its_profile_alone(sample_build, tmp_path):
+    earlier = tmp_path / "earlier-build"
+    shutil.copytree(sample_build, earlier)
+    for name in (TERMS_FILE, PAGES_FILE):
+        (earlier / MAPPED_DIR / name).unlink()
+    assert _hits(Index(earlier)) == _hits(Index(sample_build))
+    lexicon = read_lexicon(sample_build / MAPPED_DIR)
+    assert read_lexicon(earlier / MAPPED_DIR) is None and lexicon.total == 42
+    query = "X-RateLimit-Remaining"  # in the sample's page text only
+    ranked = rank_corpora(query, [CorpusProfile("earlier", titles=("Rate limits",)),
+                                  CorpusProfile("sample", titles=("Rate limits",), lexicon=lexicon)], query_terms(query))
+    assert ranked == [("sample", 1.0), ("earlier", 0.0)]
 
 
 def _workers(server: subprocess.Popen) -> list[int]:

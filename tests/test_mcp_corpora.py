@@ -110,6 +110,19 @@ def test_list_corpora_ranks_the_library_a_question_is_about(corpora, http):
         assert ranked[0]["score"] > ranked[1]["score"]
 
 
+def test_list_corpora_finds_the_corpus_whose_pages_hold_an_identifier_or_the_questions_words(corpora, http):
+    """Neither the names, descriptions nor page titles hold these: the page text does."""
+    url = f"{corpora}/mcp/"
+    for query, first in [("ConfigMaps", "kubernetes"), ("X-RateLimit-Remaining", "sample"),
+                         ("app.include_router()", "fastapi"),
+                         ("which card number makes a charge fail in test mode", "sample")]:
+        ranked = parsed(call(http, url, "list_corpora", {"query": query}))["corpora"]
+        assert ranked[0]["name"] == first, (query, ranked)
+        assert ranked[0]["score"] > ranked[1]["score"]
+    nothing = parsed(call(http, url, "list_corpora", {"query": "zyzzyva"}))["corpora"]
+    assert [c["score"] for c in nothing] == [0, 0, 0]
+
+
 def test_list_corpora_is_only_on_the_shared_endpoint_and_per_corpus_urls_are_unchanged(corpora, http):
     shared = tools(http, f"{corpora}/mcp/")
     assert "list_corpora" in shared
@@ -143,7 +156,18 @@ def test_many_corpora_make_corpus_a_string_with_did_you_mean(corpora, http, sett
     assert found and {h["corpus"] for h in found} == {"kubernetes"}
 
 
-def test_a_search_without_corpus_merges_every_corpus_and_hits_keep_their_chunk_ids(corpora, http):
+def test_a_search_without_corpus_ranks_the_corpora_whose_pages_match_and_says_which(corpora, http):
+    """Corpora without a semantic model's vectors are routed by the words of their pages."""
+    url = f"{corpora}/mcp/"
+    found = parsed(call(http, url, "search_docs", {"query": "declare a dependency with Depends", "limit": 50}))
+    assert found["hits"] and {h["corpus"] for h in found["hits"]} == {"fastapi"}
+    assert found["notice"].startswith("Ranked fastapi of the 3 corpora (those that best match the query)")
+    found = parsed(call(http, url, "search_docs", {"query": "X-RateLimit-Remaining", "limit": 50}))
+    assert found["hits"] and {h["corpus"] for h in found["hits"]} == {"sample"}
+
+
+def test_a_search_without_corpus_merges_every_corpus_and_hits_keep_their_chunk_ids(corpora, http, settings):
+    settings.DOCSMCP_SEARCH_ROUTE_TOP = 0  # every corpus ranked
     url = f"{corpora}/mcp/"
     merged = parsed(call(http, url, "search_docs", {"query": "dependency injection pods", "limit": 50}))
     corpora_hit = {h["corpus"] for h in merged["hits"]}
@@ -221,22 +245,22 @@ def test_a_search_across_more_corpora_than_it_ranks_ranks_those_that_hold_the_an
                                                                                      tmp_path):
     from django.core.management import call_command
 
-    # Two corpora embedded with the local model (routing needs a semantic model's vectors); the three others
-    # have word-hash vectors and are always ranked in full.
+    # Two corpora embedded with the local model, routed by their chunks' cosines; the three others have
+    # word-hash vectors, routed by the words of their pages: one of each kind is ranked.
     for name, pages in (("web", FASTAPI_PAGES), ("cluster", KUBE_PAGES)):
         call_command("build_index", "--corpus", name, "--source", str(write_pages(tmp_path / name, pages)),
                      "--embedding-provider", "local", "--full", "--no-progress", stdout=io.StringIO())
     url = f"{corpora}/mcp/"
     settings.DOCSMCP_SEARCH_ROUTE_TOP = 1
-    for query, routed, left_out in [("dependency injection with Depends", "web", "cluster"),
-                                    ("roll out a deployment of pods", "cluster", "web")]:
+    for query, routed, worded in [("dependency injection with Depends", "web", "fastapi"),
+                                  ("roll out a deployment of pods", "cluster", "kubernetes")]:
         found = parsed(call(http, url, "search_docs", {"query": query, "limit": 50}))
         searched = {h["corpus"] for h in found["hits"]}
-        assert routed in searched and left_out not in searched, (query, found)
-        # The reply says where its hits come from: the routed corpus and the hash-embedded ones (always ranked).
-        ranked = ", ".join(sorted(["fastapi", "kubernetes", "sample", routed]))
-        assert found["notice"].startswith(f"Ranked {ranked} of the 5 corpora (those closest to the query); pass "
-                                          "`corpus` to search another."), found["notice"]
+        assert searched == {routed, worded}, (query, found)
+        # The reply says where its hits come from.
+        ranked = ", ".join(sorted([routed, worded]))
+        assert found["notice"].startswith(f"Ranked {ranked} of the 5 corpora (those that best match the query); "
+                                          "pass `corpus` to search another."), found["notice"]
     settings.DOCSMCP_SEARCH_ROUTE_TOP = 0  # every corpus ranked
     hits = parsed(call(http, url, "search_docs", {"query": "dependency injection pods", "limit": 50}))["hits"]
     assert {"web", "cluster", "fastapi", "kubernetes"} <= {h["corpus"] for h in hits}

@@ -53,9 +53,10 @@ AMBIGUOUS_FEEDBACK = ("Several corpora have the page of chunk {chunk_id!r} ({nam
 FEEDBACK_NAME = "docs_feedback"
 SEARCHED_BEST = ("Searched the {count} of {total} corpora that best match the query ({names}); pass `corpus` to "
                  "search another (list_corpora ranks them all).")
-ROUTED = "Ranked {names} of the {count} corpora (those closest to the query); pass `corpus` to search another."
-NO_MATCHING_CORPUS = ("No corpus of the {total} you may read matches the query by name, description or page titles; "
-                      "call list_corpora and pass `corpus` to search one.")
+ROUTED = ("Ranked {names} of the {count} corpora (those that best match the query); pass `corpus` to search "
+          "another.")
+NO_MATCHING_CORPUS = ("No corpus of the {total} you may read matches the query by name, description, page titles or "
+                      "page text; call list_corpora and pass `corpus` to search one.")
 
 
 def search_all_max() -> int:
@@ -336,8 +337,10 @@ LIST_CORPORA = ToolDef(
                     **FRESHNESS_SCHEMA,
                     "stale": {"type": "boolean",
                               "description": "The corpus's git source has commits its active build lacks."}}},
-                "score": {"type": "number", "description": "How well the corpus matches `query` (0: no query word "
-                                                           "in its name, description or page titles)."},
+                "score": {"type": "number", "description": "How well the corpus matches `query`: its share of the "
+                                                           "evidence (an answer's scores sum to about 1; 0: no "
+                                                           "query word in its name, description, page titles or "
+                                                           "page text)."},
             },
             "required": ["name", "title", "description", "versions", "default_version", "pages", "chunks",
                          "last_built", "freshness"],

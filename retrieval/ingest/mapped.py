@@ -22,7 +22,9 @@ Files, all of them under `mapped/`:
 - `document_rowids.npy` (uint64, ascending) and `document_pages.npy` (int64): the documents table's
   row IDs and each one's page code (its file path's position among the catalog's distinct paths);
 - `link_starts.npy`, `link_targets.npy` (int64): the links between pages, resolved
-  (retrieval/ingest/linkgraph.py); absent when the tables store no links.
+  (retrieval/ingest/linkgraph.py); absent when the tables store no links;
+- `lexicon_terms.npy`, `lexicon_pages.npy`: how many pages hold each term (retrieval/ingest/lexicon.py),
+  which list_corpora and the routing of a search across corpora read without opening the build.
 
 A search's page-text and link priors need the last two. Made on a server's first search they cost
 more than the rest of it (at 11.1k pages, 0.16 s of CPU: reading every page's links and resolving
@@ -47,6 +49,7 @@ from retrieval.memory import release_unused_memory
 from retrieval.storage import Location
 
 from .layout import open_tables, taxonomy_column
+from .lexicon import PAGES_FILE, lexicon_files, lexicon_from_tables
 from .linkgraph import PageLinks, resolve_links
 from .progress import Progress
 
@@ -293,6 +296,8 @@ def write_mapped_from_tables(directory: Location, taxonomy: list[str], dims: int
     progress("mapped", 0, 1)
     chunks, documents = open_tables(directory)
     write_mapped(directory, read_held(chunks, documents, [taxonomy_column(key) for key in taxonomy], dims))
+    for name, data in lexicon_files(lexicon_from_tables(chunks, documents)).items():
+        _write(storage.join(directory, MAPPED_DIR), name, data)
     progress("mapped", 1, 1)
 
 
@@ -321,7 +326,7 @@ def has_mapped(directory: Location) -> bool:
     """Whether the build wrote every mapped file this version writes (builds made before some existed did
     not: a build that reuses their tables writes its own)."""
     return all(storage.exists(storage.join(directory, MAPPED_DIR, name))
-               for name in (TEXTS_FILE, DOCUMENT_PAGES_FILE))
+               for name in (TEXTS_FILE, DOCUMENT_PAGES_FILE, PAGES_FILE))
 
 
 def open_mapped(directory: Location) -> Held | None:
