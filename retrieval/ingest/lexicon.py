@@ -90,7 +90,8 @@ def read_lexicon(mapped: Location) -> Lexicon | None:
             hashes, pages = (np.load(io.BytesIO(storage.read_bytes(storage.join(mapped, name))), allow_pickle=False)
                              for name in (TERMS_FILE, PAGES_FILE))
         else:
-            hashes, pages = (np.load(mapped / name, mmap_mode="r") for name in (TERMS_FILE, PAGES_FILE))
+            # plain ndarrays over the mapping: numpy's memmap subclass runs Python code on every index
+            hashes, pages = (np.asarray(np.load(mapped / name, mmap_mode="r")) for name in (TERMS_FILE, PAGES_FILE))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
