@@ -39,7 +39,7 @@ class SourceSnapshot:
 
 
 def cache_dir() -> Path:
-    return Path(settings.DOCSMCP_GIT_CACHE_DIR)
+    return settings.DOCSMCP_GIT_CACHE_DIR
 
 
 def git_source(corpus: Corpus) -> git.GitSource:

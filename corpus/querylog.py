@@ -69,7 +69,7 @@ def mode() -> str:
 
 
 def retention_days() -> int:
-    return int(settings.DOCSMCP_QUERY_LOG_DAYS or 0)
+    return settings.DOCSMCP_QUERY_LOG_DAYS
 
 
 def eval_token() -> str:
@@ -260,7 +260,7 @@ _last_warning = {"dropped": 0.0, "failed": 0.0}
 
 
 def capacity() -> int:
-    return max(1, int(settings.DOCSMCP_QUERY_LOG_BUFFER or 1))
+    return max(1, settings.DOCSMCP_QUERY_LOG_BUFFER)
 
 
 def _enqueue(kind: str, item: Any) -> bool:

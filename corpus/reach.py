@@ -19,7 +19,7 @@ from .models import Corpus
 
 def remote_workers() -> bool:
     """True when builds may run on other hosts: a broker on a network address, tasks not run inline."""
-    broker = str(settings.CELERY_BROKER_URL or "")
+    broker = settings.CELERY_BROKER_URL
     if not broker or broker.startswith(("filesystem://", "memory://")) or settings.CELERY_TASK_ALWAYS_EAGER:
         return False
     return not _this_host_only(broker)
@@ -45,7 +45,7 @@ def _on_shared_path(source_dir: str) -> bool:
     """Under a directory the operator declared mounted at the same place on every worker host."""
     path = Path(source_dir)
     return any(path == Path(root) or Path(root) in path.parents
-               for root in settings.DOCSMCP_SHARED_SOURCE_ROOTS or ())
+               for root in settings.DOCSMCP_SHARED_SOURCE_ROOTS)
 
 
 def source_warnings(corpus: Corpus) -> list[str]:

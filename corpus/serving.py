@@ -184,7 +184,7 @@ def check_served(name: str) -> None:
 
 @lru_cache(maxsize=1)
 def build_cache() -> BuildCache:
-    return BuildCache(Path(settings.DOCSMCP_INDEX_CACHE_DIR))
+    return BuildCache(settings.DOCSMCP_INDEX_CACHE_DIR)
 
 
 def build_location(index_path: str) -> Location:
@@ -758,7 +758,7 @@ def _routed(query: str, corpora: Sequence[Corpus], indexes: Sequence[tuple[str, 
     from retrieval.ingest.lexicon import query_terms
     from retrieval.search.routing import affinity, route
 
-    keep = int(settings.DOCSMCP_SEARCH_ROUTE_TOP)
+    keep = settings.DOCSMCP_SEARCH_ROUTE_TOP
     if keep <= 0 or len(indexes) <= keep:
         return list(range(len(indexes)))
     profiles = []
@@ -828,13 +828,13 @@ def pinned_corpora(names: Sequence[str]) -> list[str]:
     """The corpora a serving process loads at start and never evicts: DOCSMCP_PINNED_CORPORA (comma-separated
     names, or `*` for all); unset, every corpus while there are at most DOCSMCP_PIN_ALL_MAX of them (a small
     server starts as it always did, everything warm), else none (each opens on its first use)."""
-    wanted = str(settings.DOCSMCP_PINNED_CORPORA or "").strip()
+    wanted = settings.DOCSMCP_PINNED_CORPORA.strip()
     if wanted == "*":
         return list(names)
     if wanted:
         chosen = {n.strip() for n in wanted.split(",") if n.strip()}
         return [n for n in names if n in chosen]
-    return list(names) if len(names) <= int(settings.DOCSMCP_PIN_ALL_MAX) else []
+    return list(names) if len(names) <= settings.DOCSMCP_PIN_ALL_MAX else []
 
 
 def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> dict:
@@ -859,7 +859,7 @@ def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> 
     served, names = names, pinned_corpora(names)
     if served and not names:
         _warm_model(served[0])
-    budget = int(settings.DOCSMCP_SERVING_MEMORY_MB or 0)
+    budget = settings.DOCSMCP_SERVING_MEMORY_MB
     INDEXES.configure(budget_bytes=budget * 1024 * 1024 if budget else None, pinned=frozenset(names),
                       max_open=None if budget else INDEXES.max_open)
     for name in names:

@@ -35,10 +35,10 @@ class Limits:
     def from_settings(cls, request_line: int = 4094) -> Limits:
         from django.conf import settings
 
-        anonymous = max(int(settings.MCP_MAX_BODY_BYTES), int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0))
-        keyed = max(anonymous, int(settings.CITELOOM_MAX_BODY_BYTES))
-        return cls(header_timeout=float(settings.DOCSMCP_HEADER_TIMEOUT),
-                   body_timeout=float(settings.DOCSMCP_BODY_TIMEOUT),
+        anonymous = max(settings.MCP_MAX_BODY_BYTES, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        keyed = max(anonymous, settings.CITELOOM_MAX_BODY_BYTES)
+        return cls(header_timeout=settings.DOCSMCP_HEADER_TIMEOUT,
+                   body_timeout=settings.DOCSMCP_BODY_TIMEOUT,
                    anonymous_body_bytes=anonymous, keyed_body_bytes=keyed, request_line=request_line)
 
 

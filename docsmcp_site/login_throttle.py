@@ -24,8 +24,8 @@ from mcp_endpoint.security import client_ip
 
 
 def _limits() -> tuple[int, timedelta]:
-    failures = int(settings.DOCSMCP_ADMIN_LOGIN_MAX_FAILURES)
-    minutes = int(settings.DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES)
+    failures = settings.DOCSMCP_ADMIN_LOGIN_MAX_FAILURES
+    minutes = settings.DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES
     return failures, timedelta(minutes=max(1, minutes))
 
 

@@ -34,14 +34,14 @@ def _parts(url: str) -> NormalURL | None:
 
 
 def _own_hosts() -> frozenset[str]:
-    host = str(settings.MCP_SERVER_HOST).strip().lower().strip("[]")
+    host = settings.MCP_SERVER_HOST.strip().lower().strip("[]")
     if host in WILDCARD_HOSTS or host in LOOPBACK_NAMES:
         return LOOPBACK_NAMES
     return frozenset({host})
 
 
 def _is_own_endpoint(target: NormalURL) -> bool:
-    return (target.scheme == "http" and target.host in _own_hosts() and target.port == int(settings.MCP_SERVER_PORT)
+    return (target.scheme == "http" and target.host in _own_hosts() and target.port == settings.MCP_SERVER_PORT
             and (target.path == "/mcp" or target.path.startswith("/mcp/")))
 
 
@@ -91,7 +91,7 @@ def check_eval_url(url: str) -> None:
     if target is None:
         raise EvalError(f"eval target {url!r} is not an http(s) URL with a host (and no user:password); "
                         "use e.g. http://127.0.0.1:8001/mcp/")
-    allowed = list(settings.DOCSMCP_EVAL_ALLOWED_URLS)
+    allowed = settings.DOCSMCP_EVAL_ALLOWED_URLS
     if _is_own_endpoint(target):
         _check_corpus(url, target)
         return

@@ -48,7 +48,7 @@ def low_score_threshold(corpus: Corpus) -> float:
     value = (corpus.family.settings or {}).get("low_score")
     if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
         return float(value)
-    return float(settings.DOCSMCP_INSIGHTS_LOW_SCORE)
+    return settings.DOCSMCP_INSIGHTS_LOW_SCORE
 
 
 def period_for(corpus: Corpus, *, version: str = "", days: int = 30, include_eval: bool = False) -> Period:
@@ -166,7 +166,7 @@ def top_queries(period: Period, limit: int = TOP_N) -> list[dict]:
 def cached_aggregates(period: Period) -> dict:
     """The corpus page's traffic, top queries and pages, kept DOCSMCP_INSIGHTS_CACHE_SECONDS (default 30) in
     the cache: an author going back and forth between a corpus and its gaps does not rescan the records."""
-    seconds = int(settings.DOCSMCP_INSIGHTS_CACHE_SECONDS or 0)
+    seconds = settings.DOCSMCP_INSIGHTS_CACHE_SECONDS
     raw = f"{period.corpus}\0{period.version}\0{period.days}\0{period.include_eval}\0{period.low_score}"
     key = "insights:" + hashlib.sha256(raw.encode()).hexdigest()
     value = cache.get(key) if seconds > 0 else None

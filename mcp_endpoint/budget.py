@@ -41,7 +41,7 @@ GENERIC_HOW = "Ask for less (a smaller limit, a narrower query, or one section o
 
 
 def budget_chars() -> int:
-    return max(1, int(settings.MCP_RESPONSE_TOKEN_BUDGET)) * CHARS_PER_TOKEN
+    return max(1, settings.MCP_RESPONSE_TOKEN_BUDGET) * CHARS_PER_TOKEN
 
 
 def text_chars(result: ToolResult) -> int:

@@ -65,7 +65,7 @@ def _database_ok() -> bool:
 
 def _broker() -> str:
     """'ok', 'error' or 'not configured' (tasks run inline)."""
-    url = str(settings.CELERY_BROKER_URL or "")
+    url = settings.CELERY_BROKER_URL
     if not url:
         return "not configured"
     if url.startswith(("redis://", "rediss://", "unix://")):
@@ -78,7 +78,7 @@ def _broker() -> str:
             logger.warning("health: broker unreachable: %s", exc)
             return "error"
     if url.startswith("filesystem://"):
-        options = settings.CELERY_BROKER_TRANSPORT_OPTIONS or {}
+        options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
         folders = [options.get(k) for k in ("data_folder_in", "data_folder_out") if options.get(k)]
         writable = all(Path(f).is_dir() and os.access(f, os.W_OK) for f in folders)
         return "ok" if folders and writable else "error"

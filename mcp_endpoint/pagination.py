@@ -20,7 +20,7 @@ _SALT = "docsmcp.mcp.list-cursor"
 
 
 def page_size() -> int:
-    return max(1, int(settings.MCP_LIST_PAGE_SIZE))
+    return max(1, settings.MCP_LIST_PAGE_SIZE)
 
 
 def paginate(items: Sequence[T], cursor: Any, scope: str) -> tuple[list[T], str | None]:

@@ -427,7 +427,7 @@ def shape_modern(call: Call, result: dict[str, Any]) -> dict[str, Any]:
     shaped = dict(result)
     shaped.setdefault("resultType", "complete")
     if call.method in CACHEABLE_METHODS:
-        shaped.setdefault("ttlMs", max(0, int(settings.MCP_CACHE_TTL_MS)))
+        shaped.setdefault("ttlMs", max(0, settings.MCP_CACHE_TTL_MS))
         # Results may depend on who asks once keys carry scopes; never share them across keys.
         shaped.setdefault("cacheScope", "private" if call.context.principal is not None else "public")
     meta = dict(shaped.get("_meta") or {})

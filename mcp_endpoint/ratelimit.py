@@ -95,7 +95,7 @@ def _redis_hit(url: str, identity: str, window: int, cost: int) -> int | None:
 def hit(identity: str, limit: int | None = None, cost: int = 1) -> Decision:
     """Count `cost` requests (a batch's calls) for `identity`; say whether it is within the per-minute limit."""
     if limit is None:
-        limit = int(settings.MCP_RATE_LIMIT_PER_MINUTE or 0)
+        limit = settings.MCP_RATE_LIMIT_PER_MINUTE
     if limit <= 0:
         return Decision(True, 0, 0, 0)
     now = _now()

@@ -61,7 +61,7 @@ def origin_allowed(origin: str | None) -> bool:
     """
     if origin is None:
         return True
-    allowed = list(settings.MCP_ALLOWED_ORIGINS)
+    allowed = settings.MCP_ALLOWED_ORIGINS
     if "*" in allowed:
         return True
     candidate = _normalize_origin(origin)

@@ -170,7 +170,7 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
         )
     limit = _body_limit(profile)
     if principal is None:  # larger bodies (citeloom's store_chunks) are for keys that may write them
-        limit = min(limit, int(settings.MCP_MAX_BODY_BYTES))
+        limit = min(limit, settings.MCP_MAX_BODY_BYTES)
     try:
         raw = _read_body(request, limit)
     except BodyTooLarge:
@@ -224,7 +224,7 @@ def _rate_limited(identity: str, calls: int) -> HttpResponse | None:
 def _body_limit(profile: profiles.Profile) -> int:
     """MCP_MAX_BODY_BYTES, unless the profile takes larger bodies (citeloom's store_chunks batches)."""
     limit = profile.max_body_bytes()
-    return int(limit) if limit is not None else int(settings.MCP_MAX_BODY_BYTES)
+    return int(limit) if limit is not None else settings.MCP_MAX_BODY_BYTES
 
 
 def _read_body(request: HttpRequest, limit: int) -> bytes:
@@ -311,7 +311,7 @@ def _handle_legacy(endpoint: Endpoint, body: Any, version_header: str | None) ->
 def _handle_batch(endpoint: Endpoint, body: list[Any], version: str) -> HttpResponse:
     """A 2025-03-26 batch: at most MCP_MAX_BATCH messages, each counted by the rate limit, and
     replies bounded by MCP_MAX_BATCH_RESPONSE_BYTES (calls past it get an error, never silence)."""
-    limit = int(settings.MCP_MAX_BATCH)
+    limit = settings.MCP_MAX_BATCH
     if len(body) > limit:
         error = InvalidRequest(
             f"Invalid Request: the batch holds {len(body)} messages; at most {limit} are accepted "
@@ -323,7 +323,7 @@ def _handle_batch(endpoint: Endpoint, body: list[Any], version: str) -> HttpResp
         refusal = _rate_limited(endpoint.rate_identity, len(body) - 1)  # the request itself counted one
         if refusal is not None:
             return refusal
-    budget = int(settings.MCP_MAX_BATCH_RESPONSE_BYTES)
+    budget = settings.MCP_MAX_BATCH_RESPONSE_BYTES
     used, exhausted = 0, False
     replies: list[bytes] = []
     for item in body:

@@ -13,13 +13,15 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
+import typing
+from pathlib import Path, PurePath
 
 import pytest
 from django.conf import global_settings
 from django.core.exceptions import ImproperlyConfigured
 
 import docsmcp_site.settings as site_settings
+from docsmcp_site.settings import env
 from docsmcp_site.settings.env import env_bool, env_choice, env_float, env_int, env_list, env_str
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,6 +107,89 @@ def test_each_setting_is_assigned_in_one_settings_module_and_no_app_repeats_a_de
                 if isinstance(node, ast.Call) and ast.unparse(node.func) == "getattr" and len(node.args) == 3
                 and ast.unparse(node.args[0]) == "settings"]
     assert defaults == []
+
+
+def settings_types(sources: list[str]) -> dict[str, type]:
+    """What each setting is, read from how the settings modules make it: an env.py helper's return type
+    (`X = env_int(...)`, also `env_str(...) or "default"`), a Path, another setting, or a dict of one of
+    those (its items' type, for `settings.X[key]`)."""
+    helpers = {name: typing.get_origin(hint) or hint for name, function in vars(env).items()
+               if name.startswith("env_") and callable(function)
+               for hint in [typing.get_type_hints(function)["return"]]}
+    types: dict[str, type] = {}
+
+    def made(node: ast.expr) -> type | None:
+        if isinstance(node, ast.BoolOp):
+            return made(node.values[0])
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            return PurePath if node.func.id == "Path" else helpers.get(node.func.id)
+        if isinstance(node, ast.Name):
+            return types.get(node.id)
+        if isinstance(node, ast.Dict):
+            items = {made(value) for value in node.values}
+            return items.pop() if len(items) == 1 else None
+        return None
+
+    for source in sources:
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and (kind := made(node.value)) is not None:
+                types[node.targets[0].id] = kind
+    return types
+
+
+CONVERSIONS = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "Path": PurePath}
+
+
+def retyped(source: str, types: dict[str, type]) -> list[str]:
+    """Reads that convert a setting to the type it already has (`int(settings.X)`, `str(settings.X or "")`,
+    `float(settings.X[key])`) or fall back to an empty value it already gives (`settings.X or 0`)."""
+    def typed(node: ast.expr) -> type | None:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "settings":
+            return types.get(node.attr)
+        return None
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1:
+            argument = node.args[0]
+            inner = argument.values[0] if isinstance(argument, ast.BoolOp) else argument
+            if (kind := typed(inner)) is not None and kind is CONVERSIONS.get(node.func.id):
+                found.append(ast.unparse(node))
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and typed(node.values[0]) is not None:
+            fallback = node.values[1]
+            if isinstance(fallback, (ast.List, ast.Tuple, ast.Dict)) and not ast.literal_eval(fallback) or (
+                    isinstance(fallback, ast.Constant) and fallback.value is not None and not fallback.value):
+                found.append(ast.unparse(node))
+    return found
+
+
+def test_retyped_finds_each_form():
+    types = settings_types(['N = env_int("N", 1)\nF = env_float("F", 1)\nS = env_str("S") or "x"\n'
+                            'P = Path(env_str("P") or "/tmp")\nM = N\nT = {"a": env_float("A", 1)}\n'
+                            'L = env_list("L", "")\nB = env_bool("B", False)\nU = os.environ.get("U")\n'])
+    assert types == {"N": int, "F": float, "S": str, "P": PurePath, "M": int, "T": float, "L": list, "B": bool}
+    source = ('from django.conf import settings\na = int(settings.N or 0)\nb = float(settings.T["a"])\n'
+              'c = settings.S or ""\nd = settings.L or ()\ne = Path(settings.P)\nf = bool(settings.B)\n'
+              'g = settings.M or 0\n'
+              'ok = (str(settings.N), int(settings.U), settings.S or None, settings.N or 1, float(settings.N),\n'
+              '      settings.S or settings.N, str(settings.P / "x"))\n')
+    assert sorted(retyped(source, types)) == ["Path(settings.P)", "bool(settings.B)", "float(settings.T['a'])",
+                                              "int(settings.N or 0)", "settings.L or ()", "settings.M or 0",
+                                              "settings.N or 0", "settings.S or ''"]
+
+
+def test_no_app_converts_a_setting_to_the_type_it_already_has():
+    """A setting is parsed and typed once, in its settings module: converting it again where it is read would
+    hide a test or a settings change that gave it the wrong type."""
+    types = settings_types([path.read_text() for path in (ROOT / "docsmcp_site" / "settings").glob("*.py")])
+    assert {"MCP_MAX_BATCH", "DOCSMCP_HEADER_TIMEOUT", "MCP_AUTH_REQUIRED", "DOCSMCP_INDEX_CACHE_DIR",
+            "CITELOOM_TIMEOUTS", "DATA_UPLOAD_MAX_MEMORY_SIZE"} <= types.keys()  # the parse still sees the settings
+    found = [f"{path.relative_to(ROOT)}: {read}" for app in APPS for path in (ROOT / app).rglob("*.py")
+             if "migrations" not in path.parts for read in retyped(path.read_text(), types)]
+    assert found == []
 
 
 def test_a_number_or_switch_left_empty_means_its_default_and_a_string_left_empty_is_a_value(monkeypatch):

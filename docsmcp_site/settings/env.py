@@ -44,7 +44,7 @@ def env_int(name: str, default: int) -> int:
 
 
 def env_float(name: str, default: float) -> float:
-    return _parsed(name, default, float, "a number")
+    return _parsed(name, float(default), float, "a number")
 
 
 def env_bool(name: str, default: bool) -> bool:

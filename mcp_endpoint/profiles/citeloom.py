@@ -72,7 +72,7 @@ def instructions(context: Context) -> str:
 
 def max_body_bytes() -> int:
     """store_chunks batches carry their vectors: this path takes larger bodies than MCP_MAX_BODY_BYTES."""
-    return int(settings.CITELOOM_MAX_BODY_BYTES)
+    return settings.CITELOOM_MAX_BODY_BYTES
 
 
 # --- errors and timeouts ----------------------------------------------------------------------------
@@ -115,7 +115,7 @@ def _in_worker(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 
 def _timed(tool: str, project: str | None, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    timeout = float(settings.CITELOOM_TIMEOUTS[tool])
+    timeout = settings.CITELOOM_TIMEOUTS[tool]
     # The caller's context (corpus.access: which projects its key may see) goes with the work.
     future = _executor().submit(contextvars.copy_context().run, _in_worker, work)
     try:

@@ -60,11 +60,11 @@ NO_MATCHING_CORPUS = ("No corpus of the {total} you may read matches the query b
 
 
 def search_all_max() -> int:
-    return int(settings.DOCSMCP_SEARCH_ALL_MAX)
+    return settings.DOCSMCP_SEARCH_ALL_MAX
 
 
 def enum_max() -> int:
-    return int(settings.DOCSMCP_CORPUS_ENUM_MAX)
+    return settings.DOCSMCP_CORPUS_ENUM_MAX
 
 
 def applies(context: Context) -> bool:

@@ -79,7 +79,7 @@ def tool(name: str, *, search: str, read: str, resolve: Resolver,
 
 def _limited(context: Context) -> None:
     """Raises ToolError past the caller's feedback allowance; stdio and in-process calls are not limited."""
-    limit = int(settings.DOCSMCP_FEEDBACK_RATE_LIMIT_PER_MINUTE or 0)
+    limit = settings.DOCSMCP_FEEDBACK_RATE_LIMIT_PER_MINUTE
     if context.request is None or limit <= 0:
         return
     decision = ratelimit.hit("feedback:" + ratelimit.identity(context.request, context.principal), limit=limit)

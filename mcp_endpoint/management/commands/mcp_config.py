@@ -55,7 +55,7 @@ class Command(BaseCommand):
             profile=options["profile"],
             env={name: os.environ[name] for name in FORWARDED_ENV if os.environ.get(name)} or None,
             http_url=http_url,
-            needs_key=bool(settings.MCP_AUTH_REQUIRED),
+            needs_key=settings.MCP_AUTH_REQUIRED,
         )
         self.stdout.write(json.dumps(client_config(options["client"], launch), indent=2))
         # Notes go to stderr so that `mcp_config ... > .mcp.json` writes the JSON alone.

@@ -3,7 +3,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
@@ -51,7 +50,7 @@ class Command(BaseCommand):
         host, port = options["host"], options["port"]
         if not is_loopback(host) and not settings.MCP_AUTH_REQUIRED:
             self.stderr.write(exposure_warning(host))
-        if not (Path(settings.STATIC_ROOT) / "admin" / "css" / "base.css").exists():
+        if not (settings.STATIC_ROOT / "admin" / "css" / "base.css").exists():
             call_command("collectstatic", interactive=False, verbosity=0)
         # Threaded WSGI workers (against uvicorn's ASGI workers they add 4 ms less to each call and serve
         # 60% more calls per second at 8 clients), whose event loop receives each request whole before a
