@@ -87,14 +87,16 @@ def resource_metadata_url(request: HttpRequest) -> str:
     return request.build_absolute_uri(PROTECTED_RESOURCE_METADATA + suffix.rstrip("/") + ("/" if suffix else ""))
 
 
-def bearer_challenge(request: HttpRequest, error: str | None = None, scope: str | None = None,
+def bearer_challenge(request: HttpRequest, error: str | None = None, scope: str = "read",
                      description: str | None = None) -> str:
-    """A `WWW-Authenticate` value for a 401 or 403: realm, the error, and where the resource's metadata is."""
+    """A `WWW-Authenticate` value for a 401 or 403: realm, the error, the scope to ask for and where the
+    resource's metadata is. A 401 names `read`, what reading any of the server's resources needs, so a client
+    signs in for the least at first (the MCP authorization specification's scope selection) and asks for
+    more when a call needs it (`scope_challenge`)."""
     params = ['realm="docsmcp"']
     if error:
         params.append(f'error="{error}"')
-    if scope:
-        params.append(f'scope="{scope}"')
+    params.append(f'scope="{scope}"')
     params.append(f'resource_metadata="{resource_metadata_url(request)}"')
     if description:
         params.append('error_description="{}"'.format(description.replace("\\", "").replace('"', "'")))

@@ -90,7 +90,7 @@ def _template(path: str) -> str:
 def test_without_a_key_is_401_when_auth_is_required(client, sample_corpus, auth_required, method, path, body, scope):
     response = call(client, method, path, body)
     assert_error(response, 401, "unauthorized", "Authorization: Bearer")
-    assert response["WWW-Authenticate"] == ('Bearer realm="docsmcp", resource_metadata='
+    assert response["WWW-Authenticate"] == ('Bearer realm="docsmcp", scope="read", resource_metadata='
                                             '"http://testserver/.well-known/oauth-protected-resource/api/v1/"')
 
 

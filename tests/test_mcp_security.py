@@ -159,7 +159,7 @@ def test_auth_required_without_key_is_401(mcp_db_server, mcp_http, settings):
     assert "send the header `Authorization: Bearer <key>`" in _auth_error(anonymous)
     metadata = "/.well-known/oauth-protected-resource" + urlsplit(url).path.rstrip("/") + "/"
     assert anonymous.headers["www-authenticate"] == (
-        f'Bearer realm="docsmcp", resource_metadata="{urljoin(url, metadata)}"')
+        f'Bearer realm="docsmcp", scope="read", resource_metadata="{urljoin(url, metadata)}"')
     for headers in (
         {"Authorization": "Bearer wrong"},
         {"Authorization": "Basic dXNlcjpwdw=="},
@@ -169,7 +169,7 @@ def test_auth_required_without_key_is_401(mcp_db_server, mcp_http, settings):
         message = _auth_error(response)
         assert "not valid" in message or "malformed" in message, message
         assert response.headers["www-authenticate"] == (
-            f'Bearer realm="docsmcp", error="invalid_token", resource_metadata="{urljoin(url, metadata)}"')
+            f'Bearer realm="docsmcp", error="invalid_token", scope="read", resource_metadata="{urljoin(url, metadata)}"')
     settings.MCP_AUTH_REQUIRED = False
     assert_alive(mcp_http, url)
 

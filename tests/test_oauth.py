@@ -80,15 +80,22 @@ def test_authorization_server_metadata_offers_code_with_s256_only(client, db):
     assert doc["client_id_metadata_document_supported"] is True
 
 
-def test_401_points_at_the_resource_metadata(client, sample_corpus, auth_required):
-    response = client.get("/api/v1/corpora")
-    assert response.status_code == 401
-    assert 'resource_metadata="http://testserver/.well-known/oauth-protected-resource/api/v1/"' in \
-        response["WWW-Authenticate"]
-    response = client.post("/mcp/c/sample/", "{}", content_type="application/json")
-    assert response.status_code == 401
-    assert ('resource_metadata="http://testserver/.well-known/oauth-protected-resource/mcp/c/sample/"'
-            in response["WWW-Authenticate"])
+def test_401_points_at_the_resource_metadata_and_names_the_scope_reading_needs(client, sample_corpus,
+                                                                                auth_required):
+    """The challenge's `scope` is what a client asks for at first sign-in: `read`, the least, even before a
+    call that needs more (that one steps up), and after a token stops being valid."""
+    well_known = "http://testserver/.well-known/oauth-protected-resource"
+    for method, path, metadata in [("get", "/api/v1/corpora", "/api/v1/"), ("post", "/api/v1/corpora", "/api/v1/"),
+                                   ("post", "/mcp/", "/mcp/"), ("post", "/mcp/c/sample/", "/mcp/c/sample/"),
+                                   ("get", "/c/sample/llms.txt", "")]:
+        for headers in ({}, bearer("docsmcp_at.revoked-or-never-issued")):
+            response = client.post(path, "{}", content_type="application/json", **headers) if method == "post" \
+                else client.get(path, **headers)
+            assert response.status_code == 401, (path, response.content)
+            challenge = response["WWW-Authenticate"]
+            assert 'scope="read"' in challenge and f'resource_metadata="{well_known}{metadata}"' in challenge, \
+                (path, challenge)
+            assert ('error="invalid_token"' in challenge) == bool(headers), (path, challenge)
 
 
 def test_sign_in_token_reads_refreshes_with_rotation_and_revokes(client, sample_corpus, auth_required, reader):

@@ -48,8 +48,10 @@ class SignIn:
         self.username, self.password = username, password
         self.code = self.state = None
         self.consent_pages: list[str] = []
+        self.scopes_asked: list[str] = []
 
     async def redirect(self, authorization_url: str) -> None:
+        self.scopes_asked.append(parse_qs(urlsplit(authorization_url).query).get("scope", [""])[0])
         async with httpx.AsyncClient(timeout=30) as http:
             response = await http.get(authorization_url)
             assert response.status_code == 302 and "/accounts/login/" in response.headers["location"]
@@ -114,7 +116,8 @@ def test_the_sdks_oauth_client_signs_in_searches_refreshes_and_is_revoked(signed
     from oauth2_provider.models import AccessToken
 
     url = f"{signed_in_server}/mcp/c/sample/"
-    assert httpx.post(url, json={}).status_code == 401
+    challenge = httpx.post(url, json={})
+    assert challenge.status_code == 401 and 'scope="read"' in challenge.headers["www-authenticate"]
     storage, sign_in = Memory(), SignIn("ada", "pw-ada-123")
 
     client = provider(url, storage, sign_in)
@@ -122,6 +125,7 @@ def test_the_sdks_oauth_client_signs_in_searches_refreshes_and_is_revoked(signed
     assert "search_docs" in outcome["tools"] and not outcome["error"], outcome
     assert "retr" in outcome["text"].lower()
     assert "SDK test agent" in sign_in.consent_pages[0]
+    assert sign_in.scopes_asked == ["read"]  # the 401's scope, not every scope the metadata lists
     assert storage.client_info.client_id and storage.tokens.refresh_token
     row = AccessToken.objects.get(user__username="ada")  # (registration gives the client a token with no user)
     assert row.resource == [url] and row.user.username == "ada"
@@ -190,4 +194,5 @@ def test_the_sdk_steps_up_when_a_tool_needs_a_scope_its_token_lacks(mcp_db_serve
     outcome = asyncio.run(write_work(url, provider(url, storage, sign_in, scope="read")))
     assert not outcome["error"] and outcome["text"] == "stored", outcome
     assert len(sign_in.consent_pages) == 2 and "call tools that write" in sign_in.consent_pages[1]
+    assert set(sign_in.scopes_asked[1].split()) == {"read", "write"}
     assert set(storage.tokens.scope.split()) == {"read", "write"}
