@@ -14,6 +14,11 @@ def test_the_corpora_whose_chunks_come_closest_are_ranked_and_the_profile_breaks
     assert route([0, 0, 0, 0], affinities, ["m"] * 4, keep=1) == [1]
 
 
+def test_a_clear_cosine_lead_is_not_overturned_by_the_profile():
+    # A payments question: its corpus comes closest; a larger corpus's page titles share more of its words.
+    assert route([0, 2.5, 1.7], [0.4455, 0.4211, 0.339], ["m"] * 3, keep=1) == [0]
+
+
 def test_corpora_without_vectors_are_always_ranked_and_few_corpora_all():
     assert route([1.0, 0, 0, 0], [None, 0.9, 0.5, 0.1], ["m"] * 4, keep=1) == [0, 1]
     assert route([0, 0], [0.1, 0.9], ["m"] * 2, keep=2) == [0, 1]
