@@ -7,6 +7,6 @@ an installation keeps its state (`home`).
 
 May import: `retrieval.boot`, `retrieval.errors`. The apps build on the floor, never the other way
 round: what needs an app's rules is handed in by the app (corpus installs its API key check
-in `common.api.auth` when Django starts; the API assembly names the apps' error classes to
-`common.api.errors.install`).
+in `common.api.auth` and the names challenges give scopes in `common.callers` when Django starts;
+the API assembly names the apps' error classes to `common.api.errors.install`).
 """

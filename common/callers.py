@@ -6,6 +6,7 @@ the corpus app's (corpus.apikeys), since a key's limits are limits on corpus acc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -87,6 +88,21 @@ def resource_metadata_url(request: HttpRequest) -> str:
     return request.build_absolute_uri(PROTECTED_RESOURCE_METADATA + suffix.rstrip("/") + ("/" if suffix else ""))
 
 
+def _own_name(scope: str) -> str | None:
+    return scope
+
+
+_scope_name: Callable[[str], str | None] = _own_name
+
+
+def use_scope_names(name: Callable[[str], str | None]) -> None:
+    """How a challenge names a scope to the client: the app that knows who issues tokens (corpus) installs
+    it, since a client signing in at an external issuer must ask for the issuer's names, not docsmcp's.
+    `name` returns None when the client cannot be told any name that grants the scope."""
+    global _scope_name
+    _scope_name = name
+
+
 def bearer_challenge(request: HttpRequest, error: str | None = None, scope: str = "read",
                      description: str | None = None) -> str:
     """A `WWW-Authenticate` value for a 401 or 403: realm, the error, the scope to ask for and where the
@@ -96,7 +112,9 @@ def bearer_challenge(request: HttpRequest, error: str | None = None, scope: str 
     params = ['realm="docsmcp"']
     if error:
         params.append(f'error="{error}"')
-    params.append(f'scope="{scope}"')
+    named = _scope_name(scope)
+    if named:
+        params.append(f'scope="{named}"')
     params.append(f'resource_metadata="{resource_metadata_url(request)}"')
     if description:
         params.append('error_description="{}"'.format(description.replace("\\", "").replace('"', "'")))

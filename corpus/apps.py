@@ -12,6 +12,7 @@ class CorpusConfig(AppConfig):
 
         storage.configure(settings.DOCSMCP_STORAGE_ENVIRONMENT)  # the engine reads no environment itself
         _install_key_check()
+        _install_scope_names()
         _forget_tokens_on_change()
 
 
@@ -23,6 +24,16 @@ def _install_key_check() -> None:
     from . import access, apikeys
 
     auth.use_key_check(apikeys.authenticate, admit=lambda principal: access.limit_to(principal.corpora))
+
+
+def _install_scope_names() -> None:
+    """Challenges (common.callers) name scopes as the authorization server clients sign in at knows them:
+    an external issuer alone has its own names, mapped here by DOCSMCP_OAUTH_SCOPE_MAP."""
+    from common import callers
+
+    from . import oauth
+
+    callers.use_scope_names(oauth.scope_to_ask)
 
 
 def _forget_tokens_on_change() -> None:

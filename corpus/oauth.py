@@ -237,6 +237,34 @@ def scope_map() -> dict[str, str]:
     return mapped or {scope: scope for scope in SCOPES}
 
 
+def external_issuer_only() -> bool:
+    """Whether clients sign in at the external issuer alone, and so must be told the issuer's scope names."""
+    return bool(settings.DOCSMCP_OAUTH_ISSUER) and not settings.DOCSMCP_OAUTH_SERVER
+
+
+def scope_to_ask(scope: str) -> str | None:
+    """The scope a challenge tells a client to ask for so that it holds docsmcp's `scope`: the name itself
+    beside the built-in server; with an external issuer alone, the first of the issuer's scopes that the map
+    turns into it, or into `admin` (which holds every scope), and None when the map names neither.
+
+    One name, never each that maps: a challenge's scopes are asked for together, so naming two would have
+    the client ask for more than the call needs, and be refused if the user may hold only one of them."""
+    if not external_issuer_only():
+        return scope
+    mapping = scope_map()
+    for wanted in (scope, "admin"):
+        for theirs, ours in mapping.items():
+            if ours == wanted:
+                return theirs
+    return None
+
+
+def issuer_scopes() -> list[str]:
+    """The external issuer's scope names that count here, every one of them (the resource metadata's
+    scopes_supported, where a client picks from a list)."""
+    return sorted(scope_map())
+
+
 def _external(request: HttpRequest, token: str) -> Principal | None:
     import jwt
 

@@ -22,7 +22,7 @@ from oauth2_provider.views import AuthorizationView, OAuthProtectedResourceMetad
 from oauth2_provider.views import TokenView as LibraryTokenView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
-from corpus.oauth import is_own_resource
+from corpus.oauth import external_issuer_only, is_own_resource, issuer_scopes
 from docsmcp_site.login_throttle import ThrottledAdminAuthenticationForm
 
 
@@ -66,6 +66,9 @@ class ResourceMetadataView(OAuthProtectedResourceMetadataView):
         if settings.DOCSMCP_OAUTH_ISSUER:
             servers.append(settings.DOCSMCP_OAUTH_ISSUER)
         return servers
+
+    def get_scopes_supported(self) -> list[str]:
+        return issuer_scopes() if external_issuer_only() else super().get_scopes_supported()
 
     def get(self, request: HttpRequest, *args, **kwargs):
         response = super().get(request, *args, **kwargs)

@@ -433,6 +433,33 @@ def test_an_external_issuers_tokens_are_checked_by_its_jwks(client, sample_corpu
         assert response.status_code == 401 and says in response.json()["error"]["message"], response.content
 
 
+def test_with_an_external_issuer_alone_clients_are_told_its_scope_names(client, sample_corpus, auth_required, issuer,
+                                                                        settings, echo_profile):  # noqa: F811
+    """A client signs in where the metadata sends it and asks for what a challenge names: with the issuer
+    alone, the issuer's names (the first the map gives a scope; one for `admin` where none gives it)."""
+    well_known = "/.well-known/oauth-protected-resource/mcp/"
+    assert client.get(well_known).json()["scopes_supported"] == ["admin", "build", "read", "write"]
+    settings.DOCSMCP_OAUTH_SERVER = False
+    settings.DOCSMCP_OAUTH_SCOPE_MAP = ["docs.read=read", "docs.admin=admin", "docs.everything=read"]
+    doc = client.get(well_known).json()
+    assert doc["authorization_servers"] == ["https://id.example.com"]
+    assert doc["scopes_supported"] == ["docs.admin", "docs.everything", "docs.read"]
+    for response in (client.get("/api/v1/corpora"), client.post("/mcp/", "{}", content_type="application/json")):
+        assert response.status_code == 401 and 'scope="docs.read"' in response["WWW-Authenticate"], response
+    body = json.dumps({"name": "new-docs", "kind": "chunks"})
+    refused = client.post("/api/v1/corpora", body, content_type="application/json", **bearer(issuer()))
+    assert refused.status_code == 403
+    assert 'error="insufficient_scope", scope="docs.admin"' in refused["WWW-Authenticate"]
+    call = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "store", "arguments": {}}})
+    mcp = {"content_type": "application/json", "HTTP_ACCEPT": "application/json, text/event-stream",
+           "HTTP_MCP_PROTOCOL_VERSION": "2025-11-25"}
+    refused = client.post("/mcp/echo/", call, **mcp, **bearer(issuer()))  # needs write: docs.admin holds it
+    assert refused.status_code == 403 and 'scope="docs.admin"' in refused["WWW-Authenticate"]
+    settings.DOCSMCP_OAUTH_SCOPE_MAP = ["docs.read=read"]  # nothing the issuer grants holds write: no name
+    refused = client.post("/mcp/echo/", call, **mcp, **bearer(issuer()))
+    assert refused.status_code == 403 and "scope=" not in refused["WWW-Authenticate"], refused["WWW-Authenticate"]
+
+
 def test_the_admin_lists_a_users_tokens_and_revokes_them(client, sample_corpus, auth_required, reader):
     from oauth2_provider.models import AccessToken
 
