@@ -8,6 +8,10 @@ import html
 import json
 import re
 import secrets
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 REDIRECT = "http://127.0.0.1:9/callback"
@@ -75,3 +79,32 @@ def sign_in(client, user, client_id: str, resource: str, scope: str = "read") ->
                    client_id=client_id, code_verifier=verifier, resource=resource)
     assert answer["status"] == 200, answer
     return answer
+
+
+def json_server(documents: dict[str, Any], seen: list[str] | None = None,
+                tls: tuple[str, str] | None = None) -> ThreadingHTTPServer:
+    """A loopback server on its own thread answering GET <path> with documents[path] as JSON, else 404;
+    the paths asked for go to `seen`, and `tls` (certificate and key files) makes it HTTPS. Callers may
+    add documents while it runs."""
+
+    class Documents(BaseHTTPRequestHandler):
+        def do_GET(self):
+            if seen is not None:
+                seen.append(self.path)
+            body = json.dumps(documents[self.path]).encode() if self.path in documents else b"{}"
+            self.send_response(200 if self.path in documents else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Documents)
+    if tls is not None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server

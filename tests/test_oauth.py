@@ -20,6 +20,7 @@ from tests.oauth_helpers import (
     authorize_query,
     consent,
     hidden_fields,
+    json_server,
     pkce,
     register,
     sign_in,
@@ -381,30 +382,14 @@ def test_operator_command_creates_lists_and_deletes_clients(db, capsys, client, 
 @pytest.fixture
 def issuer(settings):
     """An external issuer: an RSA key, its JWKS served on a loopback port by a server made here."""
-    import threading
     import time
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     import jwt
     from cryptography.hazmat.primitives.asymmetric import rsa
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
-    body = json.dumps({"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
-
-    class Jwks(BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Jwks)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = json_server({"/jwks": {"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}})
     settings.DOCSMCP_OAUTH_ISSUER = "https://id.example.com"
     settings.DOCSMCP_OAUTH_JWKS_URL = f"http://127.0.0.1:{server.server_address[1]}/jwks"
     settings.DOCSMCP_OAUTH_SCOPE_MAP = ["docs.read=read", "docs.admin=admin"]

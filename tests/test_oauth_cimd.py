@@ -8,8 +8,6 @@ import datetime
 import ipaddress
 import json
 import ssl
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -17,7 +15,7 @@ import urllib3
 from django.contrib.auth.models import User
 from oauth2_provider import cimd
 
-from tests.oauth_helpers import REDIRECT, authorize_query, consent, pkce, token
+from tests.oauth_helpers import REDIRECT, authorize_query, consent, json_server, pkce, token
 
 MCP = "http://testserver/mcp/"
 HOST = "agent.test"  # a client's host name; the test's fetcher connects to the loopback address for it
@@ -82,24 +80,7 @@ def metadata_host(tmp_path, settings):
     documents: dict[str, dict] = {}
     fetched: list[str] = []
 
-    class Documents(BaseHTTPRequestHandler):
-        def do_GET(self):
-            fetched.append(self.path)
-            body = json.dumps(documents[self.path]).encode() if self.path in documents else b"{}"
-            self.send_response(200 if self.path in documents else 404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Documents)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert_file, key_file)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = json_server(documents, fetched, tls=(cert_file, key_file))
     LoopbackFetcher.ca_file = cert_file
     original = settings.OAUTH2_PROVIDER
     settings.OAUTH2_PROVIDER = {**original, "CIMD_METADATA_FETCHER": f"{__name__}.LoopbackFetcher"}
