@@ -24,8 +24,8 @@ two corpora the weight never decides: on Kubernetes and the sample embedded with
 ranking only the closest corpus put the question's corpus first for 97% of questions and kept
 each corpus's MRR@10 within 0.01 of asking it alone (merging both corpora's rankings lost 0.11 on
 Kubernetes). Word-hash cosines route badly (the question's corpus left out of the two ranked for
-19% of questions on four real corpora), so corpora with word-hash or no vectors are routed by their lexical match instead: the `keep` best of those too
-(docs/BENCHMARKS.md). A corpus with neither (a build made before lexicons) is always ranked.
+19% of questions on four real corpora), so corpora with word-hash or no vectors are routed by
+their lexical match instead: the `keep` best of those too (docs/BENCHMARKS.md). A corpus with neither (a build made before lexicons) is always ranked.
 """
 
 from __future__ import annotations
