@@ -21,10 +21,11 @@ CHUNK = "guides/retries.md#retries/when-to-retry"
 
 
 def damage(build: Path) -> None:
-    """Overwrite every data file of both tables with noise of the same size, as a bad disk or copy would."""
-    for path in (build / "lancedb").rglob("*.lance"):
-        if path.is_file() and path.parent.name == "data":
-            path.write_bytes(os.urandom(path.stat().st_size))
+    """Overwrite every data file of both tables, and the mapped files a server reads first, with noise of
+    the same size, as a bad disk or copy would."""
+    damaged = [path for path in (build / "lancedb").rglob("*.lance") if path.is_file() and path.parent.name == "data"]
+    for path in [*damaged, *(build / "mapped").iterdir()]:
+        path.write_bytes(os.urandom(path.stat().st_size))
 
 
 @pytest.fixture

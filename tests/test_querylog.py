@@ -414,6 +414,7 @@ def test_calls_during_a_database_outage_answer_and_are_written_once_it_is_back(s
 
 
 def test_a_search_across_corpora_at_mcp_records_each_corpus_searched(logging_on, doc_corpora, live_url):
+    logging_on.DOCSMCP_SEARCH_ROUTE_TOP = 0  # every corpus ranked, none routed away
     with httpx.Client(timeout=60) as http:
         merged = _tool(http, f"{live_url}/mcp/", "search_docs", {"query": "shared_buffers apt retries"})
         assert not merged["isError"]
@@ -424,3 +425,13 @@ def test_a_search_across_corpora_at_mcp_records_each_corpus_searched(logging_on,
     shown = {hit["corpus"] for hit in merged["structuredContent"]["hits"]}
     assert all(r.hits > 0 for r in rows[:3] if r.corpus in shown)
     assert (rows[3].tool, rows[3].corpus, rows[3].query) == ("search_docs", "ubuntu", "apt")
+
+
+def test_a_routed_search_across_corpora_records_only_the_corpus_it_searched(logging_on, doc_corpora, live_url):
+    logging_on.DOCSMCP_SEARCH_ROUTE_TOP = 1
+    with httpx.Client(timeout=60) as http:
+        routed = _tool(http, f"{live_url}/mcp/", "search_docs", {"query": "shared_buffers"})
+    assert not routed["isError"]
+    shown = {hit["corpus"] for hit in routed["structuredContent"]["hits"]}
+    assert shown == {"postgresql"}
+    assert [(r.tool, r.corpus) for r in records()] == [("search_docs", "postgresql")]
