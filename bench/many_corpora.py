@@ -10,9 +10,10 @@ across 20 corpora, and memory against DOCSMCP_SERVING_MEMORY_MB.
    corpora would; a build with mapped files is mapped by all of them). `--provider local` for a build
    made with the local model.
 2. In a fresh Python process with DOCSMCP_SERVING_MEMORY_MB=`--budget-mb` (nothing pinned: more corpora
-   than DOCSMCP_PIN_ALL_MAX): times django.setup + `serve_ready` (what gunicorn's worker does before it
-   accepts), then the first search of 20 corpora not loaded (p50, max), `--queries` searches of one
-   loaded corpus (p50, p99) alternating with the same queries across 20 loaded corpora merged
+   than DOCSMCP_PIN_ALL_MAX): times django.setup and the views' imports (what gunicorn's master does once,
+   before it forks) plus `serve_ready` (what each worker does before it accepts) as `startup_s`, and
+   `serve_ready` alone as `worker_start_s`; then the first search of 20 corpora not loaded (p50, max),
+   `--queries` searches of one loaded corpus (p50, p99) alternating with the same queries across 20 loaded corpora merged
    (`corpora_search`, p50, p99), the CPU milliseconds per search of both and their ratios, and after
    searching `--touch` distinct corpora: the open indexes, their estimated bytes and the process's RSS.
    Then `list_corpora`'s ranking of all corpora (corpus_cards with a query): its first call, then the p50
@@ -41,9 +42,12 @@ import json, os, resource, statistics, sys, time
 started = time.perf_counter()
 import django
 django.setup()
-from mcp_endpoint.startup import serve_ready
+from mcp_endpoint.startup import import_views, serve_ready
+import_views()
+forked = time.perf_counter()
 serve_ready()
 startup = time.perf_counter() - started
+worker = time.perf_counter() - forked
 from corpus.serving import corpus_search, corpora_search
 from django.conf import settings
 from retrieval.search.engine import SearchRequest
@@ -80,6 +84,7 @@ cpu["list"] = 0.0
 listed = [ms(lambda q=q: corpus_cards(q), "list") for q in (queries * 2)[:20]]
 print(json.dumps({
     "startup_s": round(startup, 3),
+    "worker_start_s": round(worker, 3),
     "first_search_ms": {"p50": pct(first, 0.5), "max": round(max(first), 2)},
     "loaded_search_ms": {"p50": pct(loaded, 0.5), "p99": pct(loaded, 0.99)},
     "across_20_ms": {"p50": pct(across, 0.5), "p99": pct(across, 0.99)},

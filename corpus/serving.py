@@ -34,7 +34,7 @@ from django.db import DatabaseError, close_old_connections, connections
 from retrieval.embeddings import check_compatible
 from retrieval.embeddings.base import EmbeddingProvider, EmbeddingSpec
 from retrieval.errors import IndexUnavailable, RetrievalError
-from retrieval.storage import Location
+from retrieval.storage import Location, load_engine
 from retrieval.storage.cache import BuildCache
 
 from . import querylog, warming
@@ -857,8 +857,9 @@ def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> 
         logger.warning("warming skipped: the corpora cannot be listed (%s)", exc)
         names = []
     served, names = names, pinned_corpora(names)
-    if served and not names:
+    if served and not names:  # every corpus opens on first use: load what any first search would need now
         _warm_model(served[0])
+        load_engine()
     budget = settings.DOCSMCP_SERVING_MEMORY_MB
     INDEXES.configure(budget_bytes=budget * 1024 * 1024 if budget else None, pinned=frozenset(names),
                       max_open=None if budget else INDEXES.max_open)

@@ -26,11 +26,12 @@ from .uri import (
     dataset,
     is_remote,
     join,
+    load_engine,
     name_of,
     storage_options,
 )
 
 __all__ = [
     "Location", "as_location", "configure", "connect", "connect_async", "copy_tree", "dataset", "delete_file", "delete_tree", "exists", "is_remote", "join",
-    "list_children", "list_tree", "name_of", "read_bytes", "require_bucket", "storage_options", "write_bytes",
+    "list_children", "load_engine", "list_tree", "name_of", "read_bytes", "require_bucket", "storage_options", "write_bytes",
 ]
