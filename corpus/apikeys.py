@@ -43,8 +43,11 @@ _key_cache_lock = threading.Lock()
 
 
 def generate_key() -> str:
-    """A new random key (43 URL-safe characters, 256 bits)."""
-    return secrets.token_urlsafe(32)
+    """A new random key (43 URL-safe characters, 256 bits). Never one starting with "-": operators type
+    its first 8 characters as an argument of `mcp_apikey`, where a leading "-" reads as an option."""
+    while (key := secrets.token_urlsafe(32)).startswith("-"):
+        pass
+    return key
 
 
 def hash_key(key: str) -> str:

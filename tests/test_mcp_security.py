@@ -400,6 +400,20 @@ def test_apikey_command(db, capsys):
     assert row.revoked_at is not None
 
 
+def test_no_key_starts_with_a_dash_that_the_command_line_would_take_for_an_option(db, capsys, monkeypatch):
+    from django.core.management import call_command
+
+    from corpus import apikeys
+
+    drawn = iter(["-" + "a" * 42, "b" * 43])
+    monkeypatch.setattr(apikeys.secrets, "token_urlsafe", lambda size: next(drawn))
+    call_command("mcp_apikey", "create", "dash-bot")
+    key = capsys.readouterr().out.strip()
+    assert key == "b" * 43
+    call_command("mcp_apikey", "corpora", key[:8], "sample")
+    assert ApiKey.objects.get(name="dash-bot").corpora == ["sample"]
+
+
 # --- corpus-limited keys ------------------------------------------------------------------------
 
 
