@@ -29,6 +29,7 @@ from retrieval import storage
 from retrieval.corpus_summary import Lexicon, page_words, words
 from retrieval.storage import Location
 
+from .npyfiles import map_array, npy_bytes
 from .terms import identifier_terms
 
 log = logging.getLogger("retrieval.ingest")
@@ -72,14 +73,8 @@ def lexicon_from_tables(chunks, documents) -> Lexicon:
 
 def lexicon_files(lexicon: Lexicon) -> dict[str, bytes]:
     """The lexicon's files under mapped/, by name."""
-    return {TERMS_FILE: _npy(lexicon.hashes),
-            PAGES_FILE: _npy(np.append(lexicon.pages, lexicon.total).astype(np.uint32))}
-
-
-def _npy(array: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.save(out, np.ascontiguousarray(array), allow_pickle=False)
-    return out.getvalue()
+    return {TERMS_FILE: npy_bytes(lexicon.hashes),
+            PAGES_FILE: npy_bytes(np.append(lexicon.pages, lexicon.total).astype(np.uint32))}
 
 
 def read_lexicon(mapped: Location) -> Lexicon | None:
@@ -90,8 +85,7 @@ def read_lexicon(mapped: Location) -> Lexicon | None:
             hashes, pages = (np.load(io.BytesIO(storage.read_bytes(storage.join(mapped, name))), allow_pickle=False)
                              for name in (TERMS_FILE, PAGES_FILE))
         else:
-            # plain ndarrays over the mapping: numpy's memmap subclass runs Python code on every index
-            hashes, pages = (np.asarray(np.load(mapped / name, mmap_mode="r")) for name in (TERMS_FILE, PAGES_FILE))
+            hashes, pages = (map_array(mapped / name) for name in (TERMS_FILE, PAGES_FILE))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:

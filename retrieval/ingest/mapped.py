@@ -34,7 +34,6 @@ first use.
 
 from __future__ import annotations
 
-import io
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -51,6 +50,7 @@ from retrieval.storage import Location
 from .layout import open_tables, taxonomy_column
 from .lexicon import PAGES_FILE, lexicon_files, lexicon_from_tables
 from .linkgraph import PageLinks, resolve_links
+from .npyfiles import map_array, npy_bytes
 from .progress import Progress
 
 log = logging.getLogger("retrieval.ingest")
@@ -273,21 +273,21 @@ def write_mapped(directory: Location, held: Held) -> None:
     if not storage.is_remote(target):
         target.mkdir(parents=True, exist_ok=True)
     _write(target, CATALOG_FILE, _arrow_file(held.catalog))
-    _write(target, ROWIDS_FILE, _npy(held.rowids))
-    _write(target, ID_ORDER_FILE, _npy(held.id_order if held.id_order is not None
+    _write(target, ROWIDS_FILE, npy_bytes(held.rowids))
+    _write(target, ID_ORDER_FILE, npy_bytes(held.id_order if held.id_order is not None
                                          else id_ranks(held.catalog["chunk_id"])))
-    _write(target, VECTORS_FILE, _npy(held.codes))
-    _write(target, SCALES_FILE, _npy(held.scales))
+    _write(target, VECTORS_FILE, npy_bytes(held.codes))
+    _write(target, SCALES_FILE, npy_bytes(held.scales))
     name = "content" if held.text_offsets is None else "blocks"
     _write(target, TEXTS_FILE, _arrow_file(pa.table({name: held.texts})))
     if held.text_offsets is not None:
-        _write(target, TEXT_OFFSETS_FILE, _npy(held.text_offsets))
+        _write(target, TEXT_OFFSETS_FILE, npy_bytes(held.text_offsets))
     if held.pages is not None:
-        _write(target, DOCUMENT_ROWIDS_FILE, _npy(held.pages.rowids))
-        _write(target, DOCUMENT_PAGES_FILE, _npy(held.pages.codes))
+        _write(target, DOCUMENT_ROWIDS_FILE, npy_bytes(held.pages.rowids))
+        _write(target, DOCUMENT_PAGES_FILE, npy_bytes(held.pages.codes))
     if held.links is not None:
-        _write(target, LINK_STARTS_FILE, _npy(held.links.starts))
-        _write(target, LINK_TARGETS_FILE, _npy(held.links.targets))
+        _write(target, LINK_STARTS_FILE, npy_bytes(held.links.starts))
+        _write(target, LINK_TARGETS_FILE, npy_bytes(held.links.targets))
 
 
 def write_mapped_from_tables(directory: Location, taxonomy: list[str], dims: int, progress: Progress) -> None:
@@ -316,12 +316,6 @@ def _arrow_file(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def _npy(array: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.save(out, np.ascontiguousarray(array), allow_pickle=False)
-    return out.getvalue()
-
-
 def has_mapped(directory: Location) -> bool:
     """Whether the build wrote every mapped file this version writes (builds made before some existed did
     not: a build that reuses their tables writes its own)."""
@@ -342,28 +336,21 @@ def open_mapped(directory: Location) -> Held | None:
     offsets = folder / TEXT_OFFSETS_FILE
     pages = links = None
     if (folder / DOCUMENT_PAGES_FILE).is_file():
-        pages = Pages(_mapped_array(folder / DOCUMENT_ROWIDS_FILE), _mapped_array(folder / DOCUMENT_PAGES_FILE))
+        pages = Pages(map_array(folder / DOCUMENT_ROWIDS_FILE), map_array(folder / DOCUMENT_PAGES_FILE))
     if (folder / LINK_TARGETS_FILE).is_file():
-        links = PageLinks(_mapped_array(folder / LINK_STARTS_FILE), _mapped_array(folder / LINK_TARGETS_FILE))
+        links = PageLinks(map_array(folder / LINK_STARTS_FILE), map_array(folder / LINK_TARGETS_FILE))
     return Held(
         catalog=catalog,
-        rowids=_mapped_array(folder / ROWIDS_FILE),
-        id_order=_mapped_array(folder / ID_ORDER_FILE),
-        codes=_mapped_array(folder / VECTORS_FILE),
-        scales=_mapped_array(folder / SCALES_FILE),
+        rowids=map_array(folder / ROWIDS_FILE),
+        id_order=map_array(folder / ID_ORDER_FILE),
+        codes=map_array(folder / VECTORS_FILE),
+        scales=map_array(folder / SCALES_FILE),
         texts=one_chunk(texts.column(0)),
-        text_offsets=_mapped_array(offsets) if "blocks" in texts.column_names else None,
+        text_offsets=map_array(offsets) if "blocks" in texts.column_names else None,
         mapped=True,
         pages=pages,
         links=links,
     )
-
-
-def _mapped_array(path) -> np.ndarray:
-    """A plain ndarray over the read-only mapping (which its `.base` keeps open): numpy's memmap
-    subclass costs a Python-level `__getitem__` and `__array_finalize__` on every index, about 20
-    of them per search."""
-    return np.asarray(np.load(path, mmap_mode="r"))
 
 
 def _mapped_table(path) -> pa.Table:
