@@ -38,6 +38,11 @@ def _invalid_target(foreign: list[str], origin: str, **kwargs) -> CustomOAuth2Er
         f"not for {', '.join(foreign)}"), **kwargs)
 
 
+def _application(client_id: str | None):
+    """The registered client, or None (a client known by its metadata document may have no row yet)."""
+    return get_application_model().objects.filter(client_id=client_id).first() if client_id else None
+
+
 class ClientHostPermission:
     """Which hosts a Client ID Metadata Document may come from: DOCSMCP_OAUTH_CLIENT_HOSTS (ALLOWED_HOSTS
     syntax), read when a client asks, or any host while it is empty. The library still fetches from public
@@ -113,7 +118,7 @@ class ConsentView(AuthorizationView):
                 return self.error_response(error, application=None)
             error = OAuthToolkitError(error=_invalid_target(foreign, origin, state=credentials.get("state")),
                                       redirect_uri=credentials["redirect_uri"])
-            return self.error_response(error, get_application_model().objects.get(client_id=credentials["client_id"]))
+            return self.error_response(error, _application(credentials.get("client_id")))
         return super().get(request, *args, **kwargs)
 
     def form_valid(self, form):
@@ -121,8 +126,7 @@ class ConsentView(AuthorizationView):
         if foreign:  # the form's hidden field, changed since the page was shown
             error = OAuthToolkitError(error=_invalid_target(foreign, origin, state=form.cleaned_data.get("state")),
                                       redirect_uri=form.cleaned_data.get("redirect_uri"))
-            return self.error_response(error, get_application_model().objects.filter(
-                client_id=form.cleaned_data.get("client_id")).first())
+            return self.error_response(error, _application(form.cleaned_data.get("client_id")))
         return super().form_valid(form)
 
     def get_context_data(self, **kwargs):
