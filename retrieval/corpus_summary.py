@@ -8,14 +8,18 @@ defeat loading corpora on demand, so each build stores what ranking reads:
   with the corpus's name, description and page titles makes its *profile*. BM25 over those few hundred
   words per corpus separates libraries by name ("fastapi dependency injection" → FastAPI) at a cost
   of microseconds per corpus;
-- its *lexicon* (retrieval/ingest/lexicon.py): how many of its pages hold each word and identifier of
-  their text. A question rarely names its library: it names an identifier (`RateLimitError`) or
-  describes a task in words that its corpus's pages use more often than the others'. The lexicon
-  scores that as a language model over pages: the likelihood of the question's terms in the corpus
-  (the share of its pages holding each, smoothed toward all candidates' share with PAGE_PRIOR pages)
-  against all candidates', summed as logs. With the profile (below), on the Kubernetes, Python docs and
-  sample questions it put the question's corpus first for 92% of them, where the profile alone did for
-  68% (docs/BENCHMARKS.md).
+- its *lexicon* (retrieval/ingest/lexicon.py): how many of its pages, and how many of its chunks, hold
+  each word and identifier of their text. A question rarely names its library: it names an identifier
+  (`RateLimitError`) or describes a task in words that its corpus's pages use more often than the
+  others'. The lexicon scores that as a language model: the likelihood of the question's terms in the
+  corpus (the share of its pages holding each, smoothed toward all candidates' share with PAGE_PRIOR
+  pages) against all candidates', summed as logs, and the same over chunks; the corpus's score is the
+  mean of the two. Pages alone favour a corpus of long pages (the Python docs: 17 chunks a page), each
+  of which holds most everyday words somewhere; the chunks' shares count how many of its sections use
+  a word. With the profile (below), on the Kubernetes, Python docs and sample questions, pages alone
+  put the question's corpus first for 92% of them, where the profile alone did for 68%; with chunks, a
+  search across the three lost 0.022 of MRR@10 on Kubernetes against asking it alone, where pages
+  alone lost 0.057 (docs/BENCHMARKS.md).
 
 A corpus's match is the lexicon's log-likelihood ratio plus PROFILE_WEIGHT times the profile's BM25
 (the name and description still decide when the question names the library).
@@ -43,8 +47,8 @@ _STOP = frozenset({
 NAME_WEIGHT = 4
 DESCRIPTION_WEIGHT = 2
 K1, B = 1.2, 0.3  # a low B: a corpus with many pages is not much penalised for its long profile
-# The lexicon's smoothing, in pages: 10 did best among 10-1,000 on the three corpora's questions (a
-# small corpus's shares are trusted soon: the sample has 42 pages).
+# The lexicon's smoothing, in pages (or chunks): 10 did best among 10-1,000 on the three corpora's
+# questions (a small corpus's shares are trusted soon: the sample has 42 pages); over chunks, 3-100 did alike.
 PAGE_PRIOR = 10
 # The profile's BM25 beside the lexicon's log-likelihood ratio: 0.3 of it put the right corpus first for
 # 4% more Kubernetes questions than the lexicon alone and lost none elsewhere (0.1-0.5 measured).
@@ -59,8 +63,10 @@ def words(text: str) -> list[str]:
 
 
 def page_words(text: str) -> set[str]:
-    """The distinct `words` of a page, each word form normalised once (a build reads every page)."""
-    return {w for w in map(_normal, set(_WORD.findall(_lowered(text)))) if w}
+    """The distinct `words` of a page or chunk, each word form normalised once (a build reads every chunk)."""
+    found = set(map(_normal, set(_WORD.findall(_lowered(text)))))
+    found.discard(None)
+    return found
 
 
 def _lowered(text: str) -> str:
@@ -88,18 +94,21 @@ def summarize(files: Mapping[str, str], limit: int = SUMMARY_TERMS) -> dict[str,
 
 @dataclass(frozen=True)
 class Lexicon:
-    """How many of a build's pages hold each term, by term hash (retrieval/ingest/lexicon.py)."""
+    """How many of a build's pages and chunks hold each term, by term hash (retrieval/ingest/lexicon.py)."""
 
     hashes: np.ndarray  # uint64, ascending
     pages: np.ndarray  # how many pages hold the term
     total: int  # the build's pages
+    chunks: np.ndarray | None = None  # how many chunks hold the term; None: a build made before chunk counts
+    chunk_total: int = 0  # the build's chunks
 
-    def frequencies(self, terms: np.ndarray) -> np.ndarray:
-        """How many pages hold each of `terms` (hashes)."""
+    def frequencies(self, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """How many pages, and how many chunks (None: no chunk counts), hold each of `terms` (hashes)."""
         if not len(self.hashes):
-            return np.zeros(len(terms))
+            return np.zeros(len(terms)), None if self.chunks is None else np.zeros(len(terms))
         at = np.minimum(np.searchsorted(self.hashes, terms), len(self.hashes) - 1)
-        return np.where(self.hashes[at] == terms, self.pages[at], 0).astype(np.float64)
+        known = self.hashes[at] == terms
+        return self.pages[at] * known, None if self.chunks is None else self.chunks[at] * known
 
 
 @dataclass(frozen=True)
@@ -158,7 +167,9 @@ def profile_scores(query: str, profiles: Sequence[CorpusProfile]) -> list[float]
 
 
 def page_text_scores(terms: np.ndarray, lexicons: Sequence[Lexicon | None]) -> tuple[np.ndarray, np.ndarray]:
-    """(log-likelihood ratio, whether any term occurs) per lexicon, for the query's term hashes `terms`.
+    """(log-likelihood ratio, whether any term occurs) per lexicon, for the query's term hashes `terms`: the
+    mean of the ratio over pages and the ratio over chunks, or the pages' alone for a build made before chunk
+    counts (the chunks' compared among the candidates that have them).
 
     A build without a lexicon scores 0 (as likely as all candidates together) and matches nothing."""
     count = len(lexicons)
@@ -166,14 +177,28 @@ def page_text_scores(terms: np.ndarray, lexicons: Sequence[Lexicon | None]) -> t
     scores, found = np.zeros(count), np.zeros(count, dtype=bool)
     if not present or not len(terms):
         return scores, found
-    counts = np.array([lexicons[i].frequencies(terms) for i in present])  # corpora x terms
-    totals = np.array([max(lexicons[i].total, 1) for i in present], dtype=np.float64)
-    background = counts.sum(axis=0) / totals.sum()
+    counts = [lexicons[i].frequencies(terms) for i in present]
+    pages = np.array([in_pages for in_pages, _in_chunks in counts])  # corpora x terms
+    scores[present] = _ratios(pages, [lexicons[i].total for i in present])
+    found[present] = (pages > 0).any(axis=1)
+    chunked = [(i, in_chunks) for i, (_in_pages, in_chunks) in zip(present, counts, strict=True)
+               if in_chunks is not None]
+    if chunked:
+        where = [i for i, _in_chunks in chunked]
+        held = np.array([in_chunks for _i, in_chunks in chunked])
+        scores[where] = (scores[where] + _ratios(held, [lexicons[i].chunk_total for i in where])) / 2
+    return scores, found
+
+
+def _ratios(counts: np.ndarray, totals: Sequence[int]) -> np.ndarray:
+    """Per corpus (row of `counts`: how many of its `totals` units hold each term), the summed log ratio of
+    each term's share of its units, smoothed with PAGE_PRIOR units, to its share over all the corpora's."""
+    units = np.maximum(np.asarray(totals, dtype=np.float64), 1)
+    counts = counts.astype(np.float64)
+    background = counts.sum(axis=0) / units.sum()
     held = background > 0  # a term no candidate holds says nothing about any of them
     counts, background = counts[:, held], background[held]
-    ratios = np.log((counts + PAGE_PRIOR * background) / (totals[:, None] + PAGE_PRIOR)) - np.log(background)
-    scores[present], found[present] = ratios.sum(axis=1), (counts > 0).any(axis=1)
-    return scores, found
+    return (np.log((counts + PAGE_PRIOR * background) / (units[:, None] + PAGE_PRIOR)) - np.log(background)).sum(axis=1)
 
 
 def match_scores(query: str, profiles: Sequence[CorpusProfile], terms: np.ndarray | None = None) -> list[float | None]:

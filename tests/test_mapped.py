@@ -18,7 +18,7 @@ from corpus.models import BuildRun, Corpus
 from retrieval.corpus_summary import CorpusProfile, rank_corpora
 from retrieval.embeddings import get_provider
 from retrieval.ingest.build import BuildRequest, build_index
-from retrieval.ingest.lexicon import PAGES_FILE, TERMS_FILE, query_terms, read_lexicon
+from retrieval.ingest.lexicon import CHUNKS_FILE, PAGES_FILE, TERMS_FILE, query_terms, read_lexicon
 from retrieval.ingest.mapped import (
     DOCUMENT_PAGES_FILE,
     DOCUMENT_ROWIDS_FILE,
@@ -100,15 +100,31 @@ def test_the_build_resolves_page_links_once_and_a_build_without_them_resolves_th
 def test_a_build_made_before_lexicons_still_serves_and_is_ranked_by_its_profile_alone(sample_build, tmp_path):
     earlier = tmp_path / "earlier-build"
     shutil.copytree(sample_build, earlier)
-    for name in (TERMS_FILE, PAGES_FILE):
+    for name in (TERMS_FILE, PAGES_FILE, CHUNKS_FILE):
         (earlier / MAPPED_DIR / name).unlink()
     assert _hits(Index(earlier)) == _hits(Index(sample_build))
     lexicon = read_lexicon(sample_build / MAPPED_DIR)
-    assert read_lexicon(earlier / MAPPED_DIR) is None and lexicon.total == 42
+    assert read_lexicon(earlier / MAPPED_DIR) is None
+    assert (lexicon.total, lexicon.chunk_total) == (42, len(Index(sample_build).catalog().id_order))
     query = "X-RateLimit-Remaining"  # in the sample's page text only
     ranked = rank_corpora(query, [CorpusProfile("earlier", titles=("Rate limits",)),
                                   CorpusProfile("sample", titles=("Rate limits",), lexicon=lexicon)], query_terms(query))
     assert ranked == [("sample", 1.0), ("earlier", 0.0)]
+
+
+def test_a_build_made_before_chunk_counts_is_ranked_by_its_pages(sample_build, tmp_path):
+    earlier = tmp_path / "earlier-build"
+    shutil.copytree(sample_build, earlier)
+    (earlier / MAPPED_DIR / CHUNKS_FILE).unlink()
+    lexicon, pages_only = read_lexicon(sample_build / MAPPED_DIR), read_lexicon(earlier / MAPPED_DIR)
+    assert pages_only.chunks is None and pages_only.total == lexicon.total
+    terms = query_terms("webhook signature")
+    (pages, chunks), (same_pages, no_chunks) = lexicon.frequencies(terms), pages_only.frequencies(terms)
+    assert same_pages.tolist() == pages.tolist() and no_chunks is None
+    assert (chunks > pages).all()  # more chunks than pages hold each word: a page has several sections on webhooks
+    ranked = dict(rank_corpora("webhook signature", [CorpusProfile("earlier", lexicon=pages_only),
+                                                     CorpusProfile("sample", lexicon=lexicon)], terms))
+    assert ranked["earlier"] > 0 and ranked["sample"] > 0
 
 
 def _workers(server: subprocess.Popen) -> list[int]:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from retrieval.corpus_summary import Lexicon, page_text_scores
 from retrieval.search.routing import route
 
 
@@ -44,3 +47,29 @@ def test_corpora_without_semantic_vectors_are_routed_by_their_pages_words():
 
 def test_corpora_that_nothing_tells_apart_go_by_their_order():
     assert route([0, 0, 0], [None] * 3, ["none"] * 3, keep=1, lexical=[-math.inf] * 3) == [0]
+
+
+def _lexicon(pages: list[int], total: int, chunks: list[int] | None = None, chunk_total: int = 0) -> Lexicon:
+    """A lexicon of the terms 1, 2, ...: how many pages (and chunks) hold each."""
+    return Lexicon(np.arange(1, len(pages) + 1, dtype=np.uint64), np.array(pages, np.uint32), total,
+                   None if chunks is None else np.array(chunks, np.uint32), chunk_total)
+
+
+def test_the_lexical_match_counts_chunks_so_long_pages_do_not_win_every_everyday_word():
+    """A corpus of long pages holds a question's everyday words on more of its pages than a corpus of short
+    ones, though in few of its sections; the chunk counts weigh the sections."""
+    terms = np.array([1, 2], np.uint64)
+    long_pages = _lexicon([50, 50], 100, [60, 60], 2000)
+    short_pages = _lexicon([40, 40], 100, [45, 45], 150)
+    pages_only = [_lexicon([50, 50], 100), _lexicon([40, 40], 100)]
+    scores, found = page_text_scores(terms, pages_only)
+    assert scores[0] > scores[1] and found.all()
+    scores, found = page_text_scores(terms, [long_pages, short_pages])
+    assert scores[1] > scores[0] and found.all()
+    # a build made before chunk counts keeps its pages' ratio beside those that have them
+    mixed, _found = page_text_scores(terms, [pages_only[0], long_pages, short_pages])
+    alone, _found = page_text_scores(terms, pages_only[:1] + pages_only)
+    assert mixed[0] == alone[0]
+    # a term no corpus holds says nothing; a corpus without a lexicon scores 0 and matches nothing
+    scores, found = page_text_scores(np.array([1, 2, 99], np.uint64), [long_pages, short_pages, None])
+    assert scores[1] > scores[0] and scores[2] == 0 and found.tolist() == [True, True, False]

@@ -3,7 +3,7 @@
 Parsing (`parsing`), manifests, front matter and hints (`manifest`), the corpus scan and
 per-file validation (`sources`), chunking and chunk IDs (`chunking`, `slugs`, `terms`), the
 build's `metadata.json` (`metadata`), the table names and schemas both sides share (`layout`), the
-files a serving process maps (`mapped`), how many pages hold each term (`lexicon`), and the build
+files a serving process maps (`mapped`), how many pages and chunks hold each term (`lexicon`), and the build
 (`build`) by stage: parsed files as Arrow batches (`batches`), reuse of the previous build (`reuse`),
 embedding (`embed`), writing or patching the tables (`tables`), their indexes (`indexes`), the
 mapped files and the lexicon (`mapped`).

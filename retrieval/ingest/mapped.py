@@ -23,7 +23,8 @@ Files, all of them under `mapped/`:
   row IDs and each one's page code (its file path's position among the catalog's distinct paths);
 - `link_starts.npy`, `link_targets.npy` (int64): the links between pages, resolved
   (retrieval/ingest/linkgraph.py); absent when the tables store no links;
-- `lexicon_terms.npy`, `lexicon_pages.npy`: how many pages hold each term (retrieval/ingest/lexicon.py),
+- `lexicon_terms.npy`, `lexicon_pages.npy`, `lexicon_chunks.npy`: how many pages and chunks hold each
+  term (retrieval/ingest/lexicon.py),
   which list_corpora and the routing of a search across corpora read without opening the build.
 
 A search's page-text and link priors need the last two. Made on a server's first search they cost
@@ -48,7 +49,7 @@ from retrieval.memory import release_unused_memory
 from retrieval.storage import Location
 
 from .layout import open_tables, taxonomy_column
-from .lexicon import PAGES_FILE, lexicon_files, lexicon_from_tables
+from .lexicon import CHUNKS_FILE, lexicon_files, lexicon_from_tables
 from .linkgraph import PageLinks, resolve_links
 from .npyfiles import map_array, npy_bytes
 from .progress import Progress
@@ -320,7 +321,7 @@ def has_mapped(directory: Location) -> bool:
     """Whether the build wrote every mapped file this version writes (builds made before some existed did
     not: a build that reuses their tables writes its own)."""
     return all(storage.exists(storage.join(directory, MAPPED_DIR, name))
-               for name in (TEXTS_FILE, DOCUMENT_PAGES_FILE, PAGES_FILE))
+               for name in (TEXTS_FILE, DOCUMENT_PAGES_FILE, CHUNKS_FILE))
 
 
 def open_mapped(directory: Location) -> Held | None:

@@ -11,7 +11,7 @@ corpus with cheap signals and ranks in full only the best few:
   over the vectors already in memory (0.1 ms at 303 chunks, about 2.4 ms at 124.5k).
   Cosines compare only between corpora embedded by the same model, so each model's
   corpora are scaled among themselves;
-- its lexical match: how much likelier the query's words and identifiers are in its pages than
+- its lexical match: how much likelier the query's words and identifiers are in its pages and chunks than
   in all candidates' (the build's lexicon, plus a share of the profile: corpus_summary.match_scores),
   for corpora without a semantic model's vectors.
 
