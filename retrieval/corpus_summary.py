@@ -62,13 +62,6 @@ def words(text: str) -> list[str]:
     return [w for w in map(_normal, _WORD.findall(_lowered(text))) if w]
 
 
-def page_words(text: str) -> set[str]:
-    """The distinct `words` of a page or chunk, each word form normalised once (a build reads every chunk)."""
-    found = set(map(_normal, set(_WORD.findall(_lowered(text)))))
-    found.discard(None)
-    return found
-
-
 def _lowered(text: str) -> str:
     return text.lower().replace("_", " ").replace("-", " ")
 
