@@ -38,6 +38,10 @@ import numpy as np
 
 SUMMARY_TERMS = 40
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#]*")
+# The same words split the other way, for a build splitting whole batches with Arrow's regex kernel
+# (retrieval/ingest/lexicon.py): what separates them, and the characters a word may hold but not start with.
+WORD_SEPARATORS = r"[^a-z0-9+#]+"
+WORD_TAIL_ONLY = "+#"
 _STOP = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "in", "into", "is", "it", "its",
     "of", "on", "or", "the", "this", "to", "with", "your", "you", "using", "use", "md", "mdx", "rst", "txt",

@@ -125,6 +125,9 @@ def test_a_build_made_before_chunk_counts_is_ranked_by_its_pages(sample_build, t
     ranked = dict(rank_corpora("webhook signature", [CorpusProfile("earlier", lexicon=pages_only),
                                                      CorpusProfile("sample", lexicon=lexicon)], terms))
     assert ranked["earlier"] > 0 and ranked["sample"] > 0
+    # chunk counts that do not fit the terms (a copy cut short) are set aside the same way, and said so
+    (earlier / MAPPED_DIR / CHUNKS_FILE).write_bytes((sample_build / MAPPED_DIR / PAGES_FILE).read_bytes()[:-64])
+    assert read_lexicon(earlier / MAPPED_DIR).chunks is None
 
 
 def _workers(server: subprocess.Popen) -> list[int]:

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from retrieval import storage
-from retrieval.corpus_summary import Lexicon, words
+from retrieval.corpus_summary import WORD_SEPARATORS, WORD_TAIL_ONLY, Lexicon, words
 from retrieval.storage import Location
 
 from .npyfiles import map_array, npy_bytes
@@ -42,9 +42,6 @@ TERMS_FILE = "lexicon_terms.npy"
 PAGES_FILE = "lexicon_pages.npy"
 CHUNKS_FILE = "lexicon_chunks.npy"
 READ_CHUNKS = 2048
-# What separates words: everything corpus_summary's word pattern does not match (a word then loses any
-# leading `+` or `#`, as that pattern starts a word only at a letter or digit).
-SEPARATORS = r"[^a-z0-9+#]+"
 
 
 def term_hashes(terms: Iterable[str]) -> np.ndarray:
@@ -108,10 +105,10 @@ def _batch_terms(batch, word_id: Callable[[str], int], identifier_id: Callable[[
     words left out; the ids of distinct spellings are looked up once per batch."""
     text = pc.binary_join_element_wise(*(pc.fill_null(batch.column(c), "") for c in ("title", "heading", "content")),
                                        "\n")
-    split = pc.split_pattern_regex(pc.utf8_lower(text), pattern=SEPARATORS)
+    split = pc.split_pattern_regex(pc.utf8_lower(text), pattern=WORD_SEPARATORS)
     identifiers = pc.utf8_split_whitespace(pc.fill_null(batch.column("ident"), ""))
     terms, owners = [], []
-    for spellings, parents, id_of in ((pc.utf8_ltrim(pc.list_flatten(split), characters="+#"),
+    for spellings, parents, id_of in ((pc.utf8_ltrim(pc.list_flatten(split), characters=WORD_TAIL_ONLY),
                                        pc.list_parent_indices(split), word_id),
                                       (pc.list_flatten(identifiers), pc.list_parent_indices(identifiers), identifier_id)):
         encoded = pc.dictionary_encode(spellings)
@@ -142,29 +139,35 @@ def read_lexicon(mapped: Location) -> Lexicon | None:
     before lexicons, or unreadable (logged: the corpus is ranked without it). Without chunk counts (a build
     made before them, or unreadable ones, logged) the pages' counts alone."""
     try:
-        hashes, pages = _read(mapped, TERMS_FILE), _read(mapped, PAGES_FILE)
+        hashes = _read(mapped, TERMS_FILE)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
         log.warning("lexicon at %s unreadable, ranking without it: %s", mapped, exc)
         return None
-    if len(pages) != len(hashes) + 1:
-        log.warning("lexicon at %s unreadable, ranking without it: %d terms, %d counts", mapped, len(hashes), len(pages))
+    pages = _counts(mapped, PAGES_FILE, len(hashes))
+    if pages is None:
         return None
-    try:
-        chunks = _read(mapped, CHUNKS_FILE)
-    except FileNotFoundError:
-        chunks = None
-    except (OSError, ValueError) as exc:
-        log.warning("lexicon chunk counts at %s unreadable, ranking by its pages: %s", mapped, exc)
-        chunks = None
-    if chunks is not None and len(chunks) != len(pages):
-        log.warning("lexicon chunk counts at %s unreadable, ranking by its pages: %d terms, %d counts", mapped,
-                    len(hashes), len(chunks))
-        chunks = None
+    chunks = _counts(mapped, CHUNKS_FILE, len(hashes))
     if chunks is None:
         return Lexicon(hashes, pages[:-1], int(pages[-1]))
     return Lexicon(hashes, pages[:-1], int(pages[-1]), chunks[:-1], int(chunks[-1]))
+
+
+def _counts(mapped: Location, name: str, terms: int) -> np.ndarray | None:
+    """A counts file (one count per term, then the total); None when it is absent, or unreadable (logged)."""
+    try:
+        counts = _read(mapped, name)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        log.warning("lexicon file %s at %s unreadable, ranking without it: %s", name, mapped, exc)
+        return None
+    if len(counts) != terms + 1:
+        log.warning("lexicon file %s at %s unreadable, ranking without it: %d terms, %d counts", name, mapped, terms,
+                    len(counts))
+        return None
+    return counts
 
 
 def _read(mapped: Location, name: str) -> np.ndarray:

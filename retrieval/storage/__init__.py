@@ -33,5 +33,5 @@ from .uri import (
 
 __all__ = [
     "Location", "as_location", "configure", "connect", "connect_async", "copy_tree", "dataset", "delete_file", "delete_tree", "exists", "is_remote", "join",
-    "list_children", "load_engine", "list_tree", "name_of", "read_bytes", "require_bucket", "storage_options", "write_bytes",
+    "list_children", "list_tree", "load_engine", "name_of", "read_bytes", "require_bucket", "storage_options", "write_bytes",
 ]
