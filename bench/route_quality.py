@@ -7,8 +7,9 @@ was among those ranked in full.
 
 `--database` is a server's database whose corpora are built already (bench/cross_corpus.py --work DIR leaves
 one in DIR/bench.sqlite3; `manage.py build_index` adds more, e.g. PowerShell from ../shared/bench/scale/corpus-1).
-Questions: Kubernetes (`k8s`, by file), Python docs (`pydocs`, by file) and the sample's unfiltered cases
-(`sample`, by chunk), for whichever of those corpora the database serves; a hit counts only from the
+Questions: Kubernetes (`k8s`, by file), Python docs (`pydocs`, by file), the sample's unfiltered cases
+(`sample`, by chunk) and PowerShell's known-item questions (`powershell`: ../shared/bench/scale/corpus-1, by
+file), for whichever of those corpora the database serves; a hit counts only from the
 question's corpus. Searches run in-process through corpus.serving (no HTTP). JSON on stdout; progress on
 stderr.
 """
@@ -30,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 def cases() -> list[tuple[str, str, set[str], set[str]]]:
     """(corpus, question, expected files, expected chunk IDs)."""
     out = []
-    for name, path in (("k8s", SHARED / "k8s" / "dev.jsonl"), ("pydocs", SHARED / "pydocs" / "dev.jsonl")):
+    for name, path in (("k8s", SHARED / "k8s" / "dev.jsonl"), ("pydocs", SHARED / "pydocs" / "dev.jsonl"),
+                       ("powershell", SHARED / "scale" / "queries.jsonl")):
         for line in path.read_text().splitlines():
             case = json.loads(line)
             out.append((name, case["query"], set(case.get("expected_files") or []), set()))

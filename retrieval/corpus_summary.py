@@ -10,16 +10,18 @@ defeat loading corpora on demand, so each build stores what ranking reads:
   of microseconds per corpus;
 - its *lexicon* (retrieval/ingest/lexicon.py): how many of its pages, and how many of its chunks, hold
   each word and identifier of their text. A question rarely names its library: it names an identifier
-  (`RateLimitError`) or describes a task in words that its corpus's pages use more often than the
-  others'. The lexicon scores that as a language model: the likelihood of the question's terms in the
-  corpus (the share of its pages holding each, smoothed toward all candidates' share with PAGE_PRIOR
-  pages) against all candidates', summed as logs, and the same over chunks; the corpus's score is the
-  mean of the two. Pages alone favour a corpus of long pages (the Python docs: 17 chunks a page), each
-  of which holds most everyday words somewhere; the chunks' shares count how many of its sections use
-  a word. With the profile (below), on the Kubernetes, Python docs and sample questions, pages alone
-  put the question's corpus first for 92% of them, where the profile alone did for 68%; with chunks, a
-  search across the three lost 0.022 of MRR@10 on Kubernetes against asking it alone, where pages
-  alone lost 0.057 (docs/BENCHMARKS.md).
+  (`RateLimitError`) or describes a task in words that its corpus's text uses more often than the
+  others'. The lexicon scores that as a language model over chunks: the likelihood of the question's
+  terms in the corpus against all candidates', summed as logs, each term's likelihood being its share
+  of the corpus's term occurrences (the (term, chunk) pairs; smoothed toward all candidates' share with
+  PRIOR_CHUNKS chunks' worth of them). Shares of occurrences do not depend on how long a corpus's pages
+  or chunks are: shares of pages favoured the corpus of longest pages (the Python docs: 17 chunks a
+  page), which holds most everyday words somewhere, and shares of chunks the corpus of longest chunks,
+  so a question in everyday words left a corpus of short sections (the sample: 41 distinct words a
+  chunk, the Python docs 62) for a larger one. On the Kubernetes, Python docs and sample questions,
+  a search across the three loses at most 0.017 of MRR@10 against asking each corpus alone, where the
+  shares of pages and chunks lost 0.049 on the sample (docs/BENCHMARKS.md). A build made before chunk
+  counts is scored by its pages.
 
 A corpus's match is the lexicon's log-likelihood ratio plus PROFILE_WEIGHT times the profile's BM25
 (the name and description still decide when the question names the library).
@@ -32,7 +34,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -51,9 +53,10 @@ _STOP = frozenset({
 NAME_WEIGHT = 4
 DESCRIPTION_WEIGHT = 2
 K1, B = 1.2, 0.3  # a low B: a corpus with many pages is not much penalised for its long profile
-# The lexicon's smoothing, in pages (or chunks): 10 did best among 10-1,000 on the three corpora's
-# questions (a small corpus's shares are trusted soon: the sample has 42 pages); over chunks, 3-100 did alike.
-PAGE_PRIOR = 10
+# The lexicon's smoothing, in chunks' worth of term occurrences (the candidates' mean per chunk): the sample's
+# paraphrased questions were routed alike from 40 to 400, and lost at 10-30 (a small corpus's share of a
+# word it never uses is then trusted too soon).
+PRIOR_CHUNKS = 100
 # The profile's BM25 beside the lexicon's log-likelihood ratio: 0.3 of it put the right corpus first for
 # 4% more Kubernetes questions than the lexicon alone and lost none elsewhere (0.1-0.5 measured).
 PROFILE_WEIGHT = 0.3
@@ -98,6 +101,12 @@ class Lexicon:
     total: int  # the build's pages
     chunks: np.ndarray | None = None  # how many chunks hold the term; None: a build made before chunk counts
     chunk_total: int = 0  # the build's chunks
+
+    @cached_property
+    def occurrences(self) -> tuple[int, int]:
+        """How many (term, page) and (term, chunk) pairs the build holds (0 without chunk counts): the sizes
+        a term's shares are taken of."""
+        return int(self.pages.sum()), 0 if self.chunks is None else int(self.chunks.sum())
 
     def frequencies(self, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """How many pages, and how many chunks (None: no chunk counts), hold each of `terms` (hashes)."""
@@ -165,8 +174,8 @@ def profile_scores(query: str, profiles: Sequence[CorpusProfile]) -> list[float]
 
 def page_text_scores(terms: np.ndarray, lexicons: Sequence[Lexicon | None]) -> tuple[np.ndarray, np.ndarray]:
     """(log-likelihood ratio, whether any term occurs) per lexicon, for the query's term hashes `terms`: the
-    mean of the ratio over pages and the ratio over chunks, or the pages' alone for a build made before chunk
-    counts (the chunks' compared among the candidates that have them).
+    ratio over chunks, compared among the candidates that have chunk counts, or over pages for a build made
+    before them (compared among all candidates).
 
     A build without a lexicon scores 0 (as likely as all candidates together) and matches nothing."""
     count = len(lexicons)
@@ -176,26 +185,30 @@ def page_text_scores(terms: np.ndarray, lexicons: Sequence[Lexicon | None]) -> t
         return scores, found
     counts = [lexicons[i].frequencies(terms) for i in present]
     pages = np.array([in_pages for in_pages, _in_chunks in counts])  # corpora x terms
-    scores[present] = _ratios(pages, [lexicons[i].total for i in present])
     found[present] = (pages > 0).any(axis=1)
     chunked = [(i, in_chunks) for i, (_in_pages, in_chunks) in zip(present, counts, strict=True)
                if in_chunks is not None]
+    if len(chunked) < len(present):
+        scores[present] = _ratios(pages, [lexicons[i].occurrences[0] for i in present],
+                                  [lexicons[i].total for i in present])
     if chunked:
         where = [i for i, _in_chunks in chunked]
-        held = np.array([in_chunks for _i, in_chunks in chunked])
-        scores[where] = (scores[where] + _ratios(held, [lexicons[i].chunk_total for i in where])) / 2
+        scores[where] = _ratios(np.array([in_chunks for _i, in_chunks in chunked]),
+                                [lexicons[i].occurrences[1] for i in where], [lexicons[i].chunk_total for i in where])
     return scores, found
 
 
-def _ratios(counts: np.ndarray, totals: Sequence[int]) -> np.ndarray:
-    """Per corpus (row of `counts`: how many of its `totals` units hold each term), the summed log ratio of
-    each term's share of its units, smoothed with PAGE_PRIOR units, to its share over all the corpora's."""
-    units = np.maximum(np.asarray(totals, dtype=np.float64), 1)
+def _ratios(counts: np.ndarray, occurrences: Sequence[int], units: Sequence[int]) -> np.ndarray:
+    """Per corpus (row of `counts`: how many of its `units` hold each term, of `occurrences` (term, unit)
+    pairs in all), the summed log ratio of each term's share of its occurrences, smoothed with PRIOR_CHUNKS
+    units' worth of them, to its share over all the corpora's."""
+    sizes = np.maximum(np.asarray(occurrences, dtype=np.float64), 1)
+    prior = PRIOR_CHUNKS * sizes.sum() / max(sum(units), 1)
     counts = counts.astype(np.float64)
-    background = counts.sum(axis=0) / units.sum()
+    background = counts.sum(axis=0) / sizes.sum()
     held = background > 0  # a term no candidate holds says nothing about any of them
     counts, background = counts[:, held], background[held]
-    return (np.log((counts + PAGE_PRIOR * background) / (units[:, None] + PAGE_PRIOR)) - np.log(background)).sum(axis=1)
+    return (np.log((counts + prior * background) / (sizes[:, None] + prior)) - np.log(background)).sum(axis=1)
 
 
 def match_scores(query: str, profiles: Sequence[CorpusProfile], terms: np.ndarray | None = None) -> list[float | None]:

@@ -55,21 +55,31 @@ def _lexicon(pages: list[int], total: int, chunks: list[int] | None = None, chun
                    None if chunks is None else np.array(chunks, np.uint32), chunk_total)
 
 
-def test_the_lexical_match_counts_chunks_so_long_pages_do_not_win_every_everyday_word():
-    """A corpus of long pages holds a question's everyday words on more of its pages than a corpus of short
-    ones, though in few of its sections; the chunk counts weigh the sections."""
+def _text(held: int, chunks: int, words_per_chunk: int, pages: int) -> Lexicon:
+    """A corpus whose question words (terms 1 and 2) are each in `held` of its chunks and pages, the rest of
+    its text (term 3 stands for every other word) filling `words_per_chunk` distinct words a chunk."""
+    rest = chunks * words_per_chunk - 2 * held
+    return _lexicon([held, held, rest], pages, [held, held, rest], chunks)
+
+
+def test_the_lexical_match_takes_shares_of_the_text_so_long_pages_or_chunks_do_not_win_every_everyday_word():
+    """A corpus of long pages and long sections holds a question's everyday words in more of its pages and
+    chunks than a corpus of short ones, though in a smaller part of its text; the match weighs that part."""
     terms = np.array([1, 2], np.uint64)
-    long_pages = _lexicon([50, 50], 100, [60, 60], 2000)
-    short_pages = _lexicon([40, 40], 100, [45, 45], 150)
-    pages_only = [_lexicon([50, 50], 100), _lexicon([40, 40], 100)]
-    scores, found = page_text_scores(terms, pages_only)
-    assert scores[0] > scores[1] and found.all()
-    scores, found = page_text_scores(terms, [long_pages, short_pages])
+    long_text = _text(held=300, chunks=1000, words_per_chunk=100, pages=100)  # the words are 0.3% of its text
+    short_text = _text(held=200, chunks=1000, words_per_chunk=20, pages=400)  # 1% of its text
+    scores, found = page_text_scores(terms, [long_text, short_text])
     assert scores[1] > scores[0] and found.all()
-    # a build made before chunk counts keeps its pages' ratio beside those that have them
-    mixed, _found = page_text_scores(terms, [pages_only[0], long_pages, short_pages])
-    alone, _found = page_text_scores(terms, pages_only[:1] + pages_only)
-    assert mixed[0] == alone[0]
+    # cut into twice as many sections, the same text matches as it did
+    halves = _text(held=300, chunks=2000, words_per_chunk=50, pages=100)
+    split, _found = page_text_scores(terms, [halves, short_text])
+    assert split[1] > split[0] and abs(split[0] - scores[0]) < 0.1
+    # a build made before chunk counts is scored by its pages, beside those that have them
+    pages_only = _lexicon([300, 300, 99400], 100)
+    mixed, found = page_text_scores(terms, [pages_only, long_text, short_text])
+    alone, _found = page_text_scores(terms, [pages_only, _lexicon([300, 300, 99400], 100), _lexicon([200, 200, 19600], 400)])
+    assert mixed[0] == alone[0] and found.all()
+    assert mixed[2] > mixed[1]
     # a term no corpus holds says nothing; a corpus without a lexicon scores 0 and matches nothing
-    scores, found = page_text_scores(np.array([1, 2, 99], np.uint64), [long_pages, short_pages, None])
+    scores, found = page_text_scores(np.array([1, 2, 99], np.uint64), [long_text, short_text, None])
     assert scores[1] > scores[0] and scores[2] == 0 and found.tolist() == [True, True, False]

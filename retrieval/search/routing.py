@@ -11,9 +11,9 @@ corpus with cheap signals and ranks in full only the best few:
   over the vectors already in memory (0.1 ms at 303 chunks, about 2.4 ms at 124.5k).
   Cosines compare only between corpora embedded by the same model, so each model's
   corpora are scaled among themselves;
-- its lexical match: how much likelier the query's words and identifiers are in its pages and chunks than
-  in all candidates' (the build's lexicon, plus a share of the profile: corpus_summary.match_scores),
-  for corpora without a semantic model's vectors.
+- its lexical match: how much likelier the query's words and identifiers are in its text than in all
+  candidates' (their shares of the (term, chunk) pairs in the build's lexicon, plus a share of the
+  profile: corpus_summary.match_scores), for corpora without a semantic model's vectors.
 
 Among a semantic model's corpora the affinity decides (scaled to [0, 1] over the candidates of
 one model); the profile, scaled the same way, adds PROFILE_WEIGHT of it: enough to break near ties,
