@@ -77,7 +77,8 @@ def test_the_lexical_match_takes_shares_of_the_text_so_long_pages_or_chunks_do_n
     # a build made before chunk counts is scored by its pages, beside those that have them
     pages_only = _lexicon([300, 300, 99400], 100)
     mixed, found = page_text_scores(terms, [pages_only, long_text, short_text])
-    alone, _found = page_text_scores(terms, [pages_only, _lexicon([300, 300, 99400], 100), _lexicon([200, 200, 19600], 400)])
+    without_chunks = [_lexicon(list(corpus.pages), corpus.total) for corpus in (long_text, short_text)]
+    alone, _found = page_text_scores(terms, [pages_only, *without_chunks])
     assert mixed[0] == alone[0] and found.all()
     assert mixed[2] > mixed[1]
     # a term no corpus holds says nothing; a corpus without a lexicon scores 0 and matches nothing
