@@ -103,10 +103,15 @@ class Lexicon:
     chunk_total: int = 0  # the build's chunks
 
     @cached_property
-    def occurrences(self) -> tuple[int, int]:
-        """How many (term, page) and (term, chunk) pairs the build holds (0 without chunk counts): the sizes
-        a term's shares are taken of."""
-        return int(self.pages.sum()), 0 if self.chunks is None else int(self.chunks.sum())
+    def page_pairs(self) -> int:
+        """How many (term, page) pairs the build holds: the size a term's share of its pages is taken of."""
+        return int(self.pages.sum())
+
+    @cached_property
+    def chunk_pairs(self) -> int:
+        """How many (term, chunk) pairs the build holds (0 without chunk counts); each is summed once per
+        process, and only for the counts scored: the pages' only for a build made before chunk counts."""
+        return 0 if self.chunks is None else int(self.chunks.sum())
 
     def frequencies(self, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """How many pages, and how many chunks (None: no chunk counts), hold each of `terms` (hashes)."""
@@ -189,20 +194,20 @@ def page_text_scores(terms: np.ndarray, lexicons: Sequence[Lexicon | None]) -> t
     chunked = [(i, in_chunks) for i, (_in_pages, in_chunks) in zip(present, counts, strict=True)
                if in_chunks is not None]
     if len(chunked) < len(present):
-        scores[present] = _ratios(pages, [lexicons[i].occurrences[0] for i in present],
+        scores[present] = _ratios(pages, [lexicons[i].page_pairs for i in present],
                                   [lexicons[i].total for i in present])
     if chunked:
         where = [i for i, _in_chunks in chunked]
         scores[where] = _ratios(np.array([in_chunks for _i, in_chunks in chunked]),
-                                [lexicons[i].occurrences[1] for i in where], [lexicons[i].chunk_total for i in where])
+                                [lexicons[i].chunk_pairs for i in where], [lexicons[i].chunk_total for i in where])
     return scores, found
 
 
-def _ratios(counts: np.ndarray, occurrences: Sequence[int], units: Sequence[int]) -> np.ndarray:
-    """Per corpus (row of `counts`: how many of its `units` hold each term, of `occurrences` (term, unit)
-    pairs in all), the summed log ratio of each term's share of its occurrences, smoothed with PRIOR_CHUNKS
-    units' worth of them, to its share over all the corpora's."""
-    sizes = np.maximum(np.asarray(occurrences, dtype=np.float64), 1)
+def _ratios(counts: np.ndarray, pairs: Sequence[int], units: Sequence[int]) -> np.ndarray:
+    """Per corpus (row of `counts`: how many of its `units` hold each term, of `pairs` (term, unit) pairs in
+    all), the summed log ratio of each term's share of its pairs, smoothed with PRIOR_CHUNKS units' worth of
+    them, to its share over all the corpora's."""
+    sizes = np.maximum(np.asarray(pairs, dtype=np.float64), 1)
     prior = PRIOR_CHUNKS * sizes.sum() / max(sum(units), 1)
     counts = counts.astype(np.float64)
     background = counts.sum(axis=0) / sizes.sum()
