@@ -228,6 +228,12 @@ class QueryRecord(models.Model):
     hits = models.IntegerField(default=0, help_text="Hits returned (reads: 1 when found).")
     top = models.JSONField(default=list, blank=True, help_text="The first hits as [id, score] pairs.")
     top_score = models.FloatField(null=True, blank=True)
+    COVERED, PARTIAL, NOT_COVERED = "covered", "partial", "not_covered"
+    COVERAGE_CHOICES = [(COVERED, "covered"), (PARTIAL, "partial"), (NOT_COVERED, "not covered")]
+    coverage = models.CharField(max_length=12, blank=True, choices=COVERAGE_CHOICES, db_index=True,
+                                help_text="Whether the docs answer the question (a search's verdict); empty for "
+                                          "reads and for records made before verdicts.")
+    coverage_score = models.FloatField(null=True, blank=True, help_text="The verdict's score in [0, 1].")
     latency_ms = models.FloatField(default=0)
     is_error = models.BooleanField(default=False)
     client = models.CharField(max_length=200, blank=True, help_text="MCP clientInfo name/version, else User-Agent.")

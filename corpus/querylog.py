@@ -60,7 +60,7 @@ NOT_FILTERS = frozenset({"query", "queries", "cursor", "query_embedding", "chunk
 MAX_FILTER_CHARS = 200
 _LIMITS = {"corpus": 100, "version": 100, "build_id": 64, "profile": 40, "tool": 64, "surface": 10,
            "target": 1000, "client": 200, "key_name": 100, "chunk_id": 1000, "filepath": 1000,
-           "query": MAX_QUERY_CHARS, "comment": 2000, "verdict": 20}
+           "query": MAX_QUERY_CHARS, "comment": 2000, "verdict": 20, "coverage": 12}
 
 
 def mode() -> str:
@@ -91,6 +91,7 @@ class Observation:
     target: str | None
     query: str | None
     filters: dict[str, Any] | None
+    coverage: tuple[str, float] | None = None  # a search's (verdict, score)
 
 
 @dataclass
@@ -155,10 +156,11 @@ def call(*, surface: str, tool: str, kind: str = SEARCH, client: str = "", key_n
 
 def observe(*, corpus: str, version: str = "", build_id: str = "", hits: Iterable[tuple[str, float | None]] = (),
             total: int | None = None, target: str | None = None, query: str | None = None,
-            filters: dict[str, Any] | None = None) -> None:
+            filters: dict[str, Any] | None = None, coverage: Any = None) -> None:
     """What the current call found in one corpus (a no-op outside a recorded call).
 
-    `hits`: (id, score) pairs, best first; `total`: how many hits there were (default: len(hits)).
+    `hits`: (id, score) pairs, best first; `total`: how many hits there were (default: len(hits));
+    `coverage`: a search's verdict (retrieval.search.coverage.Coverage).
     A search over several corpora, or several queries (a batch), observes once for each, and each
     becomes its own record; `query` and `filters` then say which query and filters this one was.
     """
@@ -168,7 +170,8 @@ def observe(*, corpus: str, version: str = "", build_id: str = "", hits: Iterabl
     hits = hits if isinstance(hits, list) else list(hits)  # shaped into rows by the writer, off the request
     scope.observations.append(Observation(corpus=corpus, version=version, build_id=build_id, hits=hits[:TOP_HITS],
                                           total=len(hits) if total is None else int(total),
-                                          target=target, query=query, filters=filters))
+                                          target=target, query=query, filters=filters,
+                                          coverage=None if coverage is None else (coverage.verdict, coverage.score)))
 
 
 def observe_index(index: Any, hits: Iterable[tuple[str, float | None]] = (), **fields: Any) -> None:
@@ -227,7 +230,9 @@ def _call_rows(scope: Call) -> list[dict[str, Any]]:
                "filters": seen.filters if seen.filters is not None else scope.filters,
                "target": (seen.target if seen.target is not None else scope.target) if scope.kind == READ else "",
                "hits": seen.total, "top": top,
-               "top_score": max((s for _, s in top if s is not None), default=None)}
+               "top_score": max((s for _, s in top if s is not None), default=None),
+               "coverage": seen.coverage[0] if seen.coverage else "",
+               "coverage_score": seen.coverage[1] if seen.coverage else None}
         rows.append({k: _clean(v, k) for k, v in row.items()})
     return rows
 

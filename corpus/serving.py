@@ -52,6 +52,7 @@ from .selectors import (
 )
 
 if TYPE_CHECKING:  # the search modules load Arrow: only a process that opens an index pays for it
+    from retrieval.search.coverage import Coverage
     from retrieval.search.documents import ChunkWindow, Document, DocumentSummary
     from retrieval.search.engine import SearchHit, SearchRequest, SearchResult
     from retrieval.search.index import Index
@@ -305,7 +306,7 @@ def corpus_search_batch(name: str | None, requests: Sequence[SearchRequest], *, 
     fresh = freshness(index)
     for request, result in zip(requests, results, strict=True):  # the query log: one record per query
         querylog.observe_index(index, [(h.chunk_id, h.score) for h in result.hits],
-                               query=request.query if len(requests) > 1 else None)
+                               query=request.query if len(requests) > 1 else None, coverage=result.coverage)
     return [ServedSearch(result, index, request, fresh) for request, result in zip(requests, results, strict=True)]
 
 
@@ -612,6 +613,7 @@ class CorporaSearch:
     builds: str
     more: bool
     ranked: tuple[str, ...] = ()  # the corpora ranked in full (routing may leave some of those named out)
+    coverage: Coverage | None = None  # the best verdict of the corpora ranked: the question is covered if one covers it
 
     @property
     def next_cursor(self) -> str | None:
@@ -634,9 +636,11 @@ def _builds_key(indexes: Sequence[tuple[str, Index]]) -> str:
 def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearch:
     """`request` (query, limit, cursor; no filters: taxonomies differ between corpora) on each corpus
     named, merged by score. Each hit keeps the chunk ID it has on its corpus's own endpoint."""
+    from retrieval.search.coverage import NOT_COVERED, Coverage
     from retrieval.search.cursor import decode_cursor
     from retrieval.search.engine import (
         DEFAULT_LIMIT,
+        assess_ranking,
         check_limit,
         check_query,
         dress,
@@ -696,6 +700,8 @@ def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearc
     for position, future in pending:
         per_corpus[position] = future.result()
     merged = merge_hits(per_corpus, wanted + 1)
+    verdicts = {position: assess_ranking(indexes[position][1], query, per_corpus[position][0].ranking)
+                for position in chosen if per_corpus[position]}
     page = merged[offset:offset + limit]
     hits: dict[tuple[int, int], CorpusHit] = {}
     for position, (corpus, (_name, index)) in enumerate(zip(targets, indexes, strict=True)):
@@ -709,9 +715,11 @@ def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearc
         # The query log: a record per corpus searched, with the hits shown from it and how many it had.
         found = per_corpus[position]
         querylog.observe_index(index, [(h.chunk_id, h.score) for h in dressed],
-                               total=len(found[0].ranking.items) if found else 0)
+                               total=len(found[0].ranking.items) if found else 0, coverage=verdicts.get(position))
+    best = max(verdicts.values(), key=lambda c: c.score, default=None)
     return CorporaSearch([hits[c.order] for c in page], request, offset, limit, builds, len(merged) > wanted,
-                         tuple(indexes[position][0] for position in chosen))
+                         tuple(indexes[position][0] for position in chosen),
+                         best or Coverage(NOT_COVERED, 0.0))
 
 
 CORPORA_SEARCH_THREADS = 4

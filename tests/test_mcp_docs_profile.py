@@ -23,6 +23,7 @@ from django.core.management import call_command
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from mcp_endpoint.profiles.shared import COVERAGE_DESCRIPTION
 from tests import fixtures_mcp
 from tests.conftest import SAMPLE_DOCS
 from tests.fixtures_mcp import MODERN, post
@@ -141,7 +142,9 @@ def payload(result) -> dict:
     assert all(block.type == "resource_link" for block in result.content[1:])
     parsed = json.loads(result.content[0].text)
     assert result.structured_content == parsed
-    assert set(parsed) - {"notice"} == {"hits", "next_cursor", "hint"}
+    assert set(parsed) - {"notice"} == {"coverage", "hits", "next_cursor", "hint"}
+    assert parsed["coverage"]["verdict"] in ("covered", "partial", "not_covered")
+    assert 0 <= parsed["coverage"]["score"] <= 1
     for hit in parsed["hits"]:
         assert set(hit) == HIT_KEYS
     return parsed
@@ -209,12 +212,15 @@ def test_tools_list_matches_seed_000(docs_server, pin_handshake, mode, version):
         )
     assert [t.name for t in tools] == ["search_docs", "get_doc", "docs_feedback"]
     search, get_doc, _feedback = tools
+    # The contract's description, then what the coverage verdict every reply leads with means.
     assert search.description == (
         f"Search the {SAMPLE_DESCRIPTION}. Use this to find relevant documentation, guides, or API references."
+        + COVERAGE_DESCRIPTION
     )
+    assert "`not_covered`" in search.description and "do not answer from them" in search.description
     assert search.input_schema == SEARCH_SCHEMA
     assert list(search.input_schema["properties"]) == ["query", "limit", "cursor", "language", "scope"]
-    assert search.output_schema["required"] == ["hits", "next_cursor", "hint"]
+    assert search.output_schema["required"] == ["coverage", "hits", "next_cursor", "hint"]
     assert get_doc.description == (
         "Retrieve the full content of a specific documentation chunk using its chunk_id. "
         "You can optionally request surrounding context within the same file."

@@ -34,7 +34,12 @@ from mcp_endpoint.profiles import (
     feedback,
 )
 from mcp_endpoint.profiles.docs_resources import read_resource, resource_templates, resources  # noqa: F401 (hooks)
-from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA
+from mcp_endpoint.profiles.shared import (
+    COVERAGE_DESCRIPTION,
+    COVERAGE_SCHEMA,
+    FRESHNESS_SCHEMA,
+    coverage_json,
+)
 from retrieval.errors import RetrievalError
 from retrieval.ingest.metadata import BuildMetadata
 from retrieval.search.documents import ChunkWindow, render_chunk_window
@@ -187,6 +192,7 @@ GET_DOC_SCHEMA = {
 SEARCH_OUTPUT_SCHEMA = {
     "type": "object",
     "properties": {
+        "coverage": COVERAGE_SCHEMA,
         "hits": {
             "type": "array",
             "items": {
@@ -231,15 +237,17 @@ SEARCH_OUTPUT_SCHEMA = {
             },
         },
     },
-    "required": ["hits", "next_cursor", "hint"],
+    "required": ["coverage", "hits", "next_cursor", "hint"],
 }
 
 
 def search_result_json(result: SearchResult, snippet_chars: int | None = None,
                        fresh: dict[str, Any] | None = None) -> dict[str, Any]:
     """The docs tool contract's `SearchResult` shape, field for field, plus each hit's document `title` and the
-    build it came from (`fresh`: version, revision, indexed_at); snippets cut to `snippet_chars` when given."""
+    build it came from (`fresh`: version, revision, indexed_at), led by the coverage verdict; snippets cut to
+    `snippet_chars` when given."""
     return {
+        "coverage": coverage_json(result.coverage),
         "hits": [
             {
                 "chunk_id": h.chunk_id,
@@ -399,7 +407,7 @@ def _make_tools(index: Index | None, versions: list[str]) -> list[ToolDef]:
     return [
         ToolDef(
             name="search_docs",
-            description=SEARCH_DESCRIPTION.format(description=description),
+            description=SEARCH_DESCRIPTION.format(description=description) + COVERAGE_DESCRIPTION,
             input_schema=search_schema(index, versions),
             output_schema=SEARCH_OUTPUT_SCHEMA,
             handler=_search_docs,

@@ -36,7 +36,7 @@ from mcp_endpoint import budget
 from mcp_endpoint.budget import DROPPED, SNIPPET_STEPS, TRIMMED
 from mcp_endpoint.jsontext import indented
 from mcp_endpoint.profiles import Context, ToolDef, ToolError, ToolResult, docs_resources, feedback
-from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA
+from mcp_endpoint.profiles.shared import COVERAGE_DESCRIPTION, FRESHNESS_SCHEMA, coverage_json
 from retrieval.search.engine import MAX_LIMIT, SearchRequest
 
 LIST_CORPORA_DESCRIPTION = (
@@ -172,7 +172,7 @@ def _search_description(names: list[str]) -> str:
     more = f" and {len(names) - enum_max()} more" if len(names) > enum_max() else ""
     return (f"Search the documentation of {len(names)} corpora ({shown}{more}). Use this to find relevant "
             "documentation, guides, or API references; pass `corpus` to search one (list_corpora helps choose), "
-            "omit it to search them all.")
+            "omit it to search them all." + COVERAGE_DESCRIPTION)
 
 
 def _search_docs(one_corpus):
@@ -245,6 +245,7 @@ def _labelled(result: ToolResult, name: str) -> ToolResult:
 def hits_json(found: CorporaSearch, snippet_chars: int | None = None, keep: int | None = None) -> dict[str, Any]:
     hits = found.hits if keep is None else found.hits[:keep]
     return {
+        "coverage": coverage_json(found.coverage),
         "hits": [
             {
                 "chunk_id": h.hit.chunk_id,

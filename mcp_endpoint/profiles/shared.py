@@ -49,3 +49,28 @@ FRESHNESS_SCHEMA: dict[str, Any] = {
     "indexed_at": {"type": ["string", "null"], "description": "When that build was made (ISO 8601, UTC)."},
 }
 
+
+# Every search tool's reply carries the coverage verdict (retrieval/search/coverage.py), first, so a model
+# reads whether the docs answer the question before it reads the hits.
+COVERAGE_DESCRIPTION = (
+    " Each reply starts with `coverage`: whether these docs answer the question (`covered`, `partial` or "
+    "`not_covered`, with a score from 0 to 1 measuring how well the best hits match it). When it is "
+    "`not_covered` the hits are only the closest pages: do not answer from them as if they covered the "
+    "question; say the docs do not cover it."
+)
+COVERAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Whether these docs answer the question, judged from how well the best hits match it "
+                   "(not from their rank).",
+    "properties": {
+        "verdict": {"type": "string", "enum": ["covered", "partial", "not_covered"]},
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "notice": {"type": "string", "description": "What to do with hits that may not answer the question."},
+    },
+    "required": ["verdict", "score"],
+}
+
+
+def coverage_json(coverage: Any) -> dict[str, Any] | None:
+    """The verdict as a reply shows it (None for a search made without one)."""
+    return None if coverage is None else coverage.as_dict()

@@ -29,6 +29,7 @@ from retrieval.errors import IndexUnavailable, InvalidArgument
 from retrieval.ingest.linkgraph import PageLinks
 
 from .collapse import collapse_variants
+from .coverage import COVERAGE_DEPTH, Coverage, Thresholds, assess
 from .cursor import CursorState, decode_cursor, encode_cursor
 from .filters import FilterPlan, plain_where, plan_filters
 from .fusion import fuse_positions
@@ -66,8 +67,8 @@ WORD_HASH_PROVIDERS = frozenset({"hash"})
 MAX_QUERY_CHARS = 2000
 
 __all__ = [
-    "DEFAULT_DEPTH", "DEFAULT_LIMIT", "MAX_LIMIT", "LegReport", "SearchHint", "SearchHit",
-    "SearchRequest", "SearchResult", "cursor_after", "make_hits", "rank", "search", "search_batch",
+    "DEFAULT_DEPTH", "DEFAULT_LIMIT", "MAX_LIMIT", "Coverage", "LegReport", "SearchHint", "SearchHit",
+    "SearchRequest", "SearchResult", "assess_ranking", "cursor_after", "make_hits", "rank", "search", "search_batch",
 ]
 
 
@@ -118,6 +119,7 @@ class SearchResult:
     offset: int
     limit: int
     depth: int = DEFAULT_DEPTH  # candidates fused: every page of one search slices the same ranking
+    coverage: Coverage | None = None  # whether the docs answer the question (retrieval/search/coverage.py)
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,7 @@ class Ranking:
 
     items: list[tuple[int, float]]  # (catalog position, normalised score), best first
     legs: list[LegResult]
+    query_vector: np.ndarray | None = None  # the question's semantic embedding (None: full text or word hashes)
 
 
 def check_query(query: object) -> str:
@@ -207,8 +210,8 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
     # Legs that found nothing are left out of the normaliser: they say nothing about any hit.
     ran = [r.positions for r in results if not r.error and len(r.positions)]
     items = fuse_positions(ran, index.catalog().id_order, k=FUSION_K)
+    semantic = ran_vector and index.metadata.embedding.get("provider") not in WORD_HASH_PROVIDERS
     if items:
-        semantic = ran_vector and index.metadata.embedding.get("provider") not in WORD_HASH_PROVIDERS
         positions = np.fromiter((p for p, _ in items), np.int64, len(items))
         pages = index.catalog().codes("filepath", positions)
         text_scores = _page_text_scores(index, pages, found_pages) if found_pages is not None else None
@@ -217,7 +220,7 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
         if spec.vector_collapse and key not in plan.filters and items:
             vectors = index.vectors() if index.has_vectors else None
             items = collapse_variants(items, index.catalog(), index.column(key), vectors)
-    return Ranking(items, results)
+    return Ranking(items, results, vector if semantic else None)
 
 
 def _page_text_scores(index: Index, pages: np.ndarray,
@@ -268,11 +271,12 @@ def page_links(index: Index) -> PageLinks | None:
 @reads_index
 def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider | None = None,
            cursor_secret: bytes, query_vector: np.ndarray | None = None,
-           vector_floor: float | None = None) -> SearchResult:
+           vector_floor: float | None = None, thresholds: Thresholds | None = None) -> SearchResult:
     """Searches `index`; raises InvalidArgument / InvalidFilter / InvalidCursor for bad requests.
 
     `query_vector` lets a caller that embedded several queries at once (search_batch) skip the
-    per-query embedding; `embedder` is otherwise used to embed the query.
+    per-query embedding; `embedder` is otherwise used to embed the query. `thresholds`: the corpus's
+    own cut of the coverage score (default: coverage.DEFAULT_THRESHOLDS).
     """
     query = check_query(request.query)
     legs = check_legs(request.legs)
@@ -303,7 +307,13 @@ def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider 
         offset=offset,
         limit=limit,
         depth=depth,
+        coverage=assess_ranking(index, query, ranking, thresholds),
     )
+
+
+def assess_ranking(index: Index, query: str, ranking: Ranking, thresholds: Thresholds | None = None) -> Coverage:
+    """The coverage verdict of a ranking: the same for every page of one search."""
+    return assess(index, query, [p for p, _ in ranking.items[:COVERAGE_DEPTH]], ranking.query_vector, thresholds)
 
 
 def make_hits(index: Index, query: str, page: list[tuple[int, float]],
@@ -384,7 +394,8 @@ def cursor_after(index: Index, request: SearchRequest, result: SearchResult, kep
 
 @reads_index
 def search_batch(index: Index, requests: Sequence[SearchRequest], *, embedder: EmbeddingProvider | None = None,
-                 cursor_secret: bytes, vector_floor: float | None = None) -> list[SearchResult]:
+                 cursor_secret: bytes, vector_floor: float | None = None,
+                 thresholds: Thresholds | None = None) -> list[SearchResult]:
     """Several searches sharing one `embed_queries` call (one round trip to an API provider).
 
     Every request is validated before any work is done, so a bad one fails the batch at once.
@@ -407,4 +418,4 @@ def search_batch(index: Index, requests: Sequence[SearchRequest], *, embedder: E
                         index.path, type(exc).__name__, exc)
     by_request = dict(zip(wanted, vectors, strict=True)) if vectors is not None else {}
     return [search(index, r, embedder=None, cursor_secret=cursor_secret, query_vector=by_request.get(i),
-                   vector_floor=vector_floor) for i, r in enumerate(requests)]
+                   vector_floor=vector_floor, thresholds=thresholds) for i, r in enumerate(requests)]

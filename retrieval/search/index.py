@@ -17,10 +17,19 @@ import numpy as np
 import pyarrow as pa
 
 from retrieval import storage
+from retrieval.corpus_summary import Lexicon
 from retrieval.errors import IndexUnavailable
 from retrieval.ingest.layout import CHUNKS_TABLE, DOCUMENTS_TABLE, open_tables, taxonomy_column
+from retrieval.ingest.lexicon import read_lexicon
 from retrieval.ingest.linkgraph import PageLinks
-from retrieval.ingest.mapped import CONTENT_IN_MEMORY_CHARS, Pages, open_mapped, page_tables, read_held
+from retrieval.ingest.mapped import (
+    CONTENT_IN_MEMORY_CHARS,
+    MAPPED_DIR,
+    Pages,
+    open_mapped,
+    page_tables,
+    read_held,
+)
 from retrieval.ingest.metadata import BuildMetadata, read_metadata
 from retrieval.storage import Location
 
@@ -59,6 +68,7 @@ class Index:
         self._page_text: bool | None = None
         self._document_pages: Pages | None = None
         self._links: PageLinks | None | bool = False  # False: not read yet; None: the build stores no links
+        self._lexicon: Lexicon | None | bool = False  # False: not read yet; None: a build made before lexicons
 
     @property
     def chunks(self):
@@ -185,6 +195,13 @@ class Index:
                 self._document_pages, self._links = held.pages, held.links
             self._catalog = Catalog(held.catalog, held.rowids, held.id_order)
             self._vectors = Vectors(held.codes, held.scales)
+
+    def lexicon(self) -> Lexicon | None:
+        """How many chunks and pages hold each term (retrieval/ingest/lexicon.py), mapped once; None for a
+        build made before lexicons (coverage then weighs every question term alike)."""
+        if self._lexicon is False:
+            self._lexicon = read_lexicon(storage.join(self.path, MAPPED_DIR))
+        return self._lexicon
 
     def page_links(self) -> PageLinks | None:
         """The pages each page links to, by page code (as `catalog().codes("filepath", ...)`); None

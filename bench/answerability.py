@@ -1,0 +1,138 @@
+#!/usr/bin/env python
+"""How well the coverage verdict tells questions the docs answer from those they do not.
+
+    python bench/answerability.py --provider none --work /tmp/ans/none     # full text only
+    python bench/answerability.py --provider local --work /tmp/ans/local   # with the local model
+    python bench/answerability.py ... --dump evidence.jsonl               # each question's evidence, for calibration
+
+Builds (or reuses, with a kept `--work`) the three corpora of bench/cross_corpus.py: Kubernetes and the
+Python docs from ../shared/bench, and the sample corpus. Then asks each question of one corpus, in
+process, and counts the verdicts per set:
+
+- answerable: each corpus's own dev questions (Kubernetes, Python docs; the sample suite's identifier,
+  paraphrase and filtered cases, with their filters);
+- out-of-domain: each corpus's dev questions asked of the other corpora (Python coding questions of
+  Kubernetes, and so on);
+- near-miss: on-topic questions the docs never cover: ../shared/bench/answerability/sample-nearmiss.jsonl
+  and the sample suite's `unanswered` and `zero-result` cases, asked of the sample corpus, and
+  bench/answerability/k8s-nearmiss.jsonl (Kubernetes-ecosystem tools the Kubernetes docs never
+  document) asked of Kubernetes.
+
+Prints one table: per set and corpus, how many questions were judged covered / partial / not covered,
+and the goals (out-of-domain not covered >= 95%; near-miss not covered or partial >= 70% and not covered
+>= 50%; answerable not covered <= 5%). Exit code 0 either way: it measures, it does not judge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "bench"
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import cross_corpus  # noqa: E402  (bench/cross_corpus.py: the corpora and how they are built)
+
+NEAR_MISS = {
+    "sample": [SHARED / "answerability" / "sample-nearmiss.jsonl"],
+    "k8s": [ROOT / "bench" / "answerability" / "k8s-nearmiss.jsonl"],
+}
+SAMPLE_UNANSWERABLE = {"unanswered", "zero-result"}
+GOALS = {"out-of-domain": "not covered >= 95%", "near-miss": "not covered or partial >= 70%, not covered >= 50%",
+         "answerable": "not covered <= 5%"}
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def question_sets() -> list[tuple[str, str, str, dict]]:
+    """(set, asked corpus, question, filters) for every question."""
+    own: dict[str, list[tuple[str, dict]]] = {}
+    near: dict[str, list[tuple[str, dict]]] = defaultdict(list)
+    for name, _source, cases, _description in cross_corpus.CORPORA:
+        if cases.suffix == ".json":
+            suite = json.loads(cases.read_text(encoding="utf-8"))
+            own[name] = [(c["query"], c.get("filters") or {}) for c in suite
+                         if c.get("category") not in SAMPLE_UNANSWERABLE]
+            near[name] += [(c["query"], c.get("filters") or {}) for c in suite
+                           if c.get("category") in SAMPLE_UNANSWERABLE]
+        else:
+            own[name] = [(c["query"], c.get("filters") or {}) for c in _jsonl(cases)]
+        for path in NEAR_MISS.get(name, []):
+            near[name] += [(c["query"], {}) for c in _jsonl(path)]
+    out = []
+    for name, questions in own.items():
+        out += [("answerable", name, q, f) for q, f in questions]
+        for other in own:
+            if other != name:
+                out += [("out-of-domain", other, q, {}) for q, _f in questions]
+    for name, questions in near.items():
+        out += [("near-miss", name, q, f) for q, f in questions]
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--provider", default="none", choices=["none", "local"])
+    parser.add_argument("--work", help="directory for the database and builds, kept and reused")
+    parser.add_argument("--dump", help="write each question's evidence and verdict to this JSONL file")
+    args = parser.parse_args(argv)
+    work = Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="docsmcp-bench-ans-"))
+    work.mkdir(parents=True, exist_ok=True)
+    cross_corpus._configure(work, args.provider)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from tqdm import tqdm
+
+    from corpus.serving import active_index, embedder_for
+    from retrieval.search.coverage import coverage_of, evidence
+    from retrieval.search.engine import rank
+    from retrieval.search.filters import plan_filters
+
+    call_command("migrate", verbosity=0)
+    for name, source, _cases, description in cross_corpus.CORPORA:
+        cross_corpus._build(name, source, description, args.provider)
+    questions = question_sets()
+    counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    dump = open(args.dump, "w", encoding="utf-8") if args.dump else None  # noqa: SIM115
+    try:
+        for kind, name, query, filters in tqdm(questions, desc="questions", unit="q", file=sys.stderr,
+                                               disable=not sys.stderr.isatty()):
+            index = active_index(name)
+            ranking = rank(index, query, plan_filters(index.metadata, filters), embedder=embedder_for(index))
+            found = evidence(index, query, [p for p, _ in ranking.items], ranking.query_vector)
+            coverage = coverage_of(found)
+            counts[(kind, name)][coverage.verdict] += 1
+            counts[(kind, "all")][coverage.verdict] += 1
+            if dump:
+                dump.write(json.dumps({"set": kind, "corpus": name, "query": query, "lexical": found.lexical,
+                                       "cosine": found.cosine, "terms": found.terms, "score": coverage.score,
+                                       "verdict": coverage.verdict}) + "\n")
+    finally:
+        if dump:
+            dump.close()
+    print(f"# provider {args.provider}; {len(questions)} questions")
+    print(f"{'set':<14} {'corpus':<7} {'n':>5} | {'covered':>8} {'partial':>8} {'not cov.':>8} | goal")
+    for kind in ("answerable", "out-of-domain", "near-miss"):
+        for name in ("all", *sorted({n for k, n in counts if k == kind and n != "all"})):
+            c = counts.get((kind, name))
+            if not c:
+                continue
+            n = sum(c.values())
+            pct = {v: 100.0 * c[v] / n for v in ("covered", "partial", "not_covered")}
+            print(f"{kind:<14} {name:<7} {n:>5} | {pct['covered']:>7.1f}% {pct['partial']:>7.1f}% "
+                  f"{pct['not_covered']:>7.1f}% | {GOALS[kind] if name == 'all' else ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

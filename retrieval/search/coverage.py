@@ -1,0 +1,196 @@
+"""Whether the docs answer a question: a verdict on every search, from how well the best hits match it.
+
+The fused score of a hit is a rank (1.0 = first in every leg), so a search always "finds" something:
+a Python coding question asked of the Kubernetes docs gets first hits scored like a Kubernetes
+question's. An agent handed those pages answers from them. The verdict looks at what rank hides: how
+much of the question the best few hits actually hold.
+
+- **Lexical evidence** (every build). The question's informative terms, each weighted by how rare it is
+  in the corpus (its inverse chunk frequency from the build's lexicon, retrieval/ingest/lexicon.py; a
+  term no chunk holds weighs the most), and the best of the first COVERAGE_DEPTH hits' share of that
+  weight (its title, heading trail and text; words matched on a crude stem, so "configuring" meets
+  "configure"). A question whose rarest words appear nowhere near the closest pages is off-topic, or
+  names something the docs never mention ("Apple Pay", "PHP SDK").
+- **Semantic evidence** (builds with a semantic embedding model). The best cosine between the question
+  and those hits' vectors: it carries paraphrases that share no words with the page.
+
+The two combine into one score in [0, 1] (`score_from`), calibrated on questions the docs answer,
+questions of other domains and near-miss questions (docs/search.md, docs/BENCHMARKS.md), and two
+thresholds cut it into `covered` / `partial` / `not_covered`. A corpus may set its own thresholds
+(settings {"coverage": {"covered": ..., "partial": ...}}).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from retrieval.corpus_summary import Lexicon, words
+from retrieval.ingest.terms import identifier_terms
+
+if TYPE_CHECKING:
+    from .index import Index
+
+COVERED, PARTIAL, NOT_COVERED = "covered", "partial", "not_covered"
+VERDICTS = (COVERED, PARTIAL, NOT_COVERED)
+NOT_COVERED_NOTICE = ("These docs do not appear to cover this question; the closest pages are below. "
+                      "Do not answer from them as if they did.")
+PARTIAL_NOTICE = ("These docs may cover this question only in part: check that the pages below answer it "
+                  "before relying on them, and say what they leave out.")
+COVERAGE_DEPTH = 5  # the first hits whose text is weighed
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Scores at or above `covered` are covered; below `partial`, not covered; between, partial."""
+
+    covered: float
+    partial: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.partial <= self.covered <= 1.0:
+            raise ValueError(f"coverage thresholds need 0 <= partial <= covered <= 1, got partial={self.partial} "
+                             f"covered={self.covered}")
+
+
+DEFAULT_THRESHOLDS = Thresholds(covered=0.5, partial=0.3)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    verdict: str
+    score: float  # in [0, 1]: how well the best hits match the question
+
+    @property
+    def notice(self) -> str | None:
+        return {NOT_COVERED: NOT_COVERED_NOTICE, PARTIAL: PARTIAL_NOTICE}.get(self.verdict)
+
+    def as_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"verdict": self.verdict, "score": self.score}
+        if self.notice:
+            out["notice"] = self.notice
+        return out
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the verdict is made of, for benchmarks and calibration."""
+
+    lexical: float  # the best hit's share of the question's term weight, in [0, 1]
+    cosine: float | None  # the best hit's cosine to the question; None without semantic vectors
+    terms: int  # the question's informative terms
+
+
+NO_EVIDENCE = Evidence(0.0, None, 0)
+
+
+def verdict_of(score: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
+    if score >= thresholds.covered:
+        return COVERED
+    return PARTIAL if score >= thresholds.partial else NOT_COVERED
+
+
+def coverage_of(evidence: Evidence, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Coverage:
+    score = round(score_from(evidence), 4)
+    return Coverage(verdict_of(score, thresholds), score)
+
+
+def score_from(evidence: Evidence) -> float:
+    """One score in [0, 1] from the evidence: the lexical share alone, or with a semantic build, the
+    mean of it and the cosine mapped through a logistic centred where questions the docs answer and
+    questions they do not part."""
+    if evidence.terms == 0 and evidence.cosine is None:
+        return 0.0
+    if evidence.cosine is None:
+        return evidence.lexical
+    semantic = 1.0 / (1.0 + math.exp(-(evidence.cosine - COSINE_MIDPOINT) / COSINE_SCALE))
+    if evidence.terms == 0:
+        return semantic
+    return LEXICAL_WEIGHT * evidence.lexical + (1.0 - LEXICAL_WEIGHT) * semantic
+
+
+COSINE_MIDPOINT = 0.45
+COSINE_SCALE = 0.06
+LEXICAL_WEIGHT = 0.5
+
+
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ed", "ly", "es", "s", "e")
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """A crude stem for matching a question's words against a page's: the full-text index stems its own
+    way, and this only needs "configuring", "configured" and "configure" to meet."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def question_terms(query: str) -> list[str]:
+    """The question's informative terms, spelt as the lexicon spells a page's (words, then identifiers)."""
+    return list(dict.fromkeys(words(query) + identifier_terms(query)))
+
+
+def term_weights(terms: Sequence[str], lexicon: Lexicon | None) -> np.ndarray:
+    """Each term's inverse chunk frequency in the build: log(1 + N / (df + 1)), so a term no chunk holds
+    weighs the most and one in every chunk almost nothing. Without a lexicon every term weighs the same."""
+    if lexicon is None or not terms:
+        return np.ones(len(terms))
+    from retrieval.ingest.lexicon import term_hashes  # with pyarrow's compute kernels: not for a tools/list
+
+    pages, chunks = lexicon.frequencies(term_hashes(terms))
+    if chunks is not None and lexicon.chunk_total:
+        counts, total = chunks.astype(np.float64), lexicon.chunk_total
+    else:
+        counts, total = pages.astype(np.float64), max(lexicon.total, 1)
+    return np.log1p(total / (counts + 1.0))
+
+
+def text_stems(text: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in words(text)) | frozenset(identifier_terms(text))
+
+
+def lexical_share(terms: Sequence[str], weights: np.ndarray, texts: Iterable[str]) -> float:
+    """The best text's share of the terms' weight."""
+    total = float(weights.sum())
+    if total <= 0:
+        return 0.0
+    keys = [stem(t) for t in terms]
+    best = 0.0
+    for text in texts:
+        held = text_stems(text)
+        share = sum(float(w) for key, term, w in zip(keys, terms, weights, strict=True)
+                    if key in held or term in held) / total
+        best = max(best, share)
+    return best
+
+
+def evidence(index: Index, query: str, positions: Sequence[int], query_vector: np.ndarray | None) -> Evidence:
+    """The evidence of the first COVERAGE_DEPTH of `positions` (the fused ranking, best first) for `query`.
+
+    `query_vector` is the question's semantic embedding, None for a full-text or word-hash build."""
+    terms = question_terms(query)
+    top = list(positions[:COVERAGE_DEPTH])
+    if not top:
+        return Evidence(0.0, None, len(terms))
+    lexical = 0.0
+    if terms:
+        rows = index.catalog().rows(top)
+        texts = [f"{row['title'] or ''}\n{row['breadcrumb'] or ''}\n{row['heading'] or ''}\n{content}"
+                 for row, content in zip(rows, index.contents(top), strict=True)]
+        lexical = lexical_share(terms, term_weights(terms, index.lexicon()), texts)
+    cosine = None
+    if query_vector is not None:
+        cosine = float(index.vectors().dots(query_vector, np.asarray(top, dtype=np.int64)).max())
+    return Evidence(round(lexical, 4), None if cosine is None else round(cosine, 4), len(terms))
+
+
+def assess(index: Index, query: str, positions: Sequence[int], query_vector: np.ndarray | None,
+           thresholds: Thresholds | None = None) -> Coverage:
+    return coverage_of(evidence(index, query, positions, query_vector), thresholds or DEFAULT_THRESHOLDS)
