@@ -4,6 +4,7 @@
     python bench/answerability.py --provider none --work /tmp/ans/none     # full text only
     python bench/answerability.py --provider local --work /tmp/ans/local   # with the local model
     python bench/answerability.py ... --dump evidence.jsonl               # each question's evidence, for calibration
+    python bench/answerability.py --fit none.jsonl local.jsonl             # fit the verdict's models to dumps
 
 Builds (or reuses, with a kept `--work`) the three corpora of bench/cross_corpus.py: Kubernetes and the
 Python docs from ../shared/bench, and the sample corpus. Then asks each question of one corpus, in
@@ -29,8 +30,11 @@ import argparse
 import json
 import sys
 import tempfile
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "bench"
@@ -78,12 +82,72 @@ def question_sets() -> list[tuple[str, str, str, dict]]:
     return out
 
 
+def _logistic(features: np.ndarray, labels: np.ndarray, weights: np.ndarray, ridge: float = 1e-3) -> np.ndarray:
+    """Weighted logistic regression by Newton's method: the coefficients, bias last."""
+    x = np.hstack([features, np.ones((len(features), 1))])
+    beta = np.zeros(x.shape[1])
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-x @ beta))
+        gradient = x.T @ (weights * (labels - p)) - ridge * beta
+        hessian = -(x.T * (weights * p * (1 - p))) @ x - ridge * np.eye(len(beta))
+        step = np.linalg.solve(hessian, gradient)
+        beta -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    return beta
+
+
+def _design(rows: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Features (lexical share, and the cosine when the dump has one), labels (1: answerable) and weights
+    that give answerable and unanswerable questions equal say, and near-miss questions as much as
+    out-of-domain ones (they are far fewer)."""
+    semantic = all(r["cosine"] is not None for r in rows)
+    features = np.array([[r["lexical"], r["cosine"]] if semantic else [r["lexical"]] for r in rows], dtype=float)
+    labels = np.array([r["set"] == "answerable" for r in rows], dtype=float)
+    share = Counter(r["set"] for r in rows)
+    weights = np.array([0.5 / share[r["set"]] if r["set"] != "answerable" else 1.0 / share[r["set"]]
+                        for r in rows]) * len(rows)
+    return features, labels, weights
+
+
+def fit(paths: list[str], partial: float, covered: float) -> int:
+    """Fits each dump's logistic model, prints its coefficients, and the verdicts they give on the questions
+    fitted and, fitted on one half of the questions (alternate lines), on the other half."""
+    for path in paths:
+        rows = _jsonl(Path(path))
+        features, labels, weights = _design(rows)
+        beta = _logistic(features, labels, weights)
+        print(f"# {path}: {len(rows)} questions; coefficients {', '.join(f'{b:.3f}' for b in beta)} "
+              f"({'lexical, cosine' if features.shape[1] == 2 else 'lexical'}, bias)")
+        halves = [np.arange(len(rows)) % 2 == k for k in (0, 1)]
+        for label, train, test in (("all", np.ones(len(rows), bool), np.ones(len(rows), bool)),
+                                   ("held-out half A", halves[0], halves[1]),
+                                   ("held-out half B", halves[1], halves[0])):
+            coefficients = _logistic(features[train], labels[train], weights[train])
+            x = np.hstack([features[test], np.ones((int(test.sum()), 1))])
+            p = 1.0 / (1.0 + np.exp(-x @ coefficients))
+            sets = np.array([r["set"] for r in rows])[test]
+            line = []
+            for kind in ("answerable", "out-of-domain", "near-miss"):
+                mine = p[sets == kind]
+                line.append(f"{kind} n={len(mine)} not covered {np.mean(mine < partial):.3f} "
+                            f"not covered or partial {np.mean(mine < covered):.3f}")
+            print(f"  {label:<16} " + "; ".join(line))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--provider", default="none", choices=["none", "local"])
     parser.add_argument("--work", help="directory for the database and builds, kept and reused")
     parser.add_argument("--dump", help="write each question's evidence and verdict to this JSONL file")
+    parser.add_argument("--fit", nargs="+", metavar="DUMP", help="fit the verdict's logistic models to dumps "
+                                                                 "made with --dump, and print them")
     args = parser.parse_args(argv)
+    if args.fit:
+        from retrieval.search.coverage import DEFAULT_THRESHOLDS
+
+        return fit(args.fit, DEFAULT_THRESHOLDS.partial, DEFAULT_THRESHOLDS.covered)
     work = Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="docsmcp-bench-ans-"))
     work.mkdir(parents=True, exist_ok=True)
     cross_corpus._configure(work, args.provider)
@@ -94,8 +158,8 @@ def main(argv=None) -> int:
     from tqdm import tqdm
 
     from corpus.serving import active_index, embedder_for
-    from retrieval.search.coverage import coverage_of, evidence
-    from retrieval.search.engine import rank
+    from retrieval.search.coverage import COVERAGE_DEPTH, coverage_of, evidence, hit_text
+    from retrieval.search.engine import SearchRequest, rank, search
     from retrieval.search.filters import plan_filters
 
     call_command("migrate", verbosity=0)
@@ -103,14 +167,24 @@ def main(argv=None) -> int:
         cross_corpus._build(name, source, description, args.provider)
     questions = question_sets()
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    costs: dict[str, list[float]] = {"search": [], "verdict": []}
     dump = open(args.dump, "w", encoding="utf-8") if args.dump else None  # noqa: SIM115
     try:
         for kind, name, query, filters in tqdm(questions, desc="questions", unit="q", file=sys.stderr,
                                                disable=not sys.stderr.isatty()):
             index = active_index(name)
-            ranking = rank(index, query, plan_filters(index.metadata, filters), embedder=embedder_for(index))
-            found = evidence(index, query, [p for p, _ in ranking.items], ranking.query_vector)
+            embedder = embedder_for(index)
+            started = time.thread_time()
+            result = search(index, SearchRequest(query, filters), embedder=embedder, cursor_secret=b"bench")
+            searched = time.thread_time()
+            ranking = rank(index, query, plan_filters(index.metadata, filters), embedder=embedder)
+            top = [p for p, _ in ranking.items[:COVERAGE_DEPTH]]
+            texts = [hit_text(h.title, h.breadcrumb, h.heading, h.content) for h in result.hits[:len(top)]]
+            again = time.thread_time()
+            found = evidence(index, query, top, ranking.query_vector, texts if len(texts) == len(top) else None)
             coverage = coverage_of(found)
+            costs["search"].append(searched - started)
+            costs["verdict"].append(time.thread_time() - again)
             counts[(kind, name)][coverage.verdict] += 1
             counts[(kind, "all")][coverage.verdict] += 1
             if dump:
@@ -131,6 +205,9 @@ def main(argv=None) -> int:
             pct = {v: 100.0 * c[v] / n for v in ("covered", "partial", "not_covered")}
             print(f"{kind:<14} {name:<7} {n:>5} | {pct['covered']:>7.1f}% {pct['partial']:>7.1f}% "
                   f"{pct['not_covered']:>7.1f}% | {GOALS[kind] if name == 'all' else ''}")
+    search_ms, verdict_ms = (1000 * float(np.median(costs[k])) for k in ("search", "verdict"))
+    print(f"# CPU per question, median: the whole search {search_ms:.2f} ms, of which the verdict "
+          f"{verdict_ms:.2f} ms ({100 * verdict_ms / search_ms:.1f}%)")
     return 0
 
 

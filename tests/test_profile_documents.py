@@ -96,7 +96,8 @@ def test_list_collections_without_any_corpus(db, live_url):
 def test_search_returns_enhanced_results_across_collections(doc_corpora, live_url):
     (result,) = run(live_url, ("documents_search", {"query": "max_connections concurrent connections", "limit": 5}))
     items = data(result)
-    assert result.structured_content == {"results": items}
+    assert result.structured_content == {"coverage": result.structured_content["coverage"], "results": items}
+    assert result.structured_content["coverage"]["verdict"] == "covered"  # the sample docs document max_connections
     assert 1 <= len(items) <= 5
     top = items[0]
     assert set(top) >= SEARCH_FIELDS | {"sectionHeading"}
@@ -165,7 +166,8 @@ def test_no_results_says_so(doc_corpora, live_url):
                                                     "hybridSearch": False}))
     assert result.is_error is False
     assert text_of(result) == "No results found for the given query."
-    assert result.structured_content == {"results": []}
+    assert result.structured_content["results"] == []
+    assert result.structured_content["coverage"]["verdict"] == "not_covered"
 
 
 def test_unknown_collection_names_the_available_ones(doc_corpora, live_url):

@@ -132,8 +132,8 @@ def test_seed_examples_work_as_written(doc_corpora, live_url, techdoc_default, s
     tools = listed["result"]["tools"]
     assert [t["name"] for t in tools] == ["search_documentation", "get_document", "submit_feedback"]
     search = tools[0]
-    assert search["description"] == ("Search technical documentation using semantic similarity. "
-                                     "Returns relevant document chunks.")
+    assert search["description"].startswith("Search technical documentation using semantic similarity. "
+                                            "Returns relevant document chunks. Each reply carries `coverage`")
     assert search["input_schema"] == search["inputSchema"]
     properties = search["input_schema"]["properties"]
     assert properties["doc_type"]["enum"] == ["postgresql", "sample", "ubuntu", "all"]
@@ -282,9 +282,12 @@ def test_a_bare_path_in_several_corpora_is_ambiguous(doc_corpora, live_url, http
 def test_doc_type_restricts_and_all_merges(doc_corpora, live_url, http):
     only = call(http, url_of(live_url), "search_documentation", {"query": "overview", "doc_type": "ubuntu",
                                                                  "max_results": 20})
-    assert {i["metadata"]["doc_type"] for i in only["result"]["content"]} == {"ubuntu"}
+    *hits, coverage = only["result"]["content"]
+    assert {i["metadata"]["doc_type"] for i in hits} == {"ubuntu"}
+    assert coverage["coverage"]["verdict"] in ("covered", "partial", "not_covered")
+    assert coverage["text"].startswith(f"[coverage: {coverage['coverage']['verdict']}")
     everywhere = call(http, url_of(live_url), "search_documentation", {"query": "overview", "max_results": 20})
-    items = everywhere["result"]["content"]
+    items = everywhere["result"]["content"][:-1]
     assert {"postgresql", "ubuntu"} <= {i["metadata"]["doc_type"] for i in items}
     assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
 

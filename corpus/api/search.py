@@ -8,6 +8,7 @@ SearchResult (`hits`, `next_cursor`, `hint`).
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
@@ -64,7 +65,15 @@ class HintOut(Schema):
     suggested_filters: dict[str, list[str]]
 
 
+class CoverageOut(Schema):
+    verdict: Literal["covered", "partial", "not_covered"] = Field(
+        description="Whether the corpus answers the question, judged from how well the best hits match it.")
+    score: float = Field(ge=0, le=1, description="How well the best hits match the question, 0 to 1.")
+    notice: str | None = Field(None, description="For partial and not_covered: what to do with the hits.")
+
+
 class SearchOut(Schema):
+    coverage: CoverageOut
     hits: list[HitOut]
     next_cursor: str | None
     hint: HintOut | None
@@ -125,6 +134,7 @@ def _search(name: str, query: str, limit: int | None, cursor: str | None, filter
     served = corpus_search(name, SearchRequest(query=query, filters=filters, limit=limit, cursor=cursor))
     result, fresh = served.result, served.freshness
     return {
+        "coverage": result.coverage.as_dict(),
         "hits": [{"chunk_id": h.chunk_id, "score": h.score, "heading": h.heading, "breadcrumb": h.breadcrumb,
                   "snippet": h.snippet, "filepath": h.filepath, "metadata": h.metadata, "title": h.title,
                   "chunk_index": h.chunk_index, "total_chunks": h.total_chunks, **fresh} for h in result.hits],

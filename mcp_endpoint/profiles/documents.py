@@ -36,13 +36,17 @@ from mcp_endpoint.profiles.documents_schemas import (
     empty_schema,
 )
 from mcp_endpoint.profiles.shared import (
+    COVERAGE_DESCRIPTION,
     CorpusHit,
+    best_coverage,
     corpora_freshness,
+    coverage_json,
     markdown_corpora,
     merge_hits,
     served_corpora,
 )
 from retrieval.errors import NotFound
+from retrieval.search.coverage import Coverage
 from retrieval.search.documents import get_document, get_outline, get_section, list_documents
 from retrieval.search.engine import SearchHit, SearchRequest
 from retrieval.search.index import Index
@@ -175,10 +179,12 @@ def _hit_item(collection: Collection, hit: SearchHit, fresh: dict[str, Any] | No
 
 def _search(
     queries: list[tuple[str, list[Collection]]], limit: int, max_distance: float | None, hybrid: bool
-) -> list[list[dict[str, Any]]]:
+) -> list[tuple[list[dict[str, Any]], Coverage]]:
     """Each query over its collections: one engine call per corpus (search_batch shares the query
-    embedding when a corpus gets several queries), hits merged across corpora by score."""
+    embedding when a corpus gets several queries), hits merged across corpora by score, with the best
+    coverage verdict of its corpora."""
     per_query: list[list[list[CorpusHit]]] = [[] for _ in queries]
+    verdicts: list[list[Coverage]] = [[] for _ in queries]
     by_corpus: dict[str, list[tuple[int, int, Collection]]] = {}
     for qi, (_query, collections) in enumerate(queries):
         for position, collection in enumerate(collections):
@@ -187,6 +193,7 @@ def _search(
         requests = [SearchRequest(query=queries[qi][0], limit=limit) for qi, _, _ in wanted]
         served = corpus_search_batch(wanted[0][2].serving_name, requests, hybrid=hybrid)
         for (qi, position, collection), one in zip(wanted, served, strict=True):
+            verdicts[qi].append(one.result.coverage)
             per_query[qi].append(
                 [
                     CorpusHit(collection.corpus, hit, (position, rank), one.freshness)
@@ -198,8 +205,12 @@ def _search(
     for qi, (_query, collections) in enumerate(queries):
         shown = {c.corpus.name: c for c in collections}
         merged = merge_hits(per_query[qi], limit)
-        out.append([_hit_item(shown[h.corpus.name], h.hit, h.freshness) for h in merged])
+        out.append(([_hit_item(shown[h.corpus.name], h.hit, h.freshness) for h in merged],
+                    best_coverage(verdicts[qi])))
     return out
+
+
+SEARCH_TOOLS = ("documents_search", "documents_search_batch")
 
 
 # --- handlers -----------------------------------------------------------------------------------
@@ -227,13 +238,23 @@ def _list_collections(context: Context, args: dict[str, Any]) -> ToolResult:
 
 def _search_documents(context: Context, args: dict[str, Any]) -> ToolResult:
     targets = _targets(args.get("collections"))
-    (results,) = _search(
+    ((results, coverage),) = _search(
         [(args["query"], targets)], args["limit"], args.get("maxDistance"), args["hybridSearch"]
     )
     if not results:
-        return ToolResult.text(NO_RESULTS, structured={"results": []})
+        return ToolResult.text(NO_RESULTS, structured={"coverage": coverage_json(coverage), "results": []})
     results, notice = _fit_hits(results)
-    return _with_notice(_json(results, {"results": results}), notice).as_fitted()
+    payload = {"coverage": coverage_json(coverage), "results": results}
+    return _with_notice(_with_coverage(_json(results, payload), coverage), notice).as_fitted()
+
+
+def _with_coverage(result: ToolResult, coverage: Coverage) -> ToolResult:
+    """The text holds the contract's bare list of results; a verdict other than covered follows it as a
+    line of its own (the structured payload always carries `coverage`)."""
+    if coverage.notice is None:
+        return result
+    text = result.content[0]["text"] + f"\n\n[coverage: {coverage.verdict} ({coverage.score}). {coverage.notice}]"
+    return ToolResult.text(text, structured=result.structured)
 
 
 def _search_batch(context: Context, args: dict[str, Any]) -> ToolResult:
@@ -246,14 +267,15 @@ def _search_batch(context: Context, args: dict[str, Any]) -> ToolResult:
     found = _search(queries, args["limit"], args.get("maxDistance"), args["hybridSearch"])
     share = max(1, budget.budget_chars() // max(1, len(found)))
     fitted, notices = [], []
-    for hits in found:
+    for hits, _coverage in found:
         kept, notice = budget.fit_items(
             hits, ("content",), lambda items: _size({"results": [{"query": "", "results": items}]}), share=share
         )
         fitted.append(kept)
         notices.append(notice)
     payload: dict[str, Any] = {
-        "results": [{"query": q, "results": r} for (q, _), r in zip(queries, fitted, strict=True)]
+        "results": [{"query": q, "coverage": coverage_json(coverage), "results": r}
+                    for (q, _), (_hits, coverage), r in zip(queries, found, fitted, strict=True)]
     }
     notice = next((n for n in notices if n), None)
     if notice:
@@ -376,7 +398,7 @@ def tools(context: Context) -> list[ToolDef]:
     return [
         ToolDef(
             name=name,
-            description=DESCRIPTIONS[name],
+            description=DESCRIPTIONS[name] + (COVERAGE_DESCRIPTION if name in SEARCH_TOOLS else ""),
             input_schema=schema,
             handler=handler,
             output_schema=OUTPUT[name],

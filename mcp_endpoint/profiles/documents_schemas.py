@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_endpoint.profiles.shared import FRESHNESS_SCHEMA
+from mcp_endpoint.profiles.shared import COVERAGE_SCHEMA, FRESHNESS_SCHEMA
 from retrieval.search.engine import MAX_LIMIT
 from retrieval.search.related import MAX_RELATED
 
@@ -180,7 +180,8 @@ OUTPUT = {
         },
         ["collections"],
     ),
-    "documents_search": _out({"results": {"type": "array", "items": SEARCH_ITEM}}, ["results"]),
+    "documents_search": _out({"coverage": COVERAGE_SCHEMA, "results": {"type": "array", "items": SEARCH_ITEM}},
+                             ["coverage", "results"]),
     "documents_get_document": _out(
         {**_LABEL, "document": {"type": "string"}, "title": {"type": "string"}, "content": {"type": "string"}},
         ["collection", "document", "content"],
@@ -232,8 +233,9 @@ OUTPUT = {
             "results": {
                 "type": "array",
                 "items": _out(
-                    {"query": {"type": "string"}, "results": {"type": "array", "items": SEARCH_ITEM}},
-                    ["query", "results"],
+                    {"query": {"type": "string"}, "coverage": COVERAGE_SCHEMA,
+                     "results": {"type": "array", "items": SEARCH_ITEM}},
+                    ["query", "coverage", "results"],
                 ),
             }
         },

@@ -53,7 +53,7 @@ FRESHNESS_SCHEMA: dict[str, Any] = {
 # Every search tool's reply carries the coverage verdict (retrieval/search/coverage.py), first, so a model
 # reads whether the docs answer the question before it reads the hits.
 COVERAGE_DESCRIPTION = (
-    " Each reply starts with `coverage`: whether these docs answer the question (`covered`, `partial` or "
+    " Each reply carries `coverage`: whether these docs answer the question (`covered`, `partial` or "
     "`not_covered`, with a score from 0 to 1 measuring how well the best hits match it). When it is "
     "`not_covered` the hits are only the closest pages: do not answer from them as if they covered the "
     "question; say the docs do not cover it."
@@ -74,3 +74,11 @@ COVERAGE_SCHEMA: dict[str, Any] = {
 def coverage_json(coverage: Any) -> dict[str, Any] | None:
     """The verdict as a reply shows it (None for a search made without one)."""
     return None if coverage is None else coverage.as_dict()
+
+
+def best_coverage(verdicts: list[Any]) -> Any:
+    """A search over several corpora covers the question when one of them does: the best verdict, or
+    not covered when no corpus was searched."""
+    from retrieval.search.coverage import NOT_COVERED, Coverage
+
+    return max(verdicts, key=lambda c: c.score, default=None) or Coverage(NOT_COVERED, 0.0)

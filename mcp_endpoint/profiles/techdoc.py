@@ -41,7 +41,9 @@ from mcp_endpoint.profiles import (
     feedback,
 )
 from mcp_endpoint.profiles.shared import (
+    COVERAGE_DESCRIPTION,
     CorpusHit,
+    best_coverage,
     corpora_freshness,
     merge_hits,
     served_corpora,
@@ -52,7 +54,7 @@ from retrieval.search.engine import SearchRequest
 
 SEARCH_DESCRIPTION = (
     "Search technical documentation using semantic similarity. Returns relevant document chunks."
-)
+) + COVERAGE_DESCRIPTION
 GET_DESCRIPTION = "Retrieve a specific document by ID or path."
 MIME_TYPE = "application/x-documentation"
 URI_SCHEME = "techdoc://"
@@ -137,16 +139,24 @@ def _search_documentation(context: Context, args: dict[str, Any]) -> ToolResult:
         corpora = [c for c in [_served(args["doc_type"])] if c is not None]
     elif args["doc_type"] != ALL:
         corpora = [c for c in corpora if c.name == args["doc_type"]]
-    per_corpus = []
+    per_corpus, verdicts = [], []
     pinned = args["doc_type"] if "@" in args["doc_type"] else None
     for position, corpus in enumerate(corpora):
         served = corpus_search(pinned or corpus.name, SearchRequest(query=query, limit=limit))
         per_corpus.append([CorpusHit(corpus, hit, (position, rank), served.freshness)
                            for rank, hit in enumerate(served.result.hits)])
+        verdicts.append(served.result.coverage)
     items, notice = budget.fit_items([_item(h, pinned) for h in merge_hits(per_corpus, limit)], ("text",), _size)
     if notice:
         items.append({"type": "text", "text": f"[{notice}]"})
+    items.append(_coverage_item(best_coverage(verdicts)))
     return ToolResult(content=items).as_fitted()
+
+
+def _coverage_item(coverage: Any) -> dict[str, Any]:
+    """The last content item: whether the docs answer the question, in words and as `coverage`."""
+    text = f"[coverage: {coverage.verdict} ({coverage.score})" + (f". {coverage.notice}]" if coverage.notice else "]")
+    return {"type": "text", "text": text, "coverage": coverage.as_dict()}
 
 
 def _size(items: list[dict[str, Any]]) -> int:

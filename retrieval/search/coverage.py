@@ -58,7 +58,7 @@ class Thresholds:
                              f"covered={self.covered}")
 
 
-DEFAULT_THRESHOLDS = Thresholds(covered=0.5, partial=0.3)
+DEFAULT_THRESHOLDS = Thresholds(covered=0.5, partial=0.175)
 
 
 @dataclass(frozen=True)
@@ -101,22 +101,23 @@ def coverage_of(evidence: Evidence, thresholds: Thresholds = DEFAULT_THRESHOLDS)
 
 
 def score_from(evidence: Evidence) -> float:
-    """One score in [0, 1] from the evidence: the lexical share alone, or with a semantic build, the
-    mean of it and the cosine mapped through a logistic centred where questions the docs answer and
-    questions they do not part."""
+    """The probability that the docs answer the question, from a logistic model of the evidence: the
+    lexical share alone on a full-text build, with the cosine on a semantic one (coefficients fitted by
+    bench/answerability.py --fit on answerable, out-of-domain and near-miss questions)."""
     if evidence.terms == 0 and evidence.cosine is None:
         return 0.0
     if evidence.cosine is None:
-        return evidence.lexical
-    semantic = 1.0 / (1.0 + math.exp(-(evidence.cosine - COSINE_MIDPOINT) / COSINE_SCALE))
-    if evidence.terms == 0:
-        return semantic
-    return LEXICAL_WEIGHT * evidence.lexical + (1.0 - LEXICAL_WEIGHT) * semantic
+        weight, bias = LEXICAL_MODEL
+        z = weight * evidence.lexical + bias
+    else:
+        lexical, cosine, bias = SEMANTIC_MODEL
+        z = lexical * evidence.lexical + cosine * evidence.cosine + bias
+    return 1.0 / (1.0 + math.exp(-z))
 
 
-COSINE_MIDPOINT = 0.45
-COSINE_SCALE = 0.06
-LEXICAL_WEIGHT = 0.5
+# Logistic models of P(the docs answer the question): (lexical, bias) and (lexical, cosine, bias).
+LEXICAL_MODEL = (7.289, -3.632)
+SEMANTIC_MODEL = (4.0, 20.0, -11.0)
 
 
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ed", "ly", "es", "s", "e")
@@ -152,38 +153,73 @@ def term_weights(terms: Sequence[str], lexicon: Lexicon | None) -> np.ndarray:
     return np.log1p(total / (counts + 1.0))
 
 
-def text_stems(text: str) -> frozenset[str]:
-    return frozenset(stem(w) for w in words(text)) | frozenset(identifier_terms(text))
+def _is_identifier(term: str) -> bool:
+    return any(c in term for c in "._-")
+
+
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789+#")
+
+
+@lru_cache(maxsize=1 << 14)
+def _root_and_endings(term: str) -> tuple[str, frozenset[str]]:
+    """A word counts as `term` when it is the term's stem followed by one of the endings `stem` strips
+    (so "configure" meets "configuring"), or, for a stem in -y, the -ies plural."""
+    root = stem(term)
+    endings = {"", *_SUFFIXES}
+    if root.endswith("y"):
+        root, endings = root[:-1], {"y" + e for e in endings} | {"ies"}
+    return root, frozenset(endings)
+
+
+def _holds_word(text: str, root: str, endings: frozenset[str]) -> bool:
+    """Whether `text` (lowered, `_` and `-` as spaces) has a word made of `root` and one of `endings`:
+    found with str.find, which costs far less than splitting a long hit into words."""
+    at = text.find(root)
+    while at != -1:
+        if at == 0 or text[at - 1] not in _WORD_CHARS:
+            end = at + len(root)
+            while end < len(text) and text[end] in _WORD_CHARS:
+                end += 1
+            if text[at + len(root):end] in endings:
+                return True
+        at = text.find(root, at + 1)
+    return False
 
 
 def lexical_share(terms: Sequence[str], weights: np.ndarray, texts: Iterable[str]) -> float:
-    """The best text's share of the terms' weight."""
+    """The best text's share of the terms' weight; an identifier (`client.list_users`) is looked up as it is
+    written."""
     total = float(weights.sum())
     if total <= 0:
         return 0.0
-    keys = [stem(t) for t in terms]
+    wanted = [(term, _is_identifier(term), _root_and_endings(term), float(w))
+              for term, w in zip(terms, weights, strict=True)]
     best = 0.0
     for text in texts:
-        held = text_stems(text)
-        share = sum(float(w) for key, term, w in zip(keys, terms, weights, strict=True)
-                    if key in held or term in held) / total
+        raw = text.lower()
+        spaced = raw.replace("_", " ").replace("-", " ")
+        share = sum(w for term, identifier, (root, endings), w in wanted
+                    if (term in raw if identifier else _holds_word(spaced, root, endings))) / total
         best = max(best, share)
     return best
 
 
-def evidence(index: Index, query: str, positions: Sequence[int], query_vector: np.ndarray | None) -> Evidence:
+def evidence(index: Index, query: str, positions: Sequence[int], query_vector: np.ndarray | None,
+             texts: Sequence[str] | None = None) -> Evidence:
     """The evidence of the first COVERAGE_DEPTH of `positions` (the fused ranking, best first) for `query`.
 
-    `query_vector` is the question's semantic embedding, None for a full-text or word-hash build."""
+    `query_vector` is the question's semantic embedding, None for a full-text or word-hash build; `texts`,
+    those hits' texts when the caller has them already (a first page's hits, `hit_text`)."""
     terms = question_terms(query)
     top = list(positions[:COVERAGE_DEPTH])
     if not top:
         return Evidence(0.0, None, len(terms))
     lexical = 0.0
     if terms:
-        rows = index.catalog().rows(top)
-        texts = [f"{row['title'] or ''}\n{row['breadcrumb'] or ''}\n{row['heading'] or ''}\n{content}"
-                 for row, content in zip(rows, index.contents(top), strict=True)]
+        if texts is None:
+            rows = index.catalog().rows(top)
+            texts = [f"{row['title'] or ''}\n{row['breadcrumb'] or ''}\n{row['heading'] or ''}\n{content}"
+                     for row, content in zip(rows, index.contents(top), strict=True)]
         lexical = lexical_share(terms, term_weights(terms, index.lexicon()), texts)
     cosine = None
     if query_vector is not None:
@@ -192,5 +228,10 @@ def evidence(index: Index, query: str, positions: Sequence[int], query_vector: n
 
 
 def assess(index: Index, query: str, positions: Sequence[int], query_vector: np.ndarray | None,
-           thresholds: Thresholds | None = None) -> Coverage:
-    return coverage_of(evidence(index, query, positions, query_vector), thresholds or DEFAULT_THRESHOLDS)
+           thresholds: Thresholds | None = None, texts: Sequence[str] | None = None) -> Coverage:
+    return coverage_of(evidence(index, query, positions, query_vector, texts), thresholds or DEFAULT_THRESHOLDS)
+
+
+def hit_text(title: str, breadcrumb: str, heading: str, content: str) -> str:
+    """What of a hit the question's terms are looked for in."""
+    return f"{title}\n{breadcrumb}\n{heading}\n{content}"

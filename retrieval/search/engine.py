@@ -29,7 +29,7 @@ from retrieval.errors import IndexUnavailable, InvalidArgument
 from retrieval.ingest.linkgraph import PageLinks
 
 from .collapse import collapse_variants
-from .coverage import COVERAGE_DEPTH, Coverage, Thresholds, assess
+from .coverage import COVERAGE_DEPTH, Coverage, Thresholds, assess, hit_text
 from .cursor import CursorState, decode_cursor, encode_cursor
 from .filters import FilterPlan, plain_where, plan_filters
 from .fusion import fuse_positions
@@ -297,8 +297,9 @@ def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider 
         next_cursor = encode_cursor(cursor_secret, query=query, filters=plan.filters, build_id=index.build_id,
                                     state=CursorState(offset + limit, limit, depth))
     hint = zero_hit_hint(index, query, plan) if not ranking.items and offset == 0 else None
+    hits = make_hits(index, query, page, _found_by(page, ranking.legs))
     return SearchResult(
-        hits=make_hits(index, query, page, _found_by(page, ranking.legs)),
+        hits=hits,
         next_cursor=next_cursor,
         hint=hint,
         filters=plan.filters,
@@ -307,13 +308,19 @@ def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider 
         offset=offset,
         limit=limit,
         depth=depth,
-        coverage=assess_ranking(index, query, ranking, thresholds),
+        coverage=assess_ranking(index, query, ranking, thresholds, hits if offset == 0 else None),
     )
 
 
-def assess_ranking(index: Index, query: str, ranking: Ranking, thresholds: Thresholds | None = None) -> Coverage:
-    """The coverage verdict of a ranking: the same for every page of one search."""
-    return assess(index, query, [p for p, _ in ranking.items[:COVERAGE_DEPTH]], ranking.query_vector, thresholds)
+def assess_ranking(index: Index, query: str, ranking: Ranking, thresholds: Thresholds | None = None,
+                   first: Sequence[SearchHit] | None = None) -> Coverage:
+    """The coverage verdict of a ranking: the same for every page of one search. `first`: the ranking's
+    first hits when they are dressed already (a first page), whose text need not be read again."""
+    top = [p for p, _ in ranking.items[:COVERAGE_DEPTH]]
+    texts = None
+    if first is not None and len(first) >= len(top):
+        texts = [hit_text(h.title, h.breadcrumb, h.heading, h.content) for h in first[:len(top)]]
+    return assess(index, query, top, ranking.query_vector, thresholds, texts)
 
 
 def make_hits(index: Index, query: str, page: list[tuple[int, float]],
