@@ -2,7 +2,7 @@
 reached each worker.
 
     python bench/memory.py [--corpus DIR] [--provider none|hash|local] [--index-root DIR]
-                           [--workers N] [--no-worker] [--json OUT]
+                           [--workers N] [--no-worker] [--json OUT] [--port N]
 
 It sets up a fresh SQLite database and the corpus like bench/http_load.py (reusing a build under
 `--index-root` made with the same provider), starts `manage.py serve` as scripts/demo.sh does (the
@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="then queue a full build of the corpus to the Celery worker and, once it is done, "
                          "print the table again (what the worker keeps after a build)")
     ap.add_argument("--json", type=Path, help="also write the table to this file")
+    ap.add_argument("--port", type=int, help="the port serve listens on (default: a free one)")
     args = ap.parse_args(argv)
     corpus = args.corpus.resolve()
     name = corpus_name(corpus, args.name)
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     env.pop("CELERY_BROKER_URL")  # serve's default: a filesystem queue and a Celery worker beside it
     env["DOCSMCP_HOME"] = str(workdir)
     prepare_index(corpus, name, args.provider, index_root)
-    port = free_port()
+    port = args.port or free_port()
     url = f"http://127.0.0.1:{port}/mcp/"
     argv_serve = [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)]
     if args.workers:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -11,10 +12,11 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from common.supervise import WORKER_NICENESS, Spec, run_together
 from corpus.apikeys import create_api_key
 from corpus.models import BuildRun
 from docsmcp_site.secret import installation_secret_key
-from mcp_endpoint.management.commands.serve import WORKER_NICENESS, exposure_warning, run_together
+from mcp_endpoint.management.commands.serve import exposure_warning
 from tests.api_helpers import assert_error, call
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,9 +59,14 @@ def test_an_empty_key_file_is_a_clear_error_not_an_empty_key(tmp_path):
 
 @pytest.fixture
 def launched(monkeypatch):
-    """serve's command line, without starting anything."""
+    """The web server's command line serve hands its supervising process, without starting anything."""
     seen: list[list[str]] = []
-    monkeypatch.setattr(os, "execv", lambda path, argv: seen.append(argv))
+
+    def execv(path: str, argv: list[str]) -> None:
+        assert argv[1:3] == ["-m", "common.supervise"]
+        seen.append(Spec(**json.loads(argv[3])).commands[0])
+
+    monkeypatch.setattr(os, "execv", execv)
     return seen
 
 

@@ -1,0 +1,148 @@
+"""The `docsmcp` command as a user meets it: its own commands listed by task, each one's arguments in its
+help, an answer to --help and --version without the site's start-up, and `serve` saying where the
+server is only once the server answers."""
+
+from __future__ import annotations
+
+import http.server
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from django.core.management import get_commands, load_command_class
+
+from common.supervise import Spec, announce
+from docsmcp_site import __version__
+from docsmcp_site.commands import command_names
+
+ROOT = Path(__file__).resolve().parent.parent
+OWN_APPS = {"corpus", "mcp_endpoint", "evals", "insights", "common", "docsmcp_site"}
+# What the site's start-up imports and --help / --version must not: seconds of it on a loaded machine.
+HEAVY = ("django", "ninja", "oauth2_provider", "jwcrypto", "lancedb", "pyarrow", "numpy")
+
+
+def docsmcp(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "docsmcp_site", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_help_lists_docsmcps_commands_by_task_and_hides_djangos_development_ones():
+    result = docsmcp("--help")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    for task in ("Serve a docs folder:", "Connect an agent:", "Build and check docs:", "Keys and sign-in:",
+                 "Evals and insights:"):
+        assert task in text
+    for shown in ("serve [PATH]", "stdio [PATH]", "setup CLIENT", "build_index", "validate_docs", "mcp_apikey",
+                  "mcp_oauth_client", "run_eval"):
+        assert f"  {shown} " in text
+    for hidden in ("startproject", "squashmigrations", "makemessages", "startapp"):
+        assert hidden not in text
+    assert "docsmcp django-help" in text
+    assert docsmcp().stdout == text and docsmcp("help").stdout == text
+
+
+def test_djangos_commands_are_still_listed_by_django_help_and_still_run():
+    listed = docsmcp("django-help")
+    assert listed.returncode == 0 and "startproject" in listed.stdout and "squashmigrations" in listed.stdout
+    assert docsmcp("showmigrations", "--help").stdout.startswith("usage: docsmcp showmigrations")
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_answer_without_setting_up_django(flag):
+    probe = ("import sys, contextlib, io\n"
+             "from docsmcp_site.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()) as out: main(['docsmcp', sys.argv[1]])\n"
+             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in sys.argv[2].split(','))\n"
+             "print(out.getvalue().splitlines()[0]); print(heavy)")
+    result = subprocess.run([sys.executable, "-c", probe, flag, ",".join(HEAVY)], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    first, imported = result.stdout.splitlines()
+    assert imported == "[]"
+    assert first.startswith(f"docsmcp {__version__}")
+
+
+def test_every_listed_command_exists_and_every_own_command_is_listed():
+    commands = get_commands()
+    named = command_names()
+    assert [name for name in named if name not in commands] == []
+    own = {name for name, app in commands.items() if app.split(".")[0] in OWN_APPS}
+    assert sorted(own - set(named)) == []
+
+
+@pytest.mark.parametrize("name", command_names())
+def test_every_listed_commands_help_shows_its_arguments(name):
+    command = load_command_class(get_commands()[name], name)
+    text = command.create_parser("docsmcp", name).format_help()
+    assert text.startswith(f"usage: docsmcp {name}")
+    parser_positionals = [a for a in command.create_parser("docsmcp", name)._actions if not a.option_strings
+                          and a.dest != "help"]
+    shown = text.split("positional arguments:")[1] if parser_positionals else ""
+    for action in parser_positionals:  # a folder, a name, a sub-command: each shown with what it is
+        names = list(action.choices) if action.choices else [action.metavar or action.dest]
+        assert all(name in shown for name in names), (name, names)
+
+
+def test_serve_and_stdio_help_show_the_folder_argument():
+    for name in ("serve", "stdio"):
+        result = docsmcp(name, "--help")
+        assert result.returncode == 0, result.stderr
+        usage, _, rest = result.stdout.partition("positional arguments:")
+        assert "[PATH]" in usage and "folder of markdown" in rest
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    """/health/ as a warming server answers it: 503 `starting` for the first requests, then 200."""
+
+    answers: list[int] = []
+    warm_after = 3
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        warm = len(self.answers) >= self.warm_after
+        status = 200 if warm else 503
+        self.answers.append(status)
+        body = json.dumps({"health": "ok" if warm else "starting", "checks": {"warm": "ready" if warm else "warming"}})
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+def test_serve_prints_the_endpoint_only_once_the_server_answers_with_progress_before(tmp_path, monkeypatch):
+    monkeypatch.setattr("common.supervise.POLL_SECONDS", 0.05)
+    _Health.answers = []
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    warm = tmp_path / "warm"
+    warm.mkdir()
+    (warm / str(os.getpid())).touch()  # one of two workers says it is warm
+    out = io.StringIO()
+    try:
+        announce(Spec(commands=[], health_url=f"http://127.0.0.1:{server.server_port}/health/", workers=2,
+                      warm_dir=str(warm), banner="MCP endpoint:  http://x/mcp/"), out)
+    finally:
+        server.shutdown()
+    lines = out.getvalue().splitlines()
+    assert _Health.answers == [503, 503, 503, 200]
+    assert lines[-1] == "MCP endpoint:  http://x/mcp/"
+    assert "docsmcp: warming the indexes: 1 of 2 workers ready (0 s)" in lines
+    assert lines[-2].startswith("docsmcp: ready in ")
+
+
+def test_progress_before_the_web_server_listens_says_it_is_starting(monkeypatch):
+    """Nothing listens yet: the supervisor says so rather than nothing."""
+    calls = iter([(None, {}), (None, {}), (200, {})])
+    monkeypatch.setattr("common.supervise.probe", lambda url: next(calls))
+    monkeypatch.setattr("common.supervise.POLL_SECONDS", 0)
+    out = io.StringIO()
+    announce(Spec(commands=[], health_url="http://127.0.0.1:1/health/", banner="B"), out)
+    assert out.getvalue().splitlines()[0] == "docsmcp: starting the web server (0 s)"
+    assert out.getvalue().splitlines()[-1] == "B"
