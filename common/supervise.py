@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +21,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass, field
+from urllib.parse import urlsplit
 
 # How much lower than the web server's the CPU priority of serve's Celery worker is: on a small host
 # its start-up and its builds share the cores with searches, and a search should not wait for them.
@@ -100,23 +102,27 @@ def _lower_priority() -> None:
 
 
 def announce(spec: Spec, out=None) -> None:
-    """Poll /health/ until it answers 200, showing what the server is doing meanwhile, then print the banner.
+    """Wait until /health/ answers 200, showing what the server is doing meanwhile, then print the banner.
 
-    A server that answers 503 once warm (no corpus it can serve) is announced too, with what is wrong:
-    the user sees the URL and /health/ says the rest.
+    Until every worker is warm a worker does not accept, so a request would wait in the listening
+    socket's queue: the stage is read from whether the port listens and from the warm workers' files,
+    and /health/ asked only once they are all warm. A server that answers 503 once warm (no corpus it
+    can serve) is announced too, with what is wrong.
     """
     out = out or sys.stdout
     progress = Progress(out)
     started = time.monotonic()
+    address = urlsplit(spec.health_url)
     while True:
-        status, body = probe(spec.health_url)
-        if status == 200 or (status == 503 and body.get("health") == "unhealthy"):
-            break
-        if status is None:
+        warm = warm_workers(spec.warm_dir) if spec.warm_dir else spec.workers
+        if not listening(address.hostname or "127.0.0.1", address.port or 80):
             stage = "starting the web server"
-        elif spec.warm_dir:
-            stage = f"warming the indexes: {warm_workers(spec.warm_dir)} of {spec.workers} workers ready"
+        elif warm < spec.workers:
+            stage = f"warming the indexes: {warm} of {spec.workers} workers ready"
         else:
+            status, body = probe(spec.health_url)
+            if status == 200 or (status == 503 and body.get("health") == "unhealthy"):
+                break
             stage = "warming the indexes"
         progress.show(f"{stage} ({time.monotonic() - started:.0f} s)", stage)
         time.sleep(POLL_SECONDS)
@@ -127,10 +133,18 @@ def announce(spec: Spec, out=None) -> None:
     out.flush()
 
 
+def listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
 def probe(url: str) -> tuple[int | None, dict]:
     """(HTTP status, JSON body) of a GET; (None, {}) while nothing answers."""
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with urllib.request.urlopen(url, timeout=10) as response:
             return response.status, _json(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, _json(exc.read())

@@ -1,10 +1,12 @@
 """The `docsmcp` command an installed package puts on the PATH: every management command, with no checkout.
 
-`docsmcp <command> ...` is `manage.py <command> ...`. Two conveniences on top: `docsmcp serve PATH`
-and `docsmcp stdio PATH` register the markdown folder PATH as a corpus (named after the folder),
-build what changed since the last run and serve it; and the embedded SQLite database in the data
-directory (common/home.py) is created or migrated before the first command that needs it,
-so a fresh install works with no setup step.
+`docsmcp <command> ...` is `manage.py <command> ...`. On top: `docsmcp --help` lists docsmcp's own
+commands by task (docsmcp_site/commands.py) and, like `--version`, answers before Django is set up;
+`docsmcp django-help` lists every command. `docsmcp serve PATH` and `docsmcp stdio PATH` register the
+markdown folder PATH as a corpus (named after the folder), build what changed since the last run and
+serve it (mcp_endpoint/folder.py); and the embedded SQLite database in the data directory
+(common/home.py) is created or migrated before the first command that needs it, so a fresh install
+works with no setup step.
 """
 
 from __future__ import annotations

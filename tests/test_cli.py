@@ -8,9 +8,11 @@ import http.server
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -116,33 +118,60 @@ class _Health(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_serve_prints_the_endpoint_only_once_the_server_answers_with_progress_before(tmp_path, monkeypatch):
+def test_serve_prints_the_endpoint_only_once_the_server_answers_with_progress_before(monkeypatch):
     monkeypatch.setattr("common.supervise.POLL_SECONDS", 0.05)
     _Health.answers = []
+    _Health.warm_after = 3
     server = http.server.HTTPServer(("127.0.0.1", 0), _Health)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    warm = tmp_path / "warm"
-    warm.mkdir()
-    (warm / str(os.getpid())).touch()  # one of two workers says it is warm
     out = io.StringIO()
     try:
-        announce(Spec(commands=[], health_url=f"http://127.0.0.1:{server.server_port}/health/", workers=2,
-                      warm_dir=str(warm), banner="MCP endpoint:  http://x/mcp/"), out)
+        announce(Spec(commands=[], health_url=f"http://127.0.0.1:{server.server_port}/health/", workers=1,
+                      banner="MCP endpoint:  http://x/mcp/"), out)
     finally:
         server.shutdown()
+        server.server_close()
     lines = out.getvalue().splitlines()
     assert _Health.answers == [503, 503, 503, 200]
-    assert lines[-1] == "MCP endpoint:  http://x/mcp/"
-    assert "docsmcp: warming the indexes: 1 of 2 workers ready (0 s)" in lines
-    assert lines[-2].startswith("docsmcp: ready in ")
+    assert lines == ["docsmcp: warming the indexes (0 s)", lines[1], "MCP endpoint:  http://x/mcp/"]
+    assert lines[1].startswith("docsmcp: ready in ")
 
 
-def test_progress_before_the_web_server_listens_says_it_is_starting(monkeypatch):
-    """Nothing listens yet: the supervisor says so rather than nothing."""
-    calls = iter([(None, {}), (None, {}), (200, {})])
-    monkeypatch.setattr("common.supervise.probe", lambda url: next(calls))
-    monkeypatch.setattr("common.supervise.POLL_SECONDS", 0)
+def test_progress_before_the_web_server_listens_says_it_is_starting_and_asks_health_once_all_are_warm(
+        tmp_path, monkeypatch):
+    """Nothing listens yet, then the workers warm one by one: the supervisor says so, and asks /health/
+    only once they all are (a worker that is not warm yet leaves a request waiting in the queue)."""
+    monkeypatch.setattr("common.supervise.POLL_SECONDS", 0.05)
+    _Health.answers = []
+    _Health.warm_after = 0
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))  # the port the server will listen on, not listening yet
+    port = sock.getsockname()[1]
+    warm = tmp_path / "warm"
+    warm.mkdir()
     out = io.StringIO()
-    announce(Spec(commands=[], health_url="http://127.0.0.1:1/health/", banner="B"), out)
-    assert out.getvalue().splitlines()[0] == "docsmcp: starting the web server (0 s)"
-    assert out.getvalue().splitlines()[-1] == "B"
+    done = threading.Thread(target=announce, args=(Spec(commands=[], health_url=f"http://127.0.0.1:{port}/health/",
+                                                        workers=2, warm_dir=str(warm), banner="B"), out))
+    done.start()
+    time.sleep(0.3)
+    sock.close()
+    server = http.server.HTTPServer(("127.0.0.1", port), _Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        time.sleep(0.3)
+        (warm / str(os.getpid())).touch()
+        time.sleep(0.3)
+        assert _Health.answers == []
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        (warm / str(child.pid)).touch()
+        done.join(10)
+        child.kill()
+        child.wait()
+    finally:
+        server.shutdown()
+        server.server_close()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "docsmcp: starting the web server (0 s)"
+    assert [line.rsplit(" (", 1)[0] for line in lines if "workers ready" in line][:2] == [
+        "docsmcp: warming the indexes: 0 of 2 workers ready", "docsmcp: warming the indexes: 1 of 2 workers ready"]
+    assert _Health.answers == [200] and lines[-1] == "B"
