@@ -175,3 +175,23 @@ def test_progress_before_the_web_server_listens_says_it_is_starting_and_asks_hea
     assert [line.rsplit(" (", 1)[0] for line in lines if "workers ready" in line][:2] == [
         "docsmcp: warming the indexes: 0 of 2 workers ready", "docsmcp: warming the indexes: 1 of 2 workers ready"]
     assert _Health.answers == [200] and lines[-1] == "B"
+
+
+def test_a_build_without_a_terminal_says_how_far_it_is_when_a_stage_lasts(capsys, monkeypatch):
+    from corpus import progress
+
+    quick = progress.StageBars(True)  # capsys: stderr is not a terminal
+    quick("embed", 1, 2)
+    quick("embed", 2, 2)
+    quick.close()
+    assert capsys.readouterr().err == ""  # a stage that ends at once says nothing
+    monkeypatch.setattr(progress, "PLAIN_AFTER", 0.0)
+    slow = progress.StageBars(True)
+    slow("embed", 10, 300)
+    slow("embed", 20, 300)  # within PLAIN_EVERY of the last line: not repeated
+    slow("write", 1, 1)
+    slow.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.rsplit(" (", 1)[0].rsplit(" done in", 1)[0] for line in lines] == [
+        "   embed: 10/300", "   embed: 20/300", "   write: 1/1", "   write: 1/1"]
+    assert progress.StageBars(False).plain is False
