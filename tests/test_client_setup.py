@@ -225,6 +225,12 @@ def test_list_names_every_client_and_its_files(project, home):
         assert name in out and str(home / client.user) in out and str(project / client.rule) in out
 
 
-def test_fixtures_cover_every_client():
-    assert {_fixture(c).name for c in CLIENT_FILES} <= {p.name for p in FIXTURES.iterdir()}
-    assert ROOT.joinpath("docs", "clients.md").read_text().count("docsmcp setup") >= len(CLIENT_FILES)
+def test_clients_md_lists_what_setup_writes_where_for_every_client():
+    text = ROOT.joinpath("docs", "clients.md").read_text()
+    table = text.split("## `docsmcp setup`: what it writes where", 1)[1].split("\n## ", 1)[0]
+    for name, client in CLIENT_FILES.items():
+        (row,) = [line for line in table.splitlines() if line.startswith("| ") and f"| `{name}` |" in line]
+        for path in filter(None, (client.project, client.rule)):
+            assert f"`{path}`" in row, (name, path)
+        assert f"~/{client.user}" in row, (name, client.user)
+        assert (FIXTURES / _fixture(name).name).exists()
