@@ -60,7 +60,8 @@ def main(argv: list[str]) -> int:
 
 
 def run_together(*commands: list[str], background: list[str] | None = None, watch=None) -> int:
-    """Run the commands as children; when one exits or this process is told to stop, stop the others.
+    """Run the commands as children; when one exits or this process is told to stop, stop the others
+(SIGHUP is passed on to them).
 
     The `background` command runs at a lower CPU priority (WORKER_NICENESS); `watch`, if given, runs
     in a thread once they have started. Returns the exit status of the first child that ended (0
@@ -79,7 +80,13 @@ def run_together(*commands: list[str], background: list[str] | None = None, watc
             if child.poll() is None:
                 child.terminate()
 
+    def forward(signum, frame):  # SIGHUP: gunicorn reloads its workers, as when it ran on its own
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, forward)
     if watch is not None:
         threading.Thread(target=watch, daemon=True, name="announce").start()
     try:
