@@ -195,3 +195,16 @@ def test_a_build_without_a_terminal_says_how_far_it_is_when_a_stage_lasts(capsys
     assert [line.rsplit(" (", 1)[0].rsplit(" done in", 1)[0] for line in lines] == [
         "   embed: 10/300", "   embed: 20/300", "   write: 1/1", "   write: 1/1"]
     assert progress.StageBars(False).plain is False
+
+
+@pytest.mark.parametrize("auth", [False, True])
+def test_the_banner_suggests_a_setup_command_that_runs(settings, auth):
+    from mcp_endpoint.management.commands.serve import banner
+
+    settings.MCP_AUTH_REQUIRED = auth
+    text = banner("http://127.0.0.1:8001/mcp/c/docs/")
+    assert "MCP endpoint:  http://127.0.0.1:8001/mcp/c/docs/" in text
+    line = next(line for line in text.splitlines() if line.startswith("Set up agents:"))
+    words = line.split("setup ", 1)[1].split("   (")[0].replace("CLIENT", "cursor").split()
+    parsed = load_command_class(get_commands()["setup"], "setup").create_parser("docsmcp", "setup").parse_args(words)
+    assert parsed.url == "http://127.0.0.1:8001/mcp/c/docs/" and parsed.auth == ("key" if auth else "none")

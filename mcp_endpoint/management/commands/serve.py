@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from common.home import is_checkout
 from common.supervise import Spec
 from mcp_endpoint.clients import SERVER_NAME
 from mcp_endpoint.folder import FolderError, checked_folder, prepare_folder
@@ -120,10 +121,11 @@ def reachable(host: str) -> str:
 
 def banner(url: str) -> str:
     """What serve prints once the server answers: the endpoint, and how to point an agent at it."""
-    key = " --key YOUR_API_KEY" if settings.MCP_AUTH_REQUIRED else ""
+    key = " --auth key" if settings.MCP_AUTH_REQUIRED else ""
+    setup = ".venv/bin/python manage.py setup" if is_checkout(settings.BASE_DIR) else "docsmcp setup"
     words = ["claude", "mcp", "add", "--transport", "http", SERVER_NAME, url]
     if settings.MCP_AUTH_REQUIRED:
         words += ["--header", "Authorization: Bearer YOUR_API_KEY"]
     return (f"\nMCP endpoint:  {url}\n"
-            f"Set up agents: docsmcp setup CLIENT --url {url}{key}   (clients: docsmcp setup --list)\n"
+            f"Set up agents: {setup} CLIENT --url {url}{key}   (clients: {setup} --list)\n"
             f"Claude Code:   {shlex.join(words)}\n")
