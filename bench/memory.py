@@ -70,11 +70,12 @@ def command(pid: int) -> str:
 
 def processes(serve: int) -> list[tuple[str, int]]:
     """(role, pid) of serve and its descendants, each named by what it is."""
-    if "gunicorn" in command(serve):  # serve exec'd into gunicorn (--no-worker)
+    # serve execs into its supervising process (common/supervise.py), whose command line names gunicorn's
+    if "gunicorn" in command(serve) and "common.supervise" not in command(serve):  # gunicorn itself
         return [("gunicorn master", serve)] + [(f"worker {i + 1}", w) for i, w in enumerate(sorted(children(serve)))]
     found = [("serve parent", serve)]
     for child in children(serve):
-        if "gunicorn" in command(child):
+        if "gunicorn" in command(child) and "celery" not in command(child):
             found.append(("gunicorn master", child))
             found += [(f"worker {i + 1}", w) for i, w in enumerate(sorted(children(child)))]
         elif "celery" in command(child):
@@ -86,7 +87,7 @@ def processes(serve: int) -> list[tuple[str, int]]:
 
 
 def gunicorn_master(serve: int) -> int:
-    if "gunicorn" in command(serve):
+    if "gunicorn" in command(serve) and "common.supervise" not in command(serve):
         return serve
     return next((c for c in children(serve) if "gunicorn" in command(c)), 0)
 
