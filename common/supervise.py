@@ -67,8 +67,9 @@ def run_together(*commands: list[str], background: list[str] | None = None, watc
     in a thread once they have started. Returns the exit status of the first child that ended (0
     after a SIGTERM or Ctrl-C).
     """
+    prctl = _prctl()
     children = [
-        subprocess.Popen(command, preexec_fn=_lower_priority if command is background else None)
+        subprocess.Popen(command, preexec_fn=_child_setup(prctl, background=command is background))
         for command in commands
     ]
     stopping = False
@@ -104,8 +105,30 @@ def run_together(*commands: list[str], background: list[str] | None = None, watc
             signal.signal(sig, handler)
 
 
-def _lower_priority() -> None:
-    os.nice(WORKER_NICENESS)
+def _prctl():
+    """Linux's prctl, to have the children stopped if this process is killed outright (SIGKILL leaves it no
+    time to stop them, and a gunicorn left behind keeps the port); None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _child_setup(prctl, *, background: bool):
+    def setup() -> None:  # in the child, between fork and exec
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if background:
+            os.nice(WORKER_NICENESS)
+
+    return setup
 
 
 def announce(spec: Spec, out=None) -> None:

@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,27 @@ def test_serve_on_a_reachable_address_turns_oauth_registration_off_unless_chosen
     settings.DOCSMCP_OAUTH_EXPLICIT = True
     call_command("serve", "--host", "0.0.0.0", "--port", "8125", "--no-worker")
     assert "DOCSMCP_OAUTH_REGISTRATION=false" not in launched[2]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_supervisor_killed_outright_leaves_no_server_behind(tmp_path):
+    """SIGKILL gives serve's supervising process no time to stop its children: they stop on their own."""
+    pid_file = tmp_path / "child.pid"
+    child = [sys.executable, "-c", f"import os, time, pathlib; pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\n"
+             "time.sleep(60)"]
+    supervisor = subprocess.Popen(Spec(commands=[child]).to_argv(sys.executable), cwd=ROOT)
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+    supervisor.kill()
+    supervisor.wait()
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    raise AssertionError("the child outlived its supervisor")
