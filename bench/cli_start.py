@@ -3,7 +3,8 @@
     python bench/cli_start.py [--root CHECKOUT] [--runs N] [--args "--help" "--version" ...]
 
 Each command runs `python -m docsmcp_site ARGS` from CHECKOUT (default: this one) N times (default 10),
-alternating between the commands, and prints the median and the fastest wall time of each, and the
+alternating between the commands (and `python -c pass`, the interpreter's own start-up, the floor on a
+loaded machine), and prints the median and the fastest wall time of each, and the
 modules it imported that start-up should not need (Django, ninja, OAuth, LanceDB, Arrow, NumPy),
 from one more run under `python -X importtime`. Run it against two checkouts one after the other,
 alternating, to compare.
@@ -21,9 +22,13 @@ from pathlib import Path
 HEAVY = ("django", "ninja", "oauth2_provider", "jwcrypto", "lancedb", "pyarrow", "numpy")
 
 
+FLOOR = "python -c pass"  # the interpreter's own start-up, the floor under any command
+
+
 def timed(root: Path, args: list[str]) -> float:
+    command = [sys.executable, "-c", "pass"] if args == [FLOOR] else [sys.executable, "-m", "docsmcp_site", *args]
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "docsmcp_site", *args], cwd=root, check=True, capture_output=True)
+    subprocess.run(command, cwd=root, check=True, capture_output=True)
     return time.perf_counter() - started
 
 
@@ -41,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--args", nargs="+", default=["--help", "--version"])
     options = ap.parse_args(argv)
     root = options.root.resolve()
+    options.args = [FLOOR, *options.args]
     times: dict[str, list[float]] = {a: [] for a in options.args}
     for arg in options.args:  # one warm-up each: the first run reads the files from disk
         timed(root, [arg])
@@ -49,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
             times[arg].append(timed(root, [arg]))
     print(f"checkout {root}, {options.runs} runs each")
     for arg, values in times.items():
+        if arg == FLOOR:
+            print(f"{FLOOR:18} median {statistics.median(values):.3f} s, fastest {min(values):.3f} s")
+            continue
         heavy = heavy_imports(root, [arg])
         print(f"docsmcp {arg:10} median {statistics.median(values):.3f} s, fastest {min(values):.3f} s; "
               f"imports {', '.join(heavy) or 'none of ' + '/'.join(HEAVY)}")
