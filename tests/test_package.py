@@ -155,3 +155,18 @@ def test_state_goes_to_docsmcp_home_else_the_checkouts_var_else_the_user_data_di
     assert user_data_dir(home, "darwin") == Path("/home/ana/Library/Application Support/docsmcp")
     assert user_data_dir({**home, "LOCALAPPDATA": "C:/Users/ana/AppData/Local"}, "win32") == \
         Path("C:/Users/ana/AppData/Local/docsmcp")
+
+
+def test_setup_writes_the_installed_command_for_a_client_to_start(installed, user_env, tmp_path):
+    docs = tmp_path / "docs"
+    shutil.copytree(ROOT / "corpus" / "sample_docs" / "guides", docs)
+    project = tmp_path / "project"
+    project.mkdir()
+    result = subprocess.run([installed / "docsmcp", "setup", "cursor", "--folder", str(docs)], cwd=project,
+                            env=user_env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    entry = json.loads((project / ".cursor" / "mcp.json").read_text())["mcpServers"]["docsmcp"]
+    assert entry == {"command": str(installed / "docsmcp"), "args": ["stdio", str(docs)],
+                     "env": {"DOCSMCP_HOME": user_env["DOCSMCP_HOME"]}}
+    help_text = subprocess.run([installed / "docsmcp", "--help"], env=user_env, capture_output=True, text=True)
+    assert "setup CLIENT" in help_text.stdout and "startproject" not in help_text.stdout
