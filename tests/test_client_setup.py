@@ -171,6 +171,19 @@ def test_stdio_runs_a_command_that_lasts_with_the_folder(project, home, settings
         setup("cursor", "--auth", "key", "--project-dir", str(project))
 
 
+def test_a_database_password_never_goes_into_a_projects_file(project, home, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgres://docs:s3cret@db.example.com/docs")
+    monkeypatch.setenv("DOCSMCP_HOME", "/srv/docsmcp")
+    setup("claude-code", "--corpus", "sample", "--project-dir", str(project))
+    env = json.loads((project / ".mcp.json").read_text())["mcpServers"]["docsmcp"]["env"]
+    assert env == {"DOCSMCP_HOME": "/srv/docsmcp", "DATABASE_URL": "${DATABASE_URL}"}
+    _, err = setup("codex", "--corpus", "sample", "--project-dir", str(project))
+    assert "s3cret" not in (project / ".codex" / "config.toml").read_text() and "left out" in err
+    setup("cursor", "--corpus", "sample", "--scope", "user", "--project-dir", str(project))  # the user's own file
+    assert json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]["docsmcp"]["env"]["DATABASE_URL"] == (
+        "postgres://docs:s3cret@db.example.com/docs")
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_written_stdio_server_starts_and_lists_its_tools(sample_corpus, settings, project, home, monkeypatch):
     from django.db import connection

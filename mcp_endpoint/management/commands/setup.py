@@ -1,6 +1,7 @@
 import os
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -15,6 +16,7 @@ from mcp_endpoint.client_files import (
     Server,
     SetupError,
     config_path,
+    key_reference,
     merged_config,
     merged_rule,
     planned,
@@ -76,7 +78,7 @@ class Command(BaseCommand):
         client = CLIENT_FILES[options["client"]]
         scope = options["scope"] or (PROJECT if client.project else USER)
         try:
-            server = self._server(options)
+            server = self._server(options, client, scope)
             path = config_path(client, scope, project_dir, Path.home())
             changes = [planned(path, merged_config(client, read_text(path), options["name"], server, path))]
             if options["rules"]:
@@ -98,7 +100,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{path} already has this configuration; nothing to change")
         self._after(client, server, options)
 
-    def _server(self, options) -> Server:
+    def _server(self, options, client, scope: str) -> Server:
         if options["url"]:
             if options["folder"]:
                 raise SetupError("--url and --folder are two ways to reach docsmcp; give one")
@@ -119,8 +121,21 @@ class Command(BaseCommand):
             args = ["mcp_stdio" if launcher[-1].endswith("manage.py") else "stdio", str(folder.resolve())]
         else:
             args = ["mcp_stdio"] + (["--corpus", options["corpus"]] if options["corpus"] else [])
-        env = tuple((name, os.environ[name]) for name in FORWARDED_ENV if os.environ.get(name))
-        return Server(command=launcher[0], args=(*launcher[1:], *args), env=env)
+        env = []
+        for name in FORWARDED_ENV:
+            value = os.environ.get(name)
+            if not value:
+                continue
+            if scope == PROJECT and _has_password(value):
+                # A project's file is shared (committed): a password stays in the environment the client reads
+                if client.name == "codex":
+                    self.stderr.write(f"{name} holds a password and Codex's project file has no way to refer to "
+                                      f"the environment: it is left out; set it in ~/.codex/config.toml "
+                                      f"(--scope user) or where Codex starts")
+                    continue
+                value = key_reference(client.name, name)
+            env.append((name, value))
+        return Server(command=launcher[0], args=(*launcher[1:], *args), env=tuple(env))
 
     @staticmethod
     def _launcher() -> list[str]:
@@ -165,3 +180,10 @@ class Command(BaseCommand):
                               f"{'':12} project: {project}\n"
                               f"{'':12} user:    {home / client.user}\n"
                               f"{'':12} rule:    {project_dir / client.rule} (with --rules)")
+
+
+def _has_password(value: str) -> bool:
+    try:
+        return bool(urlsplit(value).password)
+    except ValueError:
+        return False
