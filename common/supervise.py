@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -41,6 +42,7 @@ class Spec:
     health_url: str = ""  # polled until it answers 200; empty: nothing is announced
     workers: int = 1
     warm_dir: str = ""  # where each warm worker leaves a file named by its pid (corpus/warming.py)
+    warm_env: str = ""  # made here and handed to the first command as gunicorn's `--env WARM_ENV=<directory>`
     banner: str = ""  # printed once the server answers
     cleanup: list[str] = field(default_factory=list)  # directories removed at the end
 
@@ -50,6 +52,10 @@ class Spec:
 
 def main(argv: list[str]) -> int:
     spec = Spec(**json.loads(argv[1]))
+    if spec.warm_env:
+        spec.warm_dir = tempfile.mkdtemp(prefix="docsmcp-serve-")
+        spec.commands[0] = [*spec.commands[0], "--env", f"{spec.warm_env}={spec.warm_dir}"]
+        spec.cleanup.append(spec.warm_dir)
     try:
         return run_together(*spec.commands, background=spec.commands[spec.background]
                             if spec.background is not None else None,

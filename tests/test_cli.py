@@ -208,3 +208,15 @@ def test_the_banner_suggests_a_setup_command_that_runs(settings, auth):
     words = line.split("setup ", 1)[1].split("   (")[0].replace("CLIENT", "cursor").split()
     parsed = load_command_class(get_commands()["setup"], "setup").create_parser("docsmcp", "setup").parse_args(words)
     assert parsed.url == "http://127.0.0.1:8001/mcp/c/docs/" and parsed.auth == ("key" if auth else "none")
+
+
+def test_the_supervisor_hands_the_web_server_a_warm_directory_and_removes_it(tmp_path):
+    seen = tmp_path / "seen"
+    web = [sys.executable, "-c", "import os, sys, pathlib\n"
+           f"d = sys.argv[-1].split('=', 1)[1]; pathlib.Path({str(seen)!r}).write_text(sys.argv[-2] + ' ' + d + "
+           "' ' + str(os.path.isdir(d)))"]
+    from common.supervise import main
+
+    assert main(["supervise", json.dumps({"commands": [web], "warm_env": "DOCSMCP_SERVE_WARM_DIR"})]) == 0
+    flag, directory, existed = seen.read_text().split(" ")
+    assert flag == "--env" and existed == "True" and not os.path.exists(directory)

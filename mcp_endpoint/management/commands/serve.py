@@ -2,7 +2,6 @@ import ipaddress
 import os
 import shlex
 import sys
-import tempfile
 
 from django.conf import settings
 from django.core.management import call_command
@@ -10,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common.home import is_checkout
 from common.supervise import Spec
-from mcp_endpoint.clients import SERVER_NAME
+from mcp_endpoint.clients import SERVER_NAME, default_python
 from mcp_endpoint.folder import FolderError, checked_folder, prepare_folder
 
 # gunicorn's --env for the directory where warm workers say so (docsmcp_site/gunicorn_conf.py), which
@@ -77,7 +76,6 @@ class Command(BaseCommand):
             self.stderr.write(exposure_warning(host))
         if not (settings.STATIC_ROOT / "admin" / "css" / "base.css").exists():
             call_command("collectstatic", interactive=False, verbosity=0)
-        warm_dir = tempfile.mkdtemp(prefix="docsmcp-serve-")
         # Threaded WSGI workers (against uvicorn's ASGI workers they add 4 ms less to each call and serve
         # 60% more calls per second at 8 clients), whose event loop receives each request whole before a
         # thread takes it, so slow clients cost a socket, not a thread (docsmcp_site/front.py,
@@ -86,7 +84,7 @@ class Command(BaseCommand):
                "--worker-class", "docsmcp_site.front.BufferingThreadWorker", "--threads", str(options["threads"]), "--bind", f"{host}:{port}",
                "--workers", str(options["workers"]), "--access-logfile", "-", "--timeout", "60",
                "--graceful-timeout", "30", "--no-control-socket",
-               "--config", "python:docsmcp_site.gunicorn_conf", "--env", f"{WARM_DIR_ENV}={warm_dir}"]
+               "--config", "python:docsmcp_site.gunicorn_conf"]
         if not is_loopback(host) and settings.OAUTH2_PROVIDER["DCR_ENABLED"] and not settings.DOCSMCP_OAUTH_EXPLICIT:
             # Registration is on by default only on loopback: --host decides here, not MCP_SERVER_HOST.
             web += ["--env", "DOCSMCP_OAUTH_REGISTRATION=false"]
@@ -103,7 +101,7 @@ class Command(BaseCommand):
         base = f"http://{reachable(host)}:{port}"
         url = f"{base}/mcp/c/{corpus}/" if corpus else f"{base}/mcp/"
         spec = Spec(commands=commands, background=1 if with_worker else None, health_url=f"{base}/health/",
-                    workers=options["workers"], warm_dir=warm_dir, banner=banner(url), cleanup=[warm_dir])
+                    workers=options["workers"], warm_env=WARM_DIR_ENV, banner=banner(url))
         sys.stdout.flush()
         sys.stderr.flush()
         # The build's and the site's memory and threads end here: what stays is the standard library.
@@ -122,7 +120,8 @@ def reachable(host: str) -> str:
 def banner(url: str) -> str:
     """What serve prints once the server answers: the endpoint, and how to point an agent at it."""
     key = " --auth key" if settings.MCP_AUTH_REQUIRED else ""
-    setup = ".venv/bin/python manage.py setup" if is_checkout(settings.BASE_DIR) else "docsmcp setup"
+    setup = (f"{default_python(settings.BASE_DIR, sys.executable)} {settings.BASE_DIR / 'manage.py'} setup"
+             if is_checkout(settings.BASE_DIR) else "docsmcp setup")
     words = ["claude", "mcp", "add", "--transport", "http", SERVER_NAME, url]
     if settings.MCP_AUTH_REQUIRED:
         words += ["--header", "Authorization: Bearer YOUR_API_KEY"]
