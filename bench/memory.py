@@ -2,7 +2,7 @@
 reached each worker.
 
     python bench/memory.py [--corpus DIR] [--provider none|hash|local] [--index-root DIR]
-                           [--workers N] [--no-worker] [--json OUT]
+                           [--workers N] [--no-worker] [--json OUT] [--port N]
 
 It sets up a fresh SQLite database and the corpus like bench/http_load.py (reusing a build under
 `--index-root` made with the same provider), starts `manage.py serve` as scripts/demo.sh does (the
@@ -70,11 +70,12 @@ def command(pid: int) -> str:
 
 def processes(serve: int) -> list[tuple[str, int]]:
     """(role, pid) of serve and its descendants, each named by what it is."""
-    if "gunicorn" in command(serve):  # serve exec'd into gunicorn (--no-worker)
+    # serve execs into its supervising process (common/supervise.py), whose command line names gunicorn's
+    if "gunicorn" in command(serve) and "common.supervise" not in command(serve):  # gunicorn itself
         return [("gunicorn master", serve)] + [(f"worker {i + 1}", w) for i, w in enumerate(sorted(children(serve)))]
     found = [("serve parent", serve)]
     for child in children(serve):
-        if "gunicorn" in command(child):
+        if "gunicorn" in command(child) and "celery" not in command(child):
             found.append(("gunicorn master", child))
             found += [(f"worker {i + 1}", w) for i, w in enumerate(sorted(children(child)))]
         elif "celery" in command(child):
@@ -86,7 +87,7 @@ def processes(serve: int) -> list[tuple[str, int]]:
 
 
 def gunicorn_master(serve: int) -> int:
-    if "gunicorn" in command(serve):
+    if "gunicorn" in command(serve) and "common.supervise" not in command(serve):
         return serve
     return next((c for c in children(serve) if "gunicorn" in command(c)), 0)
 
@@ -137,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="then queue a full build of the corpus to the Celery worker and, once it is done, "
                          "print the table again (what the worker keeps after a build)")
     ap.add_argument("--json", type=Path, help="also write the table to this file")
+    ap.add_argument("--port", type=int, help="the port serve listens on (default: a free one)")
     args = ap.parse_args(argv)
     corpus = args.corpus.resolve()
     name = corpus_name(corpus, args.name)
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     env.pop("CELERY_BROKER_URL")  # serve's default: a filesystem queue and a Celery worker beside it
     env["DOCSMCP_HOME"] = str(workdir)
     prepare_index(corpus, name, args.provider, index_root)
-    port = free_port()
+    port = args.port or free_port()
     url = f"http://127.0.0.1:{port}/mcp/"
     argv_serve = [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)]
     if args.workers:

@@ -23,7 +23,9 @@ def when_ready(server) -> None:
     from mcp_endpoint.startup import import_views, preload_model
 
     import_views()
-    serve_with(tempfile.mkdtemp(prefix="docsmcp-serve-"), server.cfg.workers)
+    # serve names the directory (its supervising process counts the warm workers there to show progress)
+    directory = server.cfg.env.get("DOCSMCP_SERVE_WARM_DIR") or tempfile.mkdtemp(prefix="docsmcp-serve-")
+    serve_with(directory, server.cfg.workers)
     preload_model()
 
 

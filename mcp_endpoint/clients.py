@@ -128,3 +128,52 @@ def docsmcp_command() -> str:
         return os.path.abspath(running)
     beside = Path(sys.executable).with_name("docsmcp")
     return str(beside) if beside.exists() else shutil.which("docsmcp") or "docsmcp"
+
+
+def in_uv_cache(path: str | Path, cache_dirs: list[Path] | None = None) -> bool:
+    """Whether `path` lies in uv's cache, where `uvx` keeps the environments it runs from: uv may remove
+    one at any time (`uv cache clean`, `uv cache prune`, a new version), so a client must not spawn it."""
+    resolved = Path(path).expanduser()
+    if any(part in ("archive-v0", "builds-v0", "environments-v1", "environments-v2") for part in resolved.parts):
+        return True
+    for cache in cache_dirs if cache_dirs is not None else uv_cache_dirs():
+        try:
+            resolved.relative_to(cache)
+            return True
+        except ValueError:
+            continue
+    return False
+
+
+def uv_cache_dirs() -> list[Path]:
+    found = [Path(os.environ["UV_CACHE_DIR"])] if os.environ.get("UV_CACHE_DIR") else []
+    home = Path.home()
+    return found + [home / ".cache" / "uv", home / "Library" / "Caches" / "uv", home / "AppData" / "Local" / "uv" / "cache"]
+
+
+def installed_from() -> str | None:
+    """The wheel or source this installation came from, as pip and uv record it (PEP 610's direct_url.json):
+    a local file path, another URL, or None for a package index (then `docsmcp==VERSION` names it)."""
+    import json
+    from importlib import metadata
+    from urllib.parse import unquote
+
+    try:
+        text = metadata.distribution("docsmcp").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+    if not text:
+        return None
+    url = json.loads(text).get("url", "")
+    if url.startswith("file://"):
+        return unquote(urlsplit(url).path)
+    return url or None
+
+
+def lasting_launcher(command: str, version: str, source: str | None) -> list[str]:
+    """The command line a client's configuration spawns docsmcp with, that works as long as docsmcp stays
+    installed: `command` (an installed `docsmcp`) unless it runs from uv's cache, then `uvx --from SOURCE docsmcp`,
+    SOURCE the wheel it came from, else this version on the package index."""
+    if not in_uv_cache(command):
+        return [command]
+    return ["uvx", "--from", source or f"docsmcp=={version}", "docsmcp"]

@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+echo "setup: upgrading pip"
 .venv/bin/pip install --quiet --upgrade pip
-.venv/bin/pip install --quiet -r "${REQUIREMENTS:-requirements.txt}"
+echo "setup: installing ${REQUIREMENTS:-requirements.txt} (pip lists what it installs)"
+.venv/bin/pip install --progress-bar off -r "${REQUIREMENTS:-requirements.txt}" \
+    | { grep -v '^Requirement already satisfied' || true; }
+echo "setup: collecting the admin's static files"
 .venv/bin/python manage.py collectstatic --noinput --verbosity 0

@@ -78,7 +78,8 @@ ENVIRONMENT_READERS = {"retrieval/boot.py", "retrieval/memory.py", "retrieval/in
 SITE_ENVIRONMENT_READERS = {
     "docsmcp_site/settings/env.py", "docsmcp_site/settings/build.py", "common/home.py",
     "docsmcp_site/wsgi.py", "docsmcp_site/asgi.py", "common/celery.py", "docsmcp_site/cli.py",
-    "mcp_endpoint/management/commands/mcp_config.py",
+    "mcp_endpoint/management/commands/mcp_config.py", "mcp_endpoint/management/commands/setup.py",
+    "mcp_endpoint/clients.py",  # UV_CACHE_DIR: whether a command would be spawned from uv's cache
 }
 
 

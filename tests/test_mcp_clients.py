@@ -15,7 +15,7 @@ import pytest
 from django.core.management import call_command, get_commands
 from django.urls import Resolver404, resolve
 
-from docsmcp_site.cli import ALIASES
+from docsmcp_site.commands import ALIASES
 from mcp_endpoint.clients import CLIENTS
 from tests.conftest import ROOT
 

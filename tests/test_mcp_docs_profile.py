@@ -37,14 +37,16 @@ ERAS = [
 
 docs_server = fixtures_mcp.docs_server  # bound here so the tests below can request it by name
 
-# The docs tool contract, word for word; the taxonomy properties are the sample build's.
+# The docs tool contract, word for word, except the examples: the sample build's first section (the
+# contract's own, 'RateLimitError' and 'guides/retries.md#backoff-strategy', would be shown for any corpus);
+# the taxonomy properties are the sample build's.
 SEARCH_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
         "query": {
             "type": "string",
-            "description": "The search query (e.g., 'how to paginate', 'RateLimitError').",
+            "description": "The search query (e.g., 'API keys').",
         },
         "limit": {
             "type": "integer",
@@ -78,7 +80,7 @@ GET_DOC_SCHEMA = {
         "chunk_id": {
             "type": "string",
             "description": "The exact ID of the chunk to retrieve, as returned by search_docs "
-            "(e.g., 'guides/retries.md#backoff-strategy').",
+            "(e.g., 'guides/authentication.md#authentication/api-keys').",
         },
         "context": {
             "type": "integer",
@@ -91,6 +93,31 @@ GET_DOC_SCHEMA = {
     },
     "required": ["chunk_id"],
 }
+@pytest.mark.django_db
+def test_the_schema_examples_come_from_the_served_corpus_never_the_samples(tmp_path, index_root):
+    from corpus.serving import active_index
+    from mcp_endpoint.profiles import docs as docs_profile
+    from tests.cli_helpers import build_corpus
+
+    folder = tmp_path / "argo" / "operator"
+    folder.mkdir(parents=True)
+    (folder / "sync.md").write_text("# Sync\n\nHow syncing works.\n\n## Sync waves\n\nResources apply in waves.\n")
+    build_corpus("argo", folder.parent)
+    tools = {t.name: t for t in docs_profile._make_tools(active_index("argo"), [])}
+    query = tools["search_docs"].input_schema["properties"]["query"]["description"]
+    chunk_id = tools["get_doc"].input_schema["properties"]["chunk_id"]["description"]
+    assert query == "The search query (e.g., 'Sync waves')."
+    assert chunk_id.endswith("as returned by search_docs (e.g., 'operator/sync.md#sync/sync-waves').")
+    schemas = json.dumps([t.input_schema for t in tools.values()])
+    assert "RateLimitError" not in schemas and "retries.md" not in schemas and "paginate" not in schemas
+
+    unbuilt = {t.name: t for t in docs_profile._make_tools(None, [])}  # nothing to take an example from
+    assert unbuilt["search_docs"].input_schema["properties"]["query"]["description"] == "The search query."
+    assert unbuilt["get_doc"].input_schema["properties"]["chunk_id"]["description"] == (
+        "The exact ID of the chunk to retrieve, as returned by search_docs.")
+
+
+
 HIT_KEYS = {"chunk_id", "score", "title", "heading", "breadcrumb", "snippet", "filepath", "metadata",
             "version", "revision", "indexed_at"}
 DOCUMENT_HEADER = re.compile(r"^Document: (?P<title>.+) \((?P<path>\S+)\)\n"

@@ -197,10 +197,15 @@ def test_serve_binds_to_mcp_server_host_and_port(settings, monkeypatch):
     from django.core.management import call_command
 
     settings.MCP_SERVER_HOST, settings.MCP_SERVER_PORT = "127.0.0.2", 8123
+    import json
+
+    from common.supervise import Spec
+
     seen = []
-    monkeypatch.setattr(os, "execv", lambda path, argv: seen.append(argv))
+    monkeypatch.setattr(os, "execv", lambda path, argv: seen.append(Spec(**json.loads(argv[3]))))
     call_command("serve")
-    assert "127.0.0.2:8123" in seen[0]
+    assert "127.0.0.2:8123" in seen[0].commands[0]  # the web server's command line
+    assert seen[0].health_url == "http://127.0.0.2:8123/health/"
 
 
 def test_health_check_at_root(doc_corpora, live_url, http):

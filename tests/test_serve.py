@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
+from common.supervise import WORKER_NICENESS, Spec, run_together
 from corpus.apikeys import create_api_key
 from corpus.models import BuildRun
 from docsmcp_site.secret import installation_secret_key
-from mcp_endpoint.management.commands.serve import WORKER_NICENESS, exposure_warning, run_together
+from mcp_endpoint.management.commands.serve import exposure_warning
 from tests.api_helpers import assert_error, call
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,9 +60,14 @@ def test_an_empty_key_file_is_a_clear_error_not_an_empty_key(tmp_path):
 
 @pytest.fixture
 def launched(monkeypatch):
-    """serve's command line, without starting anything."""
+    """The web server's command line serve hands its supervising process, without starting anything."""
     seen: list[list[str]] = []
-    monkeypatch.setattr(os, "execv", lambda path, argv: seen.append(argv))
+
+    def execv(path: str, argv: list[str]) -> None:
+        assert argv[1:3] == ["-m", "common.supervise"]
+        seen.append(Spec(**json.loads(argv[3])).commands[0])
+
+    monkeypatch.setattr(os, "execv", execv)
     return seen
 
 
@@ -152,3 +160,27 @@ def test_serve_on_a_reachable_address_turns_oauth_registration_off_unless_chosen
     settings.DOCSMCP_OAUTH_EXPLICIT = True
     call_command("serve", "--host", "0.0.0.0", "--port", "8125", "--no-worker")
     assert "DOCSMCP_OAUTH_REGISTRATION=false" not in launched[2]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_supervisor_killed_outright_leaves_no_server_behind(tmp_path):
+    """SIGKILL gives serve's supervising process no time to stop its children: they stop on their own."""
+    pid_file = tmp_path / "child.pid"
+    child = [sys.executable, "-c", f"import os, time, pathlib; pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\n"
+             "time.sleep(60)"]
+    supervisor = subprocess.Popen(Spec(commands=[child]).to_argv(sys.executable), cwd=ROOT)
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+    supervisor.kill()
+    supervisor.wait()
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    raise AssertionError("the child outlived its supervisor")

@@ -7,7 +7,7 @@ rebuild that adds a taxonomy value (a new SDK language) shows in the next listin
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from corpus.selectors import describe_versions
@@ -124,11 +124,42 @@ def describe(metadata: BuildMetadata) -> str:
     return f"{metadata.corpus} documentation" if not text or text == metadata.corpus else text
 
 
-def search_schema(index: Index | None, versions: list[str] | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Examples:
+    """What the tool schemas show as examples: a section of the served build, so an agent sees the kind of
+    question and ID that corpus answers (the contract's `RateLimitError` and
+    `guides/retries.md#backoff-strategy` exist in no corpus but the sample). Empty: no example."""
+
+    query: str = ""
+    chunk_id: str = ""
+
+
+def examples(index: Index | None) -> Examples:
+    """The first section (a level-2 heading, else any heading) of the build, in build order."""
+    if index is None:
+        return Examples()
+    try:
+        table = index.catalog().table
+    except RetrievalError:
+        return Examples()
+    levels = table["heading_level"].to_pylist()
+    for wanted in (2, None):
+        for position, level in enumerate(levels):
+            if (level == wanted) if wanted is not None else (level or 0) > 0:
+                heading = str(table["heading"][position].as_py() or "").strip()
+                chunk_id = str(table["chunk_id"][position].as_py())
+                if heading and "'" not in heading + chunk_id:
+                    return Examples(query=heading, chunk_id=chunk_id)
+    return Examples()
+
+
+def search_schema(index: Index | None, versions: list[str] | None = None,
+                  example: Examples | None = None) -> dict[str, Any]:
+    example = example or Examples()
     properties: dict[str, Any] = {
         "query": {
             "type": "string",
-            "description": "The search query (e.g., 'how to paginate', 'RateLimitError').",
+            "description": f"The search query (e.g., '{example.query}')." if example.query else "The search query.",
         },
         "limit": {
             "type": "integer",
@@ -170,10 +201,7 @@ GET_DOC_SCHEMA = {
     "properties": {
         "chunk_id": {
             "type": "string",
-            "description": (
-                "The exact ID of the chunk to retrieve, as returned by search_docs "
-                "(e.g., 'guides/retries.md#backoff-strategy')."
-            ),
+            "description": "The exact ID of the chunk to retrieve, as returned by search_docs.",
         },
         "context": {
             "type": "integer",
@@ -399,16 +427,22 @@ def _tools(index: Index | None, versions: tuple[str, ...]) -> list[ToolDef]:
 
 def _make_tools(index: Index | None, versions: list[str]) -> list[ToolDef]:
     description = describe(index.metadata) if index is not None else "documentation"
+    example = examples(index)
     get_doc_schema = GET_DOC_SCHEMA
+    if example.chunk_id:
+        chunk_id = GET_DOC_SCHEMA["properties"]["chunk_id"]
+        get_doc_schema = {**GET_DOC_SCHEMA, "properties": {
+            **GET_DOC_SCHEMA["properties"],
+            "chunk_id": {**chunk_id, "description": chunk_id["description"][:-1] + f" (e.g., '{example.chunk_id}')."}}}
     if versions:
-        get_doc_schema = {**GET_DOC_SCHEMA, "properties": {**GET_DOC_SCHEMA["properties"],
+        get_doc_schema = {**get_doc_schema, "properties": {**get_doc_schema["properties"],
                                                            "version": version_property(
                                                                index, versions, "read the chunk from")}}
     return [
         ToolDef(
             name="search_docs",
             description=SEARCH_DESCRIPTION.format(description=description) + COVERAGE_DESCRIPTION,
-            input_schema=search_schema(index, versions),
+            input_schema=search_schema(index, versions, example),
             output_schema=SEARCH_OUTPUT_SCHEMA,
             handler=_search_docs,
             record="search",

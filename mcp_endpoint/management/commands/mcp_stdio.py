@@ -5,6 +5,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from mcp_endpoint import profiles
+from mcp_endpoint.folder import FolderError, checked_folder, prepare_folder, stdout_to_stderr
 from mcp_endpoint.stdio import StdioSession, serve
 
 
@@ -18,10 +19,19 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
+        parser.add_argument("path", nargs="?", metavar="PATH",
+                            help="a folder of markdown to build (what changed since the last run) and serve as "
+                                 "the corpus named after it")
         parser.add_argument("--profile", default=profiles.DEFAULT_PROFILE, choices=profiles.profile_names())
         parser.add_argument("--corpus", default=None, help="Serve this corpus (default: the default corpus).")
 
     def handle(self, *args, **options):
+        if options["path"]:
+            with stdout_to_stderr():
+                try:
+                    options["corpus"] = prepare_folder(checked_folder(options["path"]), sys.stderr, "stdio")
+                except FolderError as exc:
+                    raise CommandError(str(exc)) from exc
         # The protocol owns stdout: keep a private handle on it, then point fd 1 (print, C
         # libraries, Django's own output) at stderr so nothing else can corrupt the stream.
         protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", newline="\n")

@@ -1,12 +1,20 @@
 import ipaddress
 import os
-import signal
-import subprocess
+import shlex
 import sys
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+
+from common.home import is_checkout
+from common.supervise import Spec
+from mcp_endpoint.clients import SERVER_NAME, default_python
+from mcp_endpoint.folder import FolderError, checked_folder, prepare_folder
+
+# gunicorn's --env for the directory where warm workers say so (docsmcp_site/gunicorn_conf.py), which
+# serve's supervising process counts to show progress.
+WARM_DIR_ENV = "DOCSMCP_SERVE_WARM_DIR"
 
 
 def default_workers(configured: int = 0) -> int:
@@ -35,19 +43,35 @@ def exposure_warning(host: str) -> str:
 class Command(BaseCommand):
     help = (
         "Serve the site (MCP at /mcp/) with gunicorn threaded workers on MCP_SERVER_HOST:MCP_SERVER_PORT "
-        "(default 127.0.0.1:8001), each request received whole before a thread takes it; without CELERY_BROKER_URL also runs one Celery worker beside it."
+        "(default 127.0.0.1:8001), each request received whole before a thread takes it; without CELERY_BROKER_URL "
+        "also runs one Celery worker beside it. Given PATH, a folder of markdown, first registers it as a corpus "
+        "named after the folder and builds what changed since the last run. Prints the MCP endpoint once the "
+        "server answers."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--host", default=settings.MCP_SERVER_HOST)
-        parser.add_argument("--port", type=int, default=settings.MCP_SERVER_PORT)
-        parser.add_argument("--workers", type=int, default=default_workers(settings.WEB_CONCURRENCY))
+        parser.add_argument("path", nargs="?", metavar="PATH",
+                            help="a folder of markdown to build and serve (at /mcp/c/<folder name>/); "
+                                 "without it, every registered corpus is served")
+        parser.add_argument("--host", default=settings.MCP_SERVER_HOST,
+                            help=f"address to listen on (MCP_SERVER_HOST, default {settings.MCP_SERVER_HOST})")
+        parser.add_argument("--port", type=int, default=settings.MCP_SERVER_PORT,
+                            help=f"port to listen on (MCP_SERVER_PORT, default {settings.MCP_SERVER_PORT})")
+        parser.add_argument("--workers", type=int, default=default_workers(settings.WEB_CONCURRENCY),
+                            help="web worker processes (WEB_CONCURRENCY, default one per core plus one)")
         parser.add_argument("--threads", type=int, default=4, help="request threads per worker (default 4)")
         parser.add_argument("--no-worker", action="store_true",
                             help="do not start a Celery worker (you run `celery -A common worker` yourself)")
 
     def handle(self, *args, **options):
         host, port = options["host"], options["port"]
+        corpus = None
+        if options["path"]:
+            try:
+                folder = checked_folder(options["path"])
+                corpus = prepare_folder(folder, self.stdout, "serve")
+            except FolderError as exc:
+                raise CommandError(str(exc)) from exc
         if not is_loopback(host) and not settings.MCP_AUTH_REQUIRED:
             self.stderr.write(exposure_warning(host))
         if not (settings.STATIC_ROOT / "admin" / "css" / "base.css").exists():
@@ -68,55 +92,39 @@ class Command(BaseCommand):
                               "(DOCSMCP_OAUTH_REGISTRATION=true turns it on)\n")
         with_worker = (settings.CELERY_BROKER_URL == "filesystem://" and not settings.CELERY_TASK_ALWAYS_EAGER
                        and not options["no_worker"])
-        self.stdout.write(f"serving on http://{host}:{port}/mcp/ ({options['workers']} workers"
-                          f"{', and a Celery worker' if with_worker else ''})")
-        sys.stdout.flush()
+        self.stdout.write(f"starting the server on {host}:{port} ({options['workers']} workers"
+                          f"{', and a Celery worker' if with_worker else ''}); its URL follows once it answers")
+        commands = [web]
         if with_worker:
-            worker = [sys.executable, "-m", "celery", "-A", "common", "worker", "--loglevel", "INFO",
-                      "--without-gossip", "--without-mingle", "--without-heartbeat"]
-            raise SystemExit(run_together(web, worker, background=worker))
-        os.execv(sys.executable, web)
+            commands.append([sys.executable, "-m", "celery", "-A", "common", "worker", "--loglevel", "INFO",
+                             "--without-gossip", "--without-mingle", "--without-heartbeat"])
+        base = f"http://{reachable(host)}:{port}"
+        url = f"{base}/mcp/c/{corpus}/" if corpus else f"{base}/mcp/"
+        spec = Spec(commands=commands, background=1 if with_worker else None, health_url=f"{base}/health/",
+                    workers=options["workers"], warm_env=WARM_DIR_ENV, banner=banner(url))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # The build's and the site's memory and threads end here: what stays is the standard library.
+        os.execv(sys.executable, spec.to_argv(sys.executable))
 
 
-# How much lower than the web server's the CPU priority of serve's Celery worker is: on a small host
-# its start-up and its builds share the cores with searches, and a search should not wait for them.
-WORKER_NICENESS = 10
+def reachable(host: str) -> str:
+    """The address a client on this machine uses for a server bound to `host`."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def run_together(*commands: list[str], background: list[str] | None = None) -> int:
-    """Run the commands as children; when one exits or serve is told to stop, stop the others.
-
-    The `background` command runs at a lower CPU priority (WORKER_NICENESS). Returns the exit status
-    of the first child that ended (0 after a SIGTERM or Ctrl-C).
-    """
-    children = [
-        subprocess.Popen(command, preexec_fn=_lower_priority if command is background else None)
-        for command in commands
-    ]
-    stopping = False
-
-    def stop(signum, frame):
-        nonlocal stopping
-        stopping = True
-        for child in children:
-            if child.poll() is None:
-                child.terminate()
-
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        first = os.waitstatus_to_exitcode(os.waitpid(-1, 0)[1])
-        stop(None, None)
-        for child in children:
-            try:
-                child.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
-        return 0 if stopping else first
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def _lower_priority() -> None:
-    os.nice(WORKER_NICENESS)
+def banner(url: str) -> str:
+    """What serve prints once the server answers: the endpoint, and how to point an agent at it."""
+    key = " --auth key" if settings.MCP_AUTH_REQUIRED else ""
+    setup = (f"{default_python(settings.BASE_DIR, sys.executable)} {settings.BASE_DIR / 'manage.py'} setup"
+             if is_checkout(settings.BASE_DIR) else "docsmcp setup")
+    words = ["claude", "mcp", "add", "--transport", "http", SERVER_NAME, url]
+    if settings.MCP_AUTH_REQUIRED:
+        words += ["--header", "Authorization: Bearer YOUR_API_KEY"]
+    return (f"\nMCP endpoint:  {url}\n"
+            f"Set up agents: {setup} CLIENT --url {url}{key}   (clients: {setup} --list)\n"
+            f"Claude Code:   {shlex.join(words)}\n")
