@@ -101,8 +101,9 @@ def _design(rows: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Features (lexical share, and the cosine when the dump has one), labels (1: answerable) and weights
     that give answerable and unanswerable questions equal say, and near-miss questions as much as
     out-of-domain ones (they are far fewer)."""
-    semantic = all(r["cosine"] is not None for r in rows)
-    features = np.array([[r["lexical"], r["cosine"]] if semantic else [r["lexical"]] for r in rows], dtype=float)
+    semantic = any(r["cosine"] is not None for r in rows)  # a question with no hit has no cosine: 0
+    features = np.array([[r["lexical"], r["cosine"] or 0.0] if semantic else [r["lexical"]] for r in rows],
+                        dtype=float)
     labels = np.array([r["set"] == "answerable" for r in rows], dtype=float)
     share = Counter(r["set"] for r in rows)
     weights = np.array([0.5 / share[r["set"]] if r["set"] != "answerable" else 1.0 / share[r["set"]]

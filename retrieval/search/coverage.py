@@ -58,7 +58,7 @@ class Thresholds:
                              f"covered={self.covered}")
 
 
-DEFAULT_THRESHOLDS = Thresholds(covered=0.5, partial=0.175)
+DEFAULT_THRESHOLDS = Thresholds(covered=0.5, partial=0.2)
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,8 @@ def score_from(evidence: Evidence) -> float:
 
 
 # Logistic models of P(the docs answer the question): (lexical, bias) and (lexical, cosine, bias).
-LEXICAL_MODEL = (7.289, -3.632)
-SEMANTIC_MODEL = (4.0, 20.0, -11.0)
+LEXICAL_MODEL = (7.208, -3.622)
+SEMANTIC_MODEL = (5.526, 11.284, -7.782)
 
 
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ed", "ly", "es", "s", "e")
