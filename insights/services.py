@@ -87,9 +87,16 @@ def _suite(corpus: Corpus, name: str) -> EvalSuite:
     return suite
 
 
+GAP_CASE_MAX_RANK = 3  # an agent reads the first few hits: a gap is closed when the page is among them
+
+
 def eval_case_make(*, corpus: Corpus, suite: str, name: str, query: str, expected_files: list[str],
                    category: str, note: dict) -> EvalCase:
-    """Create (or refresh) the case `name` in `suite`; the suite is created for the corpus when new."""
+    """Create (or refresh) the case `name` in `suite`; the suite is created for the corpus when new.
+
+    The case stays answerable and is strict: it passes only when an expected page is among the first
+    GAP_CASE_MAX_RANK hits and the search says the docs cover the question, so it fails until the
+    content is written (a gap's question always finds some page somewhere in the first ten)."""
     query = (query or "").strip()
     if not query:
         raise InsightsError("this item has no question to ask (no query text was recorded); it cannot become an "
@@ -100,10 +107,13 @@ def eval_case_make(*, corpus: Corpus, suite: str, name: str, query: str, expecte
         position = (chosen.cases.aggregate(m=Max("position"))["m"] or 0) + 1
         case, created = EvalCase.objects.get_or_create(
             suite=chosen, name=name, defaults={"position": position, "category": category, "query": query[:2000],
-                                               "expected_files": files, "extra": note})
+                                               "expected_files": files, "extra": note, "answerable": True,
+                                               "max_rank": GAP_CASE_MAX_RANK, "require_covered": True})
         if not created:
             case.query, case.expected_files, case.expected_chunk_ids, case.extra = query[:2000], files, [], note
-            case.save(update_fields=["query", "expected_files", "expected_chunk_ids", "extra"])
+            case.answerable, case.max_rank, case.require_covered = True, GAP_CASE_MAX_RANK, True
+            case.save(update_fields=["query", "expected_files", "expected_chunk_ids", "extra", "answerable",
+                                     "max_rank", "require_covered"])
         EvalSuite.objects.filter(pk=chosen.pk).update(updated_at=timezone.now())
     return case
 
