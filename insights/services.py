@@ -136,14 +136,14 @@ def feedback_eval_case(*, corpus: Corpus, item: Feedback, suite: str, expected_f
 
 
 def _propose(*, corpus: Corpus, filepath: str, questions: list[str], feedback: list[str],
-             use_llm: bool) -> FixProposal:
+             use_llm: bool, heading: str | None = None) -> FixProposal:
     try:
         from corpus.fixes import content_fix_propose
     except ImportError:
         raise FixUnavailable("this server has no content fixer (corpus.fixes.content_fix_propose); upgrade "
                              "docsmcp, or edit the page by hand") from None
     return content_fix_propose(corpus=corpus, filepath=filepath, questions=questions, feedback=feedback,
-                               use_llm=use_llm)
+                               use_llm=use_llm, heading=heading)
 
 
 def _page_feedback(corpus: Corpus, filepath: str) -> list[str]:
@@ -153,12 +153,20 @@ def _page_feedback(corpus: Corpus, filepath: str) -> list[str]:
     return [f"{verdict}: {comment}" for verdict, comment in rows]
 
 
-def gap_fix(*, corpus: Corpus, gap: Gap, filepath: str, use_llm: bool) -> FixProposal:
-    """A content fix proposal for the page that should answer the group's questions."""
-    filepath = _check_pages(corpus, [filepath], "a content fix")[0]
+def gap_fix(*, corpus: Corpus, gap: Gap, filepath: str, use_llm: bool, heading: str | None = None,
+            new_page: bool = False) -> FixProposal:
+    """A content fix proposal for the page that should answer the group's questions: a section (or with
+    `new_page`, a page) outlined for the author to write, or drafted by the LLM."""
+    if new_page:
+        filepath = filepath.strip().lstrip("/")
+        if filepath in served.pages(served.active_index(corpus.name)):
+            raise InsightsError(f"{filepath} is already a page of corpus {corpus.name!r}; ask for a section of it")
+    else:
+        filepath = _check_pages(corpus, [filepath], "a content fix")[0]
     questions = list(dict.fromkeys([gap.representative, *(e["query"] for e in gap.examples or [])]))[:MAX_CONTEXT]
     proposal = _propose(corpus=corpus, filepath=filepath, questions=questions,
-                        feedback=_page_feedback(corpus, filepath), use_llm=use_llm)
+                        feedback=[] if new_page else _page_feedback(corpus, filepath), use_llm=use_llm,
+                        heading=heading)
     gap.fix_proposal = proposal
     gap.save(update_fields=["fix_proposal", "updated_at"])
     return proposal
