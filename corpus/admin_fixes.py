@@ -18,6 +18,7 @@ from retrieval.fixes.content import DRAFT_KINDS
 from .errors import FixError
 from .fixes import (
     content_fix_unwritten,
+    content_fix_verdicts,
     content_fix_write,
     fix_approve,
     fix_approve_many,
@@ -121,6 +122,7 @@ class FixProposalAdmin(ReadOnlyAdmin):
                 "unwritten": content_fix_unwritten(proposal=proposal),
                 "supplied": agent_supplied(proposal),
                 "prompt": (proposal.finding or {}).get("prompt"),
+                "verdicts": content_fix_verdicts(proposal=proposal),
                 "can_write": self.has_review_permission(request) and proposal.status == FixProposal.PENDING,
                 "can_review": self.has_review_permission(request) and proposal.status in FixProposal.OPEN,
                 "status_colour": STATUS_COLOURS.get(proposal.status, "inherit"),

@@ -280,6 +280,55 @@ def content_fix_write(*, proposal: FixProposal, heading: str, body: str, user: A
     return locked
 
 
+@dataclass(frozen=True)
+class QuestionVerdict:
+    question: str
+    verdict: str  # covered | partial | not_covered
+    score: float
+    page_rank: int | None  # the proposal's page among the first 10 hits (1-based); None: not there
+
+
+@dataclass(frozen=True)
+class FixVerdicts:
+    """How the corpus's active build answers a content fix's questions: the judgement of the fix."""
+
+    build_id: str
+    rebuilt: bool  # the active build was made after the fix was applied
+    questions: list[QuestionVerdict]
+
+    @property
+    def covered(self) -> int:
+        return sum(q.verdict == "covered" for q in self.questions)
+
+
+def content_fix_verdicts(*, proposal: FixProposal, limit: int = 10) -> FixVerdicts | None:
+    """An applied content fix judged as its gap is: each of its questions searched on the active build,
+    with the coverage verdict and the rank of the page it changed. None for another kind of proposal, one
+    not applied, or a corpus that cannot be searched now. Outside a tool call, nothing is logged."""
+    from retrieval.errors import RetrievalError
+    from retrieval.search.engine import SearchRequest
+
+    from .serving import corpus_search_batch
+
+    questions = [str(q) for q in (proposal.finding or {}).get("questions") or []][:limit]
+    if proposal.kind not in DRAFT_KINDS or proposal.status != FixProposal.APPLIED or not questions:
+        return None
+    try:
+        served = corpus_search_batch(proposal.corpus.name, [SearchRequest(q, limit=10) for q in questions])
+    except (RetrievalError, CorpusError) as exc:
+        log.info("content fix #%s not judged: %s", proposal.pk, exc)
+        return None
+    build = proposal.corpus.active_build
+    rebuilt = bool(build and build.finished_at and proposal.decided_at and build.finished_at > proposal.decided_at)
+    rows = []
+    for question, search in zip(questions, served, strict=True):
+        pages = [h.filepath for h in search.result.hits]
+        coverage = search.result.coverage
+        rows.append(QuestionVerdict(question, coverage.verdict if coverage else "", coverage.score if coverage else 0.0,
+                                    pages.index(proposal.file) + 1 if proposal.file in pages else None))
+    return FixVerdicts(served[0].build_id, rebuilt, rows)
+
+
 def _store(corpus: Corpus, root: Path, fix: ProposedFix, report: FixScanReport) -> None:
     try:
         resolve_target(root, fix.target_path)

@@ -144,9 +144,14 @@ def test_an_unanswered_question_becomes_a_passing_eval_case_through_a_reviewed_f
     approved = api(client, "post", f"/corpora/api/fixes/{proposal['id']}/approve", key=key)
     assert approved.status_code == 200 and approved.json()["status"] == FixProposal.APPLIED, approved.text
     assert ANSWER in (Path(api_corpus.source_dir) / "guides/throttling.md").read_text()
+    review = f"/admin/corpus/fixproposal/{proposal['id']}/change/"
+    assert "was made before this fix was applied: rebuild" in admin_client.get(review).content.decode()
 
     # 5. rebuilt, the suite passes the case, and every question of the group is covered
     _rebuild(api_corpus)
+    judged = admin_client.get(review).content.decode()  # the fix judged on its page, as the gap is
+    assert f"{len(RATE_LIMIT)} of {len(RATE_LIMIT)} question(s) <strong>covered</strong>" in judged, judged
+    assert "was made before this fix" not in judged
     after = _case_result(eval_run(corpus=api_corpus, suite=suite_get("api-gaps")), case_name)
     assert after.passed and after.coverage == "covered" and after.file_rank <= 3, (after.coverage, after.why)
     assert _verdicts(live_server, RATE_LIMIT) == {q: ("covered", "guides/throttling.md") for q in RATE_LIMIT}
