@@ -39,7 +39,7 @@ log = logging.getLogger("retrieval.fixes")
 
 KEYWORDS_KIND, SECTION_KIND, PAGE_KIND = "content-keywords", "content-section", "content-page"
 DRAFT_KINDS = (SECTION_KIND, PAGE_KIND)  # proposals whose text the author writes or edits before approving
-MAX_TERMS = 6  # a handful: each keyword is on every chunk of the page
+MAX_TERMS = 6  # the question words the page lacks, shown to the model
 MAX_QUESTIONS = 50
 MAX_QUESTION_CHARS = 500
 MAX_FEEDBACK = 20
