@@ -216,17 +216,19 @@ def intent_heading(questions: list[str]) -> str:
     """A heading named after what the group asks about: the run of informative words (two or three, else
     one) that the most questions share, in the spelling first asked ("Apple Pay", "rate limit"); the
     first question when they share none."""
-    tokenised = [[w for w in _WORD.findall(q)] for q in questions]
     counts: dict[tuple[str, ...], int] = {}
     spelled: dict[tuple[str, ...], str] = {}
-    for words in tokenised:
+    for question in questions:
+        words = _WORD.findall(question)
+        stems = [min(_variants(w.casefold()), key=lambda v: (len(v), v)) for w in words]  # "limiting" meets "limit"
+        ends = [_is_candidate(w) for w in words]  # a run may not start or end on a stop word
         seen: set[tuple[str, ...]] = set()
         for size in (3, 2, 1):
             for start in range(len(words) - size + 1):
                 run = words[start:start + size]
-                if not (_is_candidate(run[0]) and _is_candidate(run[-1])) or run[0].isdigit():
+                if not (ends[start] and ends[start + size - 1]) or run[0].isdigit():
                     continue
-                key = tuple(min(_variants(w.casefold()), key=lambda v: (len(v), v)) for w in run)
+                key = tuple(stems[start:start + size])
                 if key in seen:
                     continue
                 seen.add(key)
@@ -235,15 +237,16 @@ def intent_heading(questions: list[str]) -> str:
     if not counts:
         return " ".join(questions[0].split())[:MAX_HEADING_CHARS].rstrip("?") if questions else "Answer"
     best = max(counts.values())
+    order = {k: n for n, k in enumerate(counts)}
     shared = [k for k in counts if counts[k] == best]
-    key = max(shared, key=lambda k: (len(k) if best > 1 else 0, -list(counts).index(k)))
+    key = max(shared, key=lambda k: (len(k) if best > 1 else 0, -order[k]))
     text = spelled[key]
     return (text[0].upper() + text[1:])[:MAX_HEADING_CHARS]
 
 
 def _comment_safe(text: str) -> str:
     """Agents' words inside an HTML comment: nothing in them may close it or open another."""
-    return " ".join(text.replace("--", "- -").replace("<!", "< !").replace(">", "&gt;").split())
+    return " ".join(re.sub(r"-(?=-)", "- ", text).replace("<!", "< !").replace(">", "&gt;").split())
 
 
 def outline_body(questions: list[str]) -> str:
@@ -316,11 +319,11 @@ def outline_fix(ctx: FixContext, relpath: str, questions: list[str], feedback: l
                 heading: str | None = None) -> ProposedFix:
     """The heuristic proposal: a section named after the group's intent at the end of the page, holding
     the questions in an outline comment the author replaces with the answer before approving."""
-    old, _digest = ctx.read(relpath)
+    old, digest = ctx.read(relpath)
     if old is None:
         raise ContentFixError(f"{relpath} disappeared while proposing a fix")
     draft = Draft(heading or intent_heading(questions), outline_body(questions))
-    change = Change(relpath, old, draft_text(old, relpath, draft), _digest)
+    change = Change(relpath, old, draft_text(old, relpath, draft), digest)
     rationale = (f"Agents asked what this page does not answer: {quoted(questions)}. An outline of a section "
                  f"\"{draft.heading}\" for the author to write: approving needs the answer written in place of "
                  "the outline comment.")
