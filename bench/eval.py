@@ -119,12 +119,14 @@ def summary_line(label: str, build, local, remote, http_error: str = "") -> str:
         return f"p50 {_fmt(s.get('p50'), 1)} p95 {_fmt(s.get('p95'), 1)} ms"
 
     overall = local.metrics.get("overall") or {}
-    zero = overall.get("zero_result")
+    zero = overall.get("unanswerable") or overall.get("zero_result")
+    coverage = overall.get("coverage")
     return " | ".join([
         f"{label}: {build.stats.get('total_chunks')} chunks, build {build.timings.get('total', 0):.1f}s "
         f"({build.embedding_provider})",
         f"{overall.get('cases')} cases, {overall.get('errors')} errors"
-        + (f", zero-result ok {_fmt(zero['accuracy'])}" if zero else ""),
+        + (f", unanswerable ok {_fmt(zero['accuracy'])}" if zero else "")
+        + (f", coverage P {_fmt(coverage.get('precision'))} R {_fmt(coverage.get('recall'))}" if coverage else ""),
         level(local, "chunk"), level(local, "file"),
         f"in-process {lat(local)}", f"http {lat(remote)}",
     ])

@@ -13,9 +13,19 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from common.admin_base import ReadOnlyAdmin
+from retrieval.fixes.content import DRAFT_KINDS
 
 from .errors import FixError
-from .fixes import fix_approve, fix_approve_many, fix_preview, fix_reject, fix_reject_many
+from .fixes import (
+    content_fix_unwritten,
+    content_fix_verdicts,
+    content_fix_write,
+    fix_approve,
+    fix_approve_many,
+    fix_preview,
+    fix_reject,
+    fix_reject_many,
+)
 from .models import FixDecision, FixProposal
 
 STATUS_COLOURS = {
@@ -40,6 +50,16 @@ def diff_lines(diff: str) -> list[tuple[str, str]]:
             css = "ctx"
         out.append((css, line))
     return out
+
+
+def agent_supplied(proposal: FixProposal) -> list[tuple[str, str]]:
+    """(what, text) of every agent-supplied text the proposal was made from (and, for a model's proposal,
+    that the model read): agents' questions and readers' feedback, unchecked, shown marked as such."""
+    finding = proposal.finding or {}
+    if finding.get("code") != "unanswered-questions":
+        return []
+    return ([("question", str(q)) for q in finding.get("questions") or []]
+            + [("feedback", str(f)) for f in finding.get("feedback") or []])
 
 
 def _summary(proposals: list[FixProposal]) -> str:
@@ -77,6 +97,8 @@ class FixProposalAdmin(ReadOnlyAdmin):
                  name="corpus_fixproposal_approve"),
             path("<path:object_id>/reject/", self.admin_site.admin_view(self.reject_view),
                  name="corpus_fixproposal_reject"),
+            path("<path:object_id>/write/", self.admin_site.admin_view(self.write_view),
+                 name="corpus_fixproposal_write"),
             *super().get_urls(),
         ]
 
@@ -96,6 +118,12 @@ class FixProposalAdmin(ReadOnlyAdmin):
                 "preview": preview,
                 "preview_files": files,
                 "decisions": proposal.decisions.all(),
+                "draft": (proposal.finding or {}).get("draft") if proposal.kind in DRAFT_KINDS else None,
+                "unwritten": content_fix_unwritten(proposal=proposal),
+                "supplied": agent_supplied(proposal),
+                "prompt": (proposal.finding or {}).get("prompt"),
+                "verdicts": content_fix_verdicts(proposal=proposal),
+                "can_write": self.has_review_permission(request) and proposal.status == FixProposal.PENDING,
                 "can_review": self.has_review_permission(request) and proposal.status in FixProposal.OPEN,
                 "status_colour": STATUS_COLOURS.get(proposal.status, "inherit"),
                 "title": f"Fix proposal #{proposal.pk}: {proposal.kind} {proposal.file}",
@@ -127,6 +155,24 @@ class FixProposalAdmin(ReadOnlyAdmin):
             else:
                 messages.warning(request, f"Not applied, the proposal is {proposal.status}: {proposal.decision_note}")
         self.log_change(request, proposal, f"approve -> {proposal.status}")
+        return self._back(proposal)
+
+    def write_view(self, request, object_id):
+        proposal, refused = self._decide(request, object_id)
+        if refused:
+            return refused
+        try:
+            proposal = content_fix_write(proposal=proposal, heading=request.POST.get("heading", ""),
+                                         body=request.POST.get("body", ""), user=request.user)
+        except FixError as exc:
+            messages.error(request, f"The text was not saved: {exc}")
+            return self._back(proposal)
+        missing = content_fix_unwritten(proposal=proposal)
+        if missing:
+            messages.warning(request, f"Saved, but it cannot be approved yet: {missing}.")
+        else:
+            messages.success(request, "Saved: the change below is what approving will write.")
+        self.log_change(request, proposal, "text written")
         return self._back(proposal)
 
     def reject_view(self, request, object_id):

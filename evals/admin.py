@@ -67,21 +67,22 @@ class EvalSuiteAdmin(admin.ModelAdmin):
 
 @admin.register(EvalCase)
 class EvalCaseAdmin(admin.ModelAdmin):
-    list_display = ("name", "suite", "category", "corpus", "query", "expected")
-    list_filter = ("suite", "category", "corpus")
+    list_display = ("name", "suite", "category", "corpus", "query", "expected", "answerable", "max_rank",
+                    "require_covered")
+    list_filter = ("suite", "category", "corpus", "answerable")
     search_fields = ("name", "query")
     list_select_related = ("suite",)
 
     @admin.display(description="expected")
     def expected(self, obj):
         items = obj.expected_chunk_ids or obj.expected_files
-        return ", ".join(items[:3]) + (" …" if len(items) > 3 else "") if items else "(no hits)"
+        return ", ".join(items[:3]) + (" …" if len(items) > 3 else "") if items else "(not answerable)"
 
 
 @admin.register(EvalRun)
 class EvalRunAdmin(admin.ModelAdmin):
     list_display = ("id", "suite", "corpus", "scope", "build_label", "mode", "status_progress", "mrr", "ndcg", "hit1",
-                    "pass_rate", "resolution", "baseline_delta", "created_at", "dashboard")
+                    "pass_rate", "coverage", "resolution", "baseline_delta", "created_at", "dashboard")
     list_filter = ("status", "mode", "scope", "corpus", "suite")
     list_select_related = ("suite", "corpus")
     search_fields = ("build_label", "target_url", "error")
@@ -93,6 +94,11 @@ class EvalRunAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    @admin.display(description="coverage P / R")
+    def coverage(self, obj):
+        h = headline(obj.metrics)
+        return f"{_num(h.get('coverage_precision'))} / {_num(h.get('coverage_recall'))}"
 
     @admin.display(description="corpus resolution")
     def resolution(self, obj):

@@ -1,8 +1,12 @@
 """Eval case files: read both spellings in use, write either. Pure Python, no Django.
 
     docs-mcp / the bundled suite:  {name, category, query, filters, expectedChunkId | expectedChunkIds,
-                                    expectedFiles}
-    ../shared/bench/*.jsonl:       {id, query, expected_chunk_ids, expected_files, category, filters}
+                                    expectedFiles, answerable, maxRank, requireCovered}
+    ../shared/bench/*.jsonl:       {id, query, expected_chunk_ids, expected_files, category, filters,
+                                    answerable, max_rank, require_covered}
+
+`answerable: false` says the docs do not answer the question: the case passes when the search says so
+(its coverage verdict). A case that expects nothing is such a case whether or not it says so.
 
 A file is a JSON array, a JSON object with a `cases` array, or JSONL (one case per line).
 """
@@ -16,7 +20,9 @@ from typing import Any
 
 STYLES = ("bench", "docs-mcp")
 _KNOWN = {"name", "id", "category", "query", "filters", "corpus", "expectedChunkId", "expectedChunkIds", "expected_chunk_ids",
-          "expected_chunk_id", "expectedFiles", "expected_files", "expectedFile", "expected_file"}
+          "expected_chunk_id", "expectedFiles", "expected_files", "expectedFile", "expected_file", "answerable",
+          "maxRank", "max_rank", "requireCovered", "require_covered"}
+MAX_RANK_LIMIT = 100
 
 
 class CaseFormatError(ValueError):
@@ -33,6 +39,9 @@ class CaseSpec:
     expected_files: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     corpus: str = ""  # the corpus that answers the case, for runs across corpora ("" = any)
+    answerable: bool = True  # False: the docs should say they do not cover the question
+    max_rank: int | None = None  # the expected item must be at this rank or better (None: anywhere found)
+    require_covered: bool = False  # the verdict must be `covered` (otherwise anything but `not_covered` passes)
 
 
 def _ids(obj: dict, where: str, *names: str) -> list[str]:
@@ -66,13 +75,40 @@ def parse_case(obj: Any, where: str, default_name: str) -> CaseSpec:
     corpus = obj.get("corpus") or ""
     if not isinstance(corpus, str):
         raise CaseFormatError(f"{where}: corpus must be a string, the name of the corpus that answers the case")
+    chunks = _ids(obj, where, "expectedChunkIds", "expected_chunk_ids", "expectedChunkId", "expected_chunk_id")
+    files = _ids(obj, where, "expectedFiles", "expected_files", "expectedFile", "expected_file")
+    answerable = obj.get("answerable")
+    if answerable is not None and not isinstance(answerable, bool):
+        raise CaseFormatError(f"{where}: answerable must be true or false")
+    if answerable is None:
+        answerable = bool(chunks or files)
+    if answerable and not (chunks or files):
+        raise CaseFormatError(f"{where}: an answerable case needs the chunks or files that answer it "
+                              "(expectedChunkIds / expectedFiles); a question the docs do not answer says "
+                              "\"answerable\": false")
+    if not answerable and (chunks or files):
+        raise CaseFormatError(f"{where}: a case with \"answerable\": false expects no chunks or files; the docs "
+                              "should say they do not cover it")
+    max_rank = _first(obj, "maxRank", "max_rank")
+    if max_rank is not None and (isinstance(max_rank, bool) or not isinstance(max_rank, int)
+                                 or not 1 <= max_rank <= MAX_RANK_LIMIT):
+        raise CaseFormatError(f"{where}: maxRank must be a whole number from 1 to {MAX_RANK_LIMIT} (the expected "
+                              "page or chunk must be at that rank or better)")
+    require_covered = _first(obj, "requireCovered", "require_covered")
+    if require_covered is not None and not isinstance(require_covered, bool):
+        raise CaseFormatError(f"{where}: requireCovered must be true or false")
+    if not answerable and (max_rank is not None or require_covered):
+        raise CaseFormatError(f"{where}: maxRank and requireCovered are for answerable cases")
     return CaseSpec(
         name=name or default_name, query=query, category=category, filters=dict(filters),
-        expected_chunk_ids=_ids(obj, where, "expectedChunkIds", "expected_chunk_ids", "expectedChunkId",
-                                "expected_chunk_id"),
-        expected_files=_ids(obj, where, "expectedFiles", "expected_files", "expectedFile", "expected_file"),
+        expected_chunk_ids=chunks, expected_files=files,
         extra={k: v for k, v in obj.items() if k not in _KNOWN}, corpus=corpus.strip(),
+        answerable=answerable, max_rank=max_rank, require_covered=bool(require_covered),
     )
+
+
+def _first(obj: dict, *names: str) -> Any:
+    return next((obj[n] for n in names if obj.get(n) is not None), None)
 
 
 def parse_cases(text: str, source: str = "<cases>") -> list[CaseSpec]:
@@ -148,6 +184,12 @@ def case_to_dict(case: CaseSpec, style: str = "bench") -> dict[str, Any]:
             out["expectedFiles"] = case.expected_files
     if case.corpus:
         out["corpus"] = case.corpus
+    if not case.answerable:
+        out["answerable"] = False
+    if case.max_rank is not None:
+        out["max_rank" if style == "bench" else "maxRank"] = case.max_rank
+    if case.require_covered:
+        out["require_covered" if style == "bench" else "requireCovered"] = True
     return {**case.extra, **out}
 
 

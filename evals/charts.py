@@ -126,7 +126,7 @@ def rank_bars(items: Sequence[tuple[str, int | None, bool, bool]], *, height: in
         color = _bar_color(rank, passed, zero)
         if zero:
             h = plot_h if passed else 4
-            what = "no hits, as expected" if passed else "hits returned for a zero-result case"
+            what = "not answered, as expected" if passed else "a question the docs do not answer, told covered"
         elif rank is None:
             h, what = 4, "not found"
         else:

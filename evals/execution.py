@@ -67,7 +67,7 @@ def _result_row(run: EvalRun, case: EvalCase, o: runner.CaseOutcome) -> EvalResu
         search_ms=round(o.search_ms[0], 3) if o.search_ms else None,
         search_ms_total=round(sum(o.search_ms), 3) if o.search_ms else None,
         get_doc_ms=round(o.get_doc_ms, 3) if o.get_doc_ms is not None else None,
-        metrics=o.metrics, error=o.error,
+        metrics=o.metrics, error=o.error, coverage=o.coverage, coverage_score=o.coverage_score, why=o.why[:300],
     )
 
 

@@ -194,12 +194,47 @@ def latency_summary(values: Sequence[float]) -> dict | None:
 # --- comparing two results of one case ---------------------------------------------------------
 
 
-def case_score(*, zero_result: bool, passed: bool, rank: int | None) -> float:
-    """One number per case for better/worse: 1/rank over every round followed (0 if never found);
-    a zero-result case scores 1 when it got no hits, else 0."""
+def case_score(*, zero_result: bool, passed: bool, rank: int | None, verdict_ok: bool = True) -> float:
+    """One number per case for better/worse: 1/rank over every round followed (0 if never found, or when
+    its coverage verdict failed it); a case the docs do not answer scores 1 when it passed, else 0."""
     if zero_result:
         return 1.0 if passed else 0.0
-    return 1.0 / rank if rank else 0.0
+    return 1.0 / rank if rank and verdict_ok else 0.0
+
+
+# --- coverage ----------------------------------------------------------------------------------
+
+
+def coverage_summary(cases: Sequence[tuple[bool, str]]) -> dict | None:
+    """How well the coverage verdict tells answerable questions from the others, over (answerable, verdict)
+    pairs; cases without a verdict ("") are left out, and None when no case has one.
+
+    The flag is `not_covered` ("these docs do not answer this"), the truth is the case's `answerable`:
+        precision  of the cases flagged not_covered, the share that are not answerable
+        recall     of the cases that are not answerable, the share flagged not_covered
+    `_partial` variants count `partial` as a flag too; `answerable_flagged` is the share of answerable cases
+    flagged not_covered (what an agent is wrongly told). Counts per verdict are in `answerable` and
+    `unanswerable`."""
+    judged = [(answerable, verdict) for answerable, verdict in cases if verdict]
+    if not judged:
+        return None
+    counts = {side: {v: sum(1 for a, verdict in judged if a == (side == "answerable") and verdict == v)
+                     for v in ("covered", "partial", "not_covered")} for side in ("answerable", "unanswerable")}
+
+    def ratio(num: int, den: int) -> float | None:
+        return round(num / den, 4) if den else None
+
+    yes, no = counts["answerable"], counts["unanswerable"]
+    n_yes, n_no = sum(yes.values()), sum(no.values())
+    return {
+        "n": len(judged), "answerable": yes, "unanswerable": no,
+        "precision": ratio(no["not_covered"], no["not_covered"] + yes["not_covered"]),
+        "recall": ratio(no["not_covered"], n_no),
+        "precision_partial": ratio(no["not_covered"] + no["partial"],
+                                   no["not_covered"] + no["partial"] + yes["not_covered"] + yes["partial"]),
+        "recall_partial": ratio(no["not_covered"] + no["partial"], n_no),
+        "answerable_flagged": ratio(yes["not_covered"], n_yes),
+    }
 
 
 def compare_scores(before: float | None, after: float | None, tolerance: float = 1e-6) -> str:

@@ -43,6 +43,12 @@ class EvalCase(models.Model):
     corpus = models.CharField(max_length=100, blank=True, help_text="The corpus that answers the case, for runs "
                               "across corpora (blank: any).")
     extra = models.JSONField(default=dict, blank=True, help_text="Other keys of the imported case, kept for export.")
+    answerable = models.BooleanField(default=True, help_text="False: the docs do not answer the question, and the "
+                                     "case passes when the search's coverage verdict says so.")
+    max_rank = models.PositiveSmallIntegerField(null=True, blank=True, help_text="The expected page or chunk must "
+                                                "be at this rank or better (blank: anywhere in the rounds followed).")
+    require_covered = models.BooleanField(default=False, help_text="The verdict must be `covered` (otherwise any "
+                                          "verdict but `not_covered` passes).")
 
     class Meta:
         ordering = ["suite", "position", "pk"]
@@ -53,7 +59,7 @@ class EvalCase(models.Model):
 
     @property
     def is_zero_result(self) -> bool:
-        return not self.expected_chunk_ids and not self.expected_files
+        return not self.answerable
 
 
 class EvalRun(models.Model):
@@ -127,7 +133,8 @@ class EvalResult(models.Model):
     category = models.CharField(max_length=100, blank=True)
     query = models.TextField(blank=True)
     passed = models.BooleanField(default=False)
-    zero_result = models.BooleanField(default=False, help_text="The case expects no hits.")
+    zero_result = models.BooleanField(default=False, help_text="The case is not answerable: the docs should say "
+                                      "they do not cover it.")
     score = models.FloatField(default=0.0, help_text="1/rank over every round (0 if not found); for a "
                                                      "zero-result case 1 if it got no hits. Compared across runs.")
     chunk_rank = models.IntegerField(null=True, blank=True, help_text="Rank of the first expected chunk.")
@@ -142,6 +149,10 @@ class EvalResult(models.Model):
     get_doc_ms = models.FloatField(null=True, blank=True, help_text="get_doc on the top hit.")
     metrics = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
+    coverage = models.CharField(max_length=20, blank=True, help_text="The first search's coverage verdict "
+                                "(covered, partial, not_covered; blank: the target gave none).")
+    coverage_score = models.FloatField(null=True, blank=True)
+    why = models.CharField(max_length=300, blank=True, help_text="Why a case that found its page failed.")
 
     class Meta:
         ordering = ["run", "passed", "pk"]

@@ -5,6 +5,12 @@ not shown up and the result has a `next_cursor`, call again with the cursor, up 
 `max_rounds` calls. Then `get_doc` on the top hit, timed. Ranking metrics at k <= 10 read the
 first call only (as the shared harness does); ranks and rounds read every call made.
 
+Coverage: each reply's verdict (covered / partial / not_covered, retrieval/search/coverage.py) is kept per
+case. An answerable case fails when its question is flagged `not_covered` (or, with `require_covered`, is
+not `covered`, and with `max_rank`, when the expected item is further down); a case with `answerable`
+false passes when the verdict is `not_covered` or `partial` (counted apart). A server that gives no
+verdict is judged as before: a case that expects nothing passes when it gets no hits.
+
 Runs across corpora (scope `all`: /mcp/ without a `corpus` argument; `named`: with the case's own
 corpus as `corpus`) count a hit only when it comes from the case's corpus, since the same path can
 exist in two corpora, and ask `list_corpora` the case's query to see whether the case's corpus comes
@@ -44,6 +50,7 @@ class CaseLike(Protocol):
     expected_chunk_ids: list
     expected_files: list
     corpus: str
+    # optional (older case objects lack them): answerable (default: it expects something), max_rank, require_covered
 
 
 @dataclass
@@ -68,6 +75,9 @@ class CaseOutcome:
     # {"expected", "first", "rank"}: where list_corpora put the case's corpus (rank None: not listed)
     resolution: dict[str, Any] | None = None
     list_corpora_ms: float | None = None
+    coverage: str = ""  # the first search's verdict; "" when the target gave none
+    coverage_score: float | None = None
+    why: str = ""  # why a case that found its page still failed (verdict, rank limit)
 
     @property
     def has_chunks(self) -> bool:
@@ -83,7 +93,8 @@ class CaseOutcome:
 
     @property
     def score(self) -> float:
-        return m.case_score(zero_result=self.zero_result, passed=self.passed, rank=self.rank)
+        return m.case_score(zero_result=self.zero_result, passed=self.passed, rank=self.rank,
+                            verdict_ok=not self.why.startswith(VERDICT_FAILURE))
 
 
 def expected_files_for(case: CaseLike) -> list[str]:
@@ -113,11 +124,26 @@ def resolve_corpus(target: Target, query: str, expected: str) -> dict[str, Any]:
             "rank": names.index(expected) + 1 if expected in names else None}
 
 
+NOT_COVERED, PARTIAL, COVERED = "not_covered", "partial", "covered"
+VERDICT_FAILURE = "the search said"  # how a failure on the verdict (not on the rank) starts
+
+
+def verdict_failure(verdict: str, *, require_covered: bool) -> str:
+    """Why an answerable case fails on its verdict, or "" when the verdict lets it pass."""
+    if verdict == NOT_COVERED:
+        return f"{VERDICT_FAILURE} the docs do not cover it (not_covered)"
+    if require_covered and verdict != COVERED:
+        return f"{VERDICT_FAILURE} {verdict or 'nothing about coverage'}, and this case needs covered"
+    return ""
+
+
 def run_case(target: Target, case: CaseLike, *, match: str = "exact", max_rounds: int = 3,
              extra_filters: dict | None = None, time_get_doc: bool = True, scope: str = "corpus") -> CaseOutcome:
     exp_chunks = list(case.expected_chunk_ids or [])
     exp_files = expected_files_for(case)
-    zero = not exp_chunks and not exp_files
+    zero = not getattr(case, "answerable", bool(exp_chunks or exp_files)) or not (exp_chunks or exp_files)
+    max_rank = getattr(case, "max_rank", None)
+    require_covered = bool(getattr(case, "require_covered", False))
     corpus = getattr(case, "corpus", "") or ""
     out = CaseOutcome(case.name, case.category or "", case.query, zero_result=zero, corpus=corpus)
     arguments = {"query": case.query, "limit": PAGE_SIZE, **(extra_filters or {}), **(case.filters or {})}
@@ -142,6 +168,8 @@ def run_case(target: Target, case: CaseLike, *, match: str = "exact", max_rounds
         keys = [_keys(h, corpus if across else "") for h in page.hits]
         if not chunk_pages:
             own_first = sum(not _foreign(h, corpus if across else "") for h in page.hits)
+            if page.coverage is not None:
+                out.coverage, out.coverage_score = page.coverage["verdict"], page.coverage["score"]
         if top is None and page.hits:
             top = page.hits[0]
         chunks = [k[0] for k in keys]
@@ -160,9 +188,11 @@ def run_case(target: Target, case: CaseLike, *, match: str = "exact", max_rounds
     all_chunks = [c for page in chunk_pages for c in page]
     all_files = [f for page in file_pages for f in page]
     if zero:
-        # Across corpora, another corpus may well answer what the case's corpus does not.
-        out.passed = not out.error and own_first == 0
-        out.metrics = {"chunk": None, "file": None, "zero_result": 1.0 if out.passed else 0.0}
+        if out.coverage and scope != "all":
+            out.passed = not out.error and out.coverage in (NOT_COVERED, PARTIAL)
+        else:  # no verdict, or one for every corpus at once: across corpora another may answer what this one does not
+            out.passed = not out.error and own_first == 0
+        out.metrics = {"chunk": None, "file": None, "unanswerable": 1.0 if out.passed else 0.0}
     else:
         out.metrics = {
             "chunk": m.rank_metrics(first_chunks, exp_chunks) if exp_chunks else None,
@@ -173,7 +203,10 @@ def run_case(target: Target, case: CaseLike, *, match: str = "exact", max_rounds
             out.rounds = m.first_relevant_round(chunk_pages, exp_chunks)
         out.file_rank = m.first_relevant_rank(m.file_ranking(all_files), exp_files)
         out.file_rounds = m.first_relevant_round(file_pages, exp_files)
-        out.passed = not out.error and out.rank is not None
+        if out.rank is not None and max_rank is not None and out.rank > max_rank:
+            out.why = f"found at rank {out.rank}, and this case needs it within the first {max_rank}"
+        out.why = verdict_failure(out.coverage, require_covered=require_covered) or out.why
+        out.passed = not out.error and out.rank is not None and not out.why
     if time_get_doc and top is not None and target.has_tool(GET_DOC_TOOL):
         started = time.perf_counter()
         doc_args: dict[str, Any] = {"chunk_id": hit_chunk_id(top)}
@@ -219,6 +252,11 @@ def run_cases(target: Target, cases: Sequence[CaseLike], *, match: str = "exact"
 
 def _group(outcomes: Sequence[CaseOutcome]) -> dict:
     zero = [o for o in outcomes if o.zero_result]
+    unanswerable = None
+    if zero:
+        unanswerable = {"n": len(zero), "accuracy": round(sum(o.passed for o in zero) / len(zero), 4),
+                        "not_covered": sum(o.coverage == NOT_COVERED for o in zero),
+                        "partial": sum(o.coverage == PARTIAL for o in zero)}
     group = {
         "cases": len(outcomes),
         "passed": sum(o.passed for o in outcomes),
@@ -230,8 +268,8 @@ def _group(outcomes: Sequence[CaseOutcome]) -> dict:
             "chunk": m.rounds_summary([o.rounds for o in outcomes if o.has_chunks]),
             "file": m.rounds_summary([o.file_rounds for o in outcomes if o.has_files]),
         },
-        "zero_result": ({"n": len(zero), "accuracy": round(sum(o.passed for o in zero) / len(zero), 4)}
-                        if zero else None),
+        "unanswerable": unanswerable,
+        "coverage": m.coverage_summary([(not o.zero_result, o.coverage) for o in outcomes]),
     }
     resolution = m.resolution_summary([o.resolution["rank"] for o in outcomes if o.resolution is not None])
     if resolution:

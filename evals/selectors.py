@@ -43,7 +43,11 @@ def headline(metrics: dict | None) -> dict:
     out["file_mrr@10"] = (overall.get("file") or {}).get("mrr@10")
     out["file_hit@1"] = (overall.get("file") or {}).get("hit@1")
     out["pass_rate"] = overall.get("pass_rate")
-    out["zero_result"] = (overall.get("zero_result") or {}).get("accuracy")
+    # runs before coverage verdicts called the cases the docs do not answer "zero_result"
+    out["unanswerable"] = (overall.get("unanswerable") or overall.get("zero_result") or {}).get("accuracy")
+    coverage = overall.get("coverage") or {}
+    out["coverage_precision"], out["coverage_recall"] = coverage.get("precision"), coverage.get("recall")
+    out["coverage_flagged"] = coverage.get("answerable_flagged")
     out["resolution"] = (overall.get("resolution") or {}).get("accuracy")
     return out
 
@@ -95,7 +99,8 @@ def suite_list():
 def suite_export(*, suite: EvalSuite, fmt: str = "jsonl", style: str | None = None) -> str:
     specs = [CaseSpec(name=c.name, query=c.query, category=c.category, filters=c.filters,
                       expected_chunk_ids=c.expected_chunk_ids, expected_files=c.expected_files, extra=c.extra,
-                      corpus=c.corpus)
+                      corpus=c.corpus, answerable=c.answerable, max_rank=c.max_rank,
+                      require_covered=c.require_covered)
              for c in suite.cases.order_by("position", "pk")]
     return dump_cases(specs, fmt, style)
 
@@ -184,6 +189,7 @@ def compare_runs(run: EvalRun, other: EvalRun) -> dict:
         a, b = mine.get(name), theirs.get(name)
         rows.append({"name": name, "status": status, "category": (a or b).category, "query": (a or b).query,
                      "zero": (a or b).zero_result,
+                     "coverage": a.coverage if a else "", "other_coverage": b.coverage if b else "",
                      "rank": a.rank if a else None, "other_rank": b.rank if b else None,
                      "score": a.score if a else None, "other_score": b.score if b else None,
                      "delta": round(a.score - b.score, 4) if a and b else None,

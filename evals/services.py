@@ -71,12 +71,14 @@ def suite_import(*, name: str, path: str | Path | None = None, text: str | None 
 
 def _sync_cases(suite: EvalSuite, specs: list[CaseSpec], *, prune: bool) -> None:
     existing = {c.name: c for c in suite.cases.all()}
-    fields = ["position", "category", "query", "filters", "expected_chunk_ids", "expected_files", "extra", "corpus"]
+    fields = ["position", "category", "query", "filters", "expected_chunk_ids", "expected_files", "extra", "corpus",
+              "answerable", "max_rank", "require_covered"]
     create, update = [], []
     for position, spec in enumerate(specs):
         values = {"position": position, "category": spec.category, "query": spec.query, "filters": spec.filters,
                   "expected_chunk_ids": spec.expected_chunk_ids, "expected_files": spec.expected_files,
-                  "extra": spec.extra, "corpus": spec.corpus}
+                  "extra": spec.extra, "corpus": spec.corpus, "answerable": spec.answerable,
+                  "max_rank": spec.max_rank, "require_covered": spec.require_covered}
         case = existing.pop(spec.name, None)
         if case is None:
             create.append(EvalCase(suite=suite, name=spec.name, **values))

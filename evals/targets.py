@@ -33,6 +33,20 @@ class ToolFailed(Exception):
 class SearchPage:
     hits: list[dict]
     next_cursor: str | None
+    coverage: dict | None = None  # {"verdict", "score"}: whether the docs answer the question (None: not said)
+
+
+VERDICTS = ("covered", "partial", "not_covered")
+
+
+def _coverage(data: dict) -> dict | None:
+    """The reply's coverage verdict when it gives a known one; a server without verdicts gives None."""
+    raw = data.get("coverage")
+    if not isinstance(raw, dict) or raw.get("verdict") not in VERDICTS:
+        return None
+    score = raw.get("score")
+    return {"verdict": raw["verdict"],
+            "score": float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None}
 
 
 def result_text(result: dict) -> str:
@@ -44,7 +58,8 @@ def parse_search_result(result: dict) -> SearchPage:
     for data in _payloads(result):
         if isinstance(data, dict) and isinstance(data.get("hits"), list):
             cursor = data.get("next_cursor") or data.get("nextCursor")
-            return SearchPage([h for h in data["hits"] if isinstance(h, dict)], cursor if isinstance(cursor, str) else None)
+            return SearchPage([h for h in data["hits"] if isinstance(h, dict)], cursor if isinstance(cursor, str) else None,
+                              _coverage(data))
         if isinstance(data, list):
             return SearchPage([h for h in data if isinstance(h, dict)], None)
     raise ToolFailed("no hits[] in structuredContent or in a JSON text block")

@@ -19,6 +19,7 @@ from .models import EvalRun
 CHART_METRICS = ("mrr@10", "ndcg@10", "recall@10", "hit@1", "hit@5")
 LATENCY_ROWS = (("search", "search_docs, every call"), ("search_first", "search_docs, first call of a case"),
                 ("get_doc", "get_doc on the top hit"), ("list_corpora", "list_corpora with the case's query"))
+COVERAGE_KEYS = ("precision", "recall", "precision_partial", "recall_partial", "answerable_flagged")
 TABLE_METRICS = ("mrr@10", "ndcg@5", "ndcg@10", "recall@5", "recall@10", "hit@1", "hit@5")
 
 
@@ -50,6 +51,13 @@ def _suite_charts(runs: list[EvalRun]) -> list:
                charts.Series("search p95", [((r.latency or {}).get("search") or {}).get("p95") for r in runs])]
     out.append(charts.line_chart(latency, labels, title="search latency", y_max=None, digits=1, unit=" ms",
                                  axis_labels=axis))
+    coverage = [((r.metrics.get("overall") or {}).get("coverage") or {}) for r in runs]
+    if any(coverage):
+        out.append(charts.line_chart([charts.Series("precision", [x.get("precision") for x in coverage]),
+                                      charts.Series("recall", [x.get("recall") for x in coverage]),
+                                      charts.Series("answerable flagged", [x.get("answerable_flagged")
+                                                                           for x in coverage])],
+                                     labels, title="coverage verdict (not_covered flags)", axis_labels=axis))
     resolution = [((r.metrics.get("overall") or {}).get("resolution") or {}) for r in runs]
     if any(resolution):
         out.append(charts.line_chart([charts.Series("first", [x.get("accuracy") for x in resolution]),
@@ -92,7 +100,8 @@ def _group_rows(groups: dict) -> list[dict]:
             "chunk": [(g.get("chunk") or {}).get(k) for k in TABLE_METRICS] if g.get("chunk") else None,
             "file": [(g.get("file") or {}).get(k) for k in TABLE_METRICS] if g.get("file") else None,
             "rounds": ((g.get("rounds") or {}).get("chunk") or {}),
-            "zero": g.get("zero_result"),
+            "zero": g.get("unanswerable") or g.get("zero_result"),
+            "coverage": g.get("coverage"),
             "resolution": g.get("resolution"),
         })
     return rows
@@ -120,6 +129,8 @@ def run_detail(request, pk: int):
         "run": run, "results": results, "group_rows": _group_rows(groups),
         "corpus_rows": _group_rows(metrics.get("by_corpus") or {}),
         "resolution": (metrics.get("overall") or {}).get("resolution"),
+        "coverage": (metrics.get("overall") or {}).get("coverage"),
+        "delta_coverage": ((delta.get("metrics") or {}).get("overall") or {}).get("coverage") or {},
         "delta_resolution": ((delta.get("metrics") or {}).get("overall") or {}).get("resolution") or {}, "metric_keys": TABLE_METRICS,
         "categories": categories, "bars": bars, "choices": selectors.compare_choices(run),
         "delta": delta, "delta_overall": (delta.get("metrics") or {}).get("overall") or {},
@@ -144,6 +155,13 @@ def run_compare(request, pk: int, other_pk: int):
             {"key": k, "value": a.get(k), "other": b.get(k),
              "delta": round(a[k] - b[k], 4) if k in a and k in b else None} for k in TABLE_METRICS]})
     category_rows = []
+    coverage_a, coverage_b = overall_a.get("coverage") or {}, overall_b.get("coverage") or {}
+    if coverage_a or coverage_b:
+        levels.append({"level": "coverage", "rows": [
+            {"key": k, "value": coverage_a.get(k), "other": coverage_b.get(k),
+             "delta": round(coverage_a[k] - coverage_b[k], 4)
+             if coverage_a.get(k) is not None and coverage_b.get(k) is not None else None}
+            for k in COVERAGE_KEYS]})
     for cat, d in (data["metrics"].get("by_category") or {}).items():
         category_rows.append({"name": cat, "chunk_mrr": (d.get("chunk") or {}).get("mrr@10"),
                               "file_mrr": (d.get("file") or {}).get("mrr@10"), "pass_rate": d.get("pass_rate")})

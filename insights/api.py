@@ -64,15 +64,21 @@ class DismissIn(Input):
 
 
 class FixIn(Input):
-    filepath: str = Field(..., min_length=1, max_length=1000, description="The page that should answer.")
-    llm: bool = Field(False, description="Draft a section with the LLM fixer (DOCSMCP_FIX_MODEL) instead of the "
-                                         "heuristic keywords proposal.")
+    filepath: str = Field(..., min_length=1, max_length=1000, description="The page that should answer (with "
+                          "`new_page`, the path of the page to create).")
+    llm: bool = Field(False, description="Draft the section with the LLM fixer (DOCSMCP_FIX_MODEL) instead of an "
+                                         "outline for the author to write.")
+    heading: str | None = Field(None, min_length=1, max_length=120, description="The section's heading; default: "
+                                "named after what the group's questions ask about.")
+    new_page: bool = Field(False, description="Outline a new page at `filepath` instead of a section of an "
+                                              "existing page.")
 
 
 class FeedbackFixIn(Input):
     filepath: str | None = Field(None, min_length=1, max_length=1000,
                                  description="The page to change; default: the page the feedback is about.")
-    llm: bool = Field(False, description="Draft a section with the LLM fixer instead of the heuristic proposal.")
+    llm: bool = Field(False, description="Draft the section with the LLM fixer instead of an outline for the author "
+                                         "to write.")
 
 
 class FeedbackEvalCaseIn(Input):
@@ -233,7 +239,8 @@ def gap_fix(request: HttpRequest, name: str, payload: FixIn, gap_id: int = GapId
     corpus = corpus_selectors.corpus_get(name)
     gap = services.gap_get(corpus=corpus, gap_id=gap_id)
     return Status(201, fix_out(services.gap_fix(corpus=corpus, gap=gap, filepath=payload.filepath,
-                                                use_llm=payload.llm)))
+                                                use_llm=payload.llm, heading=payload.heading,
+                                                new_page=payload.new_page)))
 
 
 @router.post("/corpora/{name}/feedback/{int:feedback_id}/eval-case", response={201: EvalCaseOut}, auth=ADMIN)

@@ -87,9 +87,16 @@ def _suite(corpus: Corpus, name: str) -> EvalSuite:
     return suite
 
 
+GAP_CASE_MAX_RANK = 3  # an agent reads the first few hits: a gap is closed when the page is among them
+
+
 def eval_case_make(*, corpus: Corpus, suite: str, name: str, query: str, expected_files: list[str],
                    category: str, note: dict) -> EvalCase:
-    """Create (or refresh) the case `name` in `suite`; the suite is created for the corpus when new."""
+    """Create (or refresh) the case `name` in `suite`; the suite is created for the corpus when new.
+
+    The case stays answerable and is strict: it passes only when an expected page is among the first
+    GAP_CASE_MAX_RANK hits and the search says the docs cover the question, so it fails until the
+    content is written (a gap's question always finds some page somewhere in the first ten)."""
     query = (query or "").strip()
     if not query:
         raise InsightsError("this item has no question to ask (no query text was recorded); it cannot become an "
@@ -100,10 +107,13 @@ def eval_case_make(*, corpus: Corpus, suite: str, name: str, query: str, expecte
         position = (chosen.cases.aggregate(m=Max("position"))["m"] or 0) + 1
         case, created = EvalCase.objects.get_or_create(
             suite=chosen, name=name, defaults={"position": position, "category": category, "query": query[:2000],
-                                               "expected_files": files, "extra": note})
+                                               "expected_files": files, "extra": note, "answerable": True,
+                                               "max_rank": GAP_CASE_MAX_RANK, "require_covered": True})
         if not created:
             case.query, case.expected_files, case.expected_chunk_ids, case.extra = query[:2000], files, [], note
-            case.save(update_fields=["query", "expected_files", "expected_chunk_ids", "extra"])
+            case.answerable, case.max_rank, case.require_covered = True, GAP_CASE_MAX_RANK, True
+            case.save(update_fields=["query", "expected_files", "expected_chunk_ids", "extra", "answerable",
+                                     "max_rank", "require_covered"])
         EvalSuite.objects.filter(pk=chosen.pk).update(updated_at=timezone.now())
     return case
 
@@ -126,14 +136,14 @@ def feedback_eval_case(*, corpus: Corpus, item: Feedback, suite: str, expected_f
 
 
 def _propose(*, corpus: Corpus, filepath: str, questions: list[str], feedback: list[str],
-             use_llm: bool) -> FixProposal:
+             use_llm: bool, heading: str | None = None) -> FixProposal:
     try:
         from corpus.fixes import content_fix_propose
     except ImportError:
         raise FixUnavailable("this server has no content fixer (corpus.fixes.content_fix_propose); upgrade "
                              "docsmcp, or edit the page by hand") from None
     return content_fix_propose(corpus=corpus, filepath=filepath, questions=questions, feedback=feedback,
-                               use_llm=use_llm)
+                               use_llm=use_llm, heading=heading)
 
 
 def _page_feedback(corpus: Corpus, filepath: str) -> list[str]:
@@ -143,12 +153,20 @@ def _page_feedback(corpus: Corpus, filepath: str) -> list[str]:
     return [f"{verdict}: {comment}" for verdict, comment in rows]
 
 
-def gap_fix(*, corpus: Corpus, gap: Gap, filepath: str, use_llm: bool) -> FixProposal:
-    """A content fix proposal for the page that should answer the group's questions."""
-    filepath = _check_pages(corpus, [filepath], "a content fix")[0]
+def gap_fix(*, corpus: Corpus, gap: Gap, filepath: str, use_llm: bool, heading: str | None = None,
+            new_page: bool = False) -> FixProposal:
+    """A content fix proposal for the page that should answer the group's questions: a section (or with
+    `new_page`, a page) outlined for the author to write, or drafted by the LLM."""
+    if new_page:
+        filepath = filepath.strip().lstrip("/")
+        if filepath in served.pages(served.active_index(corpus.name)):
+            raise InsightsError(f"{filepath} is already a page of corpus {corpus.name!r}; ask for a section of it")
+    else:
+        filepath = _check_pages(corpus, [filepath], "a content fix")[0]
     questions = list(dict.fromkeys([gap.representative, *(e["query"] for e in gap.examples or [])]))[:MAX_CONTEXT]
     proposal = _propose(corpus=corpus, filepath=filepath, questions=questions,
-                        feedback=_page_feedback(corpus, filepath), use_llm=use_llm)
+                        feedback=[] if new_page else _page_feedback(corpus, filepath), use_llm=use_llm,
+                        heading=heading)
     gap.fix_proposal = proposal
     gap.save(update_fields=["fix_proposal", "updated_at"])
     return proposal

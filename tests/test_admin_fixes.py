@@ -139,3 +139,33 @@ def test_build_change_page_shows_timings_counts_and_findings(client, staff, corp
     for text in ("0.250", "1.5s", "total_chunks", "<code>a.md:7</code>", "validation found 1 error(s)",
                  'data-in-flight="0"'):
         assert text in page
+
+
+def test_only_a_reviewer_writes_an_outlines_text_and_bad_text_is_refused_with_the_reason(client, corpus,
+                                                                                        django_user_model):
+    from django.contrib.auth.models import Permission
+
+    from corpus.fixes import content_fix_propose
+
+    outline = content_fix_propose(corpus=corpus, filepath="guides/typo.md", questions=["Is there a PHP SDK?"],
+                                  feedback=[])
+    write = reverse("admin:corpus_fixproposal_write", args=[outline.pk])
+    viewer = django_user_model.objects.create_user("viewer", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_fixproposal"))
+    client.force_login(viewer)
+    page = client.get(reverse("admin:corpus_fixproposal_change", args=[outline.pk])).content.decode()
+    assert 'id="fix-write"' not in page and 'id="fix-unwritten"' in page  # the text shown, no form
+    assert client.post(write, {"heading": "PHP SDK", "body": "There is no PHP SDK; use the REST API."}).status_code == 403
+
+    client.force_login(django_user_model.objects.create_superuser("author", "a@example.com", None))
+    assert client.get(write).status_code == 405
+    refused = client.post(write, {"heading": "PHP SDK", "body": "# PHP\n\nA title inside."}, follow=True)
+    assert "The text was not saved: the section&#x27;s text has a heading of level" in refused.content.decode()
+    outline.refresh_from_db()
+    assert "docsmcp outline" in outline.new_content
+    saved = client.post(write, {"heading": "PHP SDK", "body": "There is no PHP SDK; call the REST API directly."},
+                        follow=True).content.decode()
+    assert "Saved: the change below is what approving will write." in saved and "+## PHP SDK" in saved
+    outline.refresh_from_db()
+    assert outline.finding["written_by"] == "author" and "docsmcp outline" not in outline.new_content
+    assert LogEntry.objects.filter(object_id=str(outline.pk), change_message="text written").exists()

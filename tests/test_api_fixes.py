@@ -100,3 +100,25 @@ def test_a_proposal_of_another_corpus_is_404(client, docs, sample_corpus):
     proposal = propose(corpus, root)
     for method, suffix, body in (("get", "", None), ("post", "/approve", None), ("post", "/reject", {"reason": "r"})):
         assert_error(call(client, method, f"/corpora/sample/fixes/{proposal.pk}{suffix}", body), 404, "fix_not_found")
+
+
+def test_an_outline_gets_its_text_over_rest_before_it_can_be_approved(client, docs):
+    from corpus.fixes import content_fix_propose
+
+    corpus, root = docs
+    outline = content_fix_propose(corpus=corpus, filepath="page.md", questions=["Can customers pay with Apple Pay?"],
+                                  feedback=[])
+    assert_error(call(client, "post", f"/corpora/docs/fixes/{outline.pk}/approve"), 400, "fix_error",
+                 "still an outline")
+    assert_error(call(client, "post", f"/corpora/docs/fixes/{outline.pk}/text",
+                      {"heading": "Apple Pay", "body": "## Apple Pay\n\nNot a subsection."}), 400, "fix_error",
+                 "heading of level 2 or above")
+    body = "Apple Pay is not supported: customers pay by card or bank transfer."
+    written = call(client, "post", f"/corpora/docs/fixes/{outline.pk}/text", {"heading": "Apple Pay", "body": body})
+    assert written.status_code == 200, written.content
+    assert "+## Apple Pay" in written.json()["diff"] and "outline" not in written.json()["diff"]
+    assert call(client, "post", f"/corpora/docs/fixes/{outline.pk}/approve").json()["status"] == "applied"
+    assert (root / "page.md").read_text() == f"{OLD}\n## Apple Pay\n\n{body}\n"
+    other = propose(corpus, root)  # not a content section: it has no text to write
+    assert_error(call(client, "post", f"/corpora/docs/fixes/{other.pk}/text", {"heading": "X", "body": "y"}), 400,
+                 "fix_error", "has no text to write")

@@ -20,10 +20,12 @@ def _outcome(rng: random.Random, name: str, category: str) -> runner.CaseOutcome
     rank = rng.choice([1, 1, 1, 2, 3, 7, 12, None])
     zero = category == "zero-result"
     o = runner.CaseOutcome(name=name, category=category, query=f"how do I {name}?", zero_result=zero)
+    o.coverage = rng.choice(["covered", "partial", "not_covered"] if zero else ["covered"] * 4 + ["not_covered"])
+    o.coverage_score = {"covered": 0.8, "partial": 0.4, "not_covered": 0.1}[o.coverage]
     if zero:
-        o.passed = rng.random() < 0.5
-        o.metrics = {"chunk": None, "file": None, "zero_result": float(o.passed)}
-        o.hit_count = 0 if o.passed else 3
+        o.passed = o.coverage != "covered"
+        o.metrics = {"chunk": None, "file": None, "unanswerable": float(o.passed)}
+        o.hit_count = 3
     else:
         ranked = [f"x{i}.md#n" for i in range(10)]
         if rank and rank <= 10:
@@ -75,7 +77,8 @@ def volume(db):
                        zero_result=o.zero_result, score=o.score, chunk_rank=o.chunk_rank, file_rank=o.file_rank,
                        rounds=o.rounds, calls=1, hit_count=o.hit_count, top_hits=o.top_hits,
                        search_ms=o.search_ms[0], search_ms_total=o.search_ms[0], get_doc_ms=o.get_doc_ms,
-                       metrics=o.metrics) for c, o in zip(cases, outcomes, strict=True)], batch_size=500)
+                       metrics=o.metrics, coverage=o.coverage, coverage_score=o.coverage_score)
+            for c, o in zip(cases, outcomes, strict=True)], batch_size=500)
         EvalRun.objects.filter(pk=run.pk).update(metrics=runner.summarize(outcomes),
                                                  latency=runner.latency(outcomes))
     EvalRun.objects.filter(pk=detailed[1].pk).update(baseline=detailed[0])
@@ -122,6 +125,30 @@ def test_compare_is_bounded_with_1000_cases(admin_client, volume, django_assert_
     assert html[first_row:first_row + 21].startswith('data-status="worse"')  # regressions first
 
 
+def test_coverage_precision_and_recall_stand_beside_mrr(admin_client, volume):
+    run = EvalRun.objects.get(pk=volume["detailed"][1].pk)
+    coverage = run.metrics["overall"]["coverage"]
+    results = list(run.results.values_list("zero_result", "coverage"))
+    flagged = [zero for zero, verdict in results if verdict == "not_covered"]
+    assert coverage["precision"] == round(sum(flagged) / len(flagged), 4)
+    assert coverage["recall"] == round(sum(flagged) / sum(zero for zero, _v in results), 4)
+
+    def card(html: str, metric: str) -> str:
+        start = html.index(f'data-metric="{metric}"')
+        return html[start:html.index("</div></div>", start)]
+
+    overview = admin_client.get("/evals/").content.decode()
+    assert f'{coverage["precision"]:.3f}' in card(overview, "coverage-precision")
+    assert f'{coverage["recall"]:.3f}' in card(overview, "coverage-recall")
+    assert "coverage verdict (not_covered flags)" in overview  # its chart across runs
+    page = admin_client.get(f"/evals/runs/{run.pk}/").content.decode()
+    assert f'{coverage["precision"]:.3f}' in card(page, "coverage-precision")
+    assert f'{coverage["recall"]:.3f}' in card(page, "coverage-recall")
+    assert page.count('class="verdict not_covered"') == sum(v == "not_covered" for _z, v in results)
+    compare = admin_client.get(f"/evals/runs/{run.pk}/compare/{volume['detailed'][0].pk}/").content.decode()
+    assert "<th>coverage</th>" in compare and "<td>recall</td>" in compare
+
+
 def test_unknown_run_is_404(admin_client, db):
     assert admin_client.get("/evals/runs/999/").status_code == 404
     assert admin_client.get("/evals/runs/999/compare/998/").status_code == 404
@@ -160,6 +187,6 @@ def test_charts_are_plain_svg_with_escaped_labels():
     assert "<b>" not in svg and "&lt;b&gt;" in svg and "t&amp;t" in svg
     assert svg.count("<circle") == 2 and "<polyline" not in svg  # a gap splits the line into single points
     bars = charts.rank_bars([("a", 1, True, False), ("b", None, False, False), ("z", None, True, True)])
-    assert bars.count("<rect") == 3 and "not found" in bars and "no hits, as expected" in bars
+    assert bars.count("<rect") == 3 and "not found" in bars and "not answered, as expected" in bars
     assert "http" not in svg.replace("http://www.w3.org/2000/svg", "")  # nothing fetched
     assert "no runs yet" in charts.line_chart([], [])

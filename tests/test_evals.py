@@ -36,9 +36,13 @@ BENCH_JSONL = "\n".join(json.dumps(c) for c in [
 # --- fakes -------------------------------------------------------------------------------------
 
 
-def hits_result(ids: list[str], next_cursor: str | None = None, structured: bool = True) -> dict:
+def hits_result(ids: list[str], next_cursor: str | None = None, structured: bool = True,
+                verdict: str | None = None) -> dict:
     payload = {"hits": [{"chunk_id": i, "filepath": i.split("#")[0], "score": 1.0} for i in ids],
                "next_cursor": next_cursor, "hint": None}
+    if verdict:
+        payload = {"coverage": {"verdict": verdict, "score": {"covered": 0.9, "partial": 0.4}.get(verdict, 0.1)},
+                   **payload}
     result = {"content": [{"type": "text", "text": json.dumps(payload)}], "isError": False}
     if structured:
         result["structuredContent"] = payload
@@ -51,8 +55,9 @@ class FakeTarget(Target):
     label = "fake"
 
     def __init__(self, pages: dict[str, list[list[str]]], fail_on: str | None = None,
-                 interrupt_on: str | None = None):
+                 interrupt_on: str | None = None, verdicts: dict[str, str] | None = None):
         self.pages, self.fail_on, self.interrupt_on = pages, fail_on, interrupt_on
+        self.verdicts = verdicts or {}  # {query: coverage verdict}; none: the server says nothing of coverage
         self.calls: list[tuple[str, dict]] = []
 
     def call(self, name, arguments):
@@ -66,12 +71,14 @@ class FakeTarget(Target):
             return {"content": [{"type": "text", "text": "Invalid filter value"}], "isError": True}
         pages = self.pages.get(query, [[]])
         n = int(arguments.get("cursor", "0"))
-        return hits_result(pages[n], str(n + 1) if n + 1 < len(pages) else None, structured=n % 2 == 0)
+        return hits_result(pages[n], str(n + 1) if n + 1 < len(pages) else None, structured=n % 2 == 0,
+                           verdict=self.verdicts.get(query))
 
 
-def case(name, query, chunks=(), files=(), category="c", filters=None):
+def case(name, query, chunks=(), files=(), category="c", filters=None, **rules):
     return EvalCase(name=name, query=query, category=category, filters=filters or {},
-                    expected_chunk_ids=list(chunks), expected_files=list(files))
+                    expected_chunk_ids=list(chunks), expected_files=list(files),
+                    answerable=bool(chunks or files), **rules)
 
 
 @pytest.fixture
@@ -161,10 +168,32 @@ def test_refreshing_a_suite_updates_adds_and_prunes_by_name(fake_suite):
     ('{"id": "a", "query": "x"}\nnot json\n', "<cases>:2: not JSON"),
     ('[{"query": "x", "filters": ["python"]}]', "filters must be an object"),
     ('[{"query": "x", "expectedChunkIds": [1]}]', "list of strings"),
+    ('[{"query": "x", "answerable": true}]', "an answerable case needs the chunks or files"),
+    ('[{"query": "x", "answerable": false, "expectedFiles": ["a.md"]}]', "expects no chunks or files"),
+    ('[{"query": "x", "answerable": "no"}]', "answerable must be true or false"),
+    ('[{"query": "x", "expectedFiles": ["a.md"], "maxRank": 0}]', "maxRank must be a whole number"),
+    ('[{"query": "x", "maxRank": 3}]', "for answerable cases"),
 ])
 def test_bad_case_files_say_where(text, message):
     with pytest.raises(CaseFormatError, match=message.replace("(", r"\(")):
         parse_cases(text)
+
+
+def test_answerable_false_max_rank_and_require_covered_round_trip_in_both_spellings():
+    specs = parse_cases(json.dumps([
+        {"name": "apple-pay", "query": "Can customers pay with Apple Pay?", "answerable": False},
+        {"name": "old-zero", "query": "kafka", "expectedChunkIds": []},
+        {"name": "gap-7", "query": "429 rate limit", "expectedFiles": ["guides/throttling.md"], "maxRank": 3,
+         "requireCovered": True},
+    ]))
+    assert [(s.answerable, s.max_rank, s.require_covered) for s in specs] == [
+        (False, None, False), (False, None, False), (True, 3, True)]
+    bench = [json.loads(line) for line in dump_cases(specs).splitlines()]
+    assert bench[0]["answerable"] is False and bench[2]["max_rank"] == 3 and bench[2]["require_covered"] is True
+    assert "answerable" not in bench[2]
+    again = parse_cases(dump_cases(specs, "json"))
+    assert [(s.answerable, s.max_rank, s.require_covered) for s in again] == [
+        (s.answerable, s.max_rank, s.require_covered) for s in specs]
 
 
 def test_json_object_with_cases_key_and_default_names():
@@ -194,11 +223,54 @@ def test_runner_stops_at_max_rounds_and_reports_not_found():
     assert out.top_hits == ["x.md#1", "x.md#2"]
 
 
-def test_zero_result_case_passes_only_with_no_hits():
+def test_an_unanswerable_case_without_a_verdict_passes_only_with_no_hits():
     empty = runner.run_case(FakeTarget({"q": [[]]}), case("z", "q"))
-    assert empty.zero_result and empty.passed and empty.metrics["zero_result"] == 1.0
+    assert empty.zero_result and empty.passed and empty.metrics["unanswerable"] == 1.0
     noisy = runner.run_case(FakeTarget({"q": [["a.md#x"]], }), case("z", "q"))
-    assert not noisy.passed and noisy.metrics["zero_result"] == 0.0 and noisy.hit_count == 1
+    assert not noisy.passed and noisy.metrics["unanswerable"] == 0.0 and noisy.hit_count == 1
+
+
+@pytest.mark.parametrize("verdict, passed", [("not_covered", True), ("partial", True), ("covered", False)])
+def test_an_unanswerable_case_passes_when_the_search_says_the_docs_do_not_cover_it(verdict, passed):
+    out = runner.run_case(FakeTarget({"q": [["a.md#x", "b.md#y"]]}, verdicts={"q": verdict}), case("z", "q"))
+    assert out.zero_result and out.coverage == verdict and out.passed is passed and out.hit_count == 2
+
+
+def test_an_answerable_case_fails_when_its_question_is_flagged_not_covered():
+    target = FakeTarget({"q": [["a.md#x"]]}, verdicts={"q": "not_covered"})
+    out = runner.run_case(target, case("c", "q", chunks=["a.md#x"]))
+    assert out.chunk_rank == 1 and not out.passed and out.score == 0.0
+    assert out.why == "the search said the docs do not cover it (not_covered)"
+    partial = runner.run_case(FakeTarget({"q": [["a.md#x"]]}, verdicts={"q": "partial"}), case("c", "q", chunks=["a.md#x"]))
+    assert partial.passed and partial.score == 1.0 and partial.why == ""
+
+
+@pytest.mark.parametrize("pages, verdict, passed, why", [
+    ([["x.md#1", "y.md#2", "a.md#want"]], "covered", True, ""),
+    ([["x.md#1", "y.md#2", "z.md#3", "a.md#want"]], "covered", False, "found at rank 4, and this case needs it "
+                                                                      "within the first 3"),
+    ([["a.md#want"]], "partial", False, "the search said partial, and this case needs covered"),
+    ([["a.md#want"]], None, False, "the search said nothing about coverage, and this case needs covered"),
+    ([["x.md#1"]], "covered", False, ""),
+])
+def test_a_gap_case_needs_its_page_in_the_first_three_hits_and_the_verdict_covered(pages, verdict, passed, why):
+    target = FakeTarget({"q": pages}, verdicts={"q": verdict} if verdict else {})
+    out = runner.run_case(target, case("gap-1", "q", files=["a.md"], max_rank=3, require_covered=True))
+    assert (out.passed, out.why) == (passed, why)
+
+
+def test_coverage_precision_and_recall_are_counted_over_verdicts():
+    cases = [(False, "not_covered"), (False, "not_covered"), (False, "partial"), (False, "covered"),
+             (True, "covered"), (True, "covered"), (True, "not_covered"), (True, "partial"), (True, "")]
+    from evals.metrics import coverage_summary
+
+    summary = coverage_summary(cases)
+    assert summary["n"] == 8  # the case without a verdict is left out
+    assert summary["precision"] == round(2 / 3, 4) and summary["recall"] == 0.5
+    assert summary["precision_partial"] == 0.6 and summary["recall_partial"] == 0.75
+    assert summary["answerable_flagged"] == 0.25
+    assert summary["unanswerable"] == {"covered": 1, "partial": 1, "not_covered": 2}
+    assert coverage_summary([(True, ""), (False, "")]) is None
 
 
 def test_tool_error_scores_zero_and_is_recorded():
@@ -243,7 +315,8 @@ def test_summary_groups_by_category():
             runner.run_case(FakeTarget({}), case("z", "q3", category="zero-result"))]
     summary = runner.summarize(outs)
     assert summary["overall"]["chunk"]["mrr@10"] == 0.75 and summary["overall"]["cases"] == 3
-    assert summary["overall"]["zero_result"] == {"n": 1, "accuracy": 1.0}
+    assert summary["overall"]["unanswerable"] == {"n": 1, "accuracy": 1.0, "not_covered": 0, "partial": 0}
+    assert summary["overall"]["coverage"] is None  # the fake target gives no verdict
     assert summary["by_category"]["para"]["chunk"]["hit@1"] == 0.0
     assert summary["by_category"]["zero-result"]["chunk"] is None
     assert runner.latency(outs)["search"]["n"] == 3
@@ -522,6 +595,17 @@ def test_in_process_run_on_the_sample_corpus(sample_corpus):
     assert overall["chunk"]["mrr@10"] > 0.4 and overall["file"]["hit@10"] > 0.7
     assert set(run.metrics["by_category"]) == {"identifier", "paraphrase", "filtered", "zero-result", "unanswered"}
     assert run.metrics["by_category"]["unanswered"]["cases"] == 3  # questions the sample docs cannot answer
+    # every search said whether the docs cover it; the run's precision and recall are those of the cases
+    verdicts = list(run.results.values_list("zero_result", "coverage"))
+    assert all(v in ("covered", "partial", "not_covered") for _z, v in verdicts)
+    coverage, unanswerable = overall["coverage"], overall["unanswerable"]
+    assert coverage["n"] == 90 and unanswerable["n"] == 9 == suite.cases.filter(answerable=False).count()
+    flagged = [zero for zero, v in verdicts if v == "not_covered"]
+    assert coverage["precision"] == round(sum(flagged) / len(flagged), 4)
+    assert coverage["recall"] == round(sum(flagged) / 9, 4)
+    assert run.results.get(case_name="unanswered-apple-pay").coverage != "covered"
+    wrongly = run.results.filter(zero_result=False, coverage="not_covered")
+    assert all(not r.passed and "not_covered" in r.why for r in wrongly)
     assert run.latency["search"]["p50"] > 0 and run.latency["get_doc"]["n"] > 0
     hit = run.results.get(case_name="ratelimiterror-python")
     assert hit.chunk_rank == 1 and hit.top_hits[0] == "sdks/python/errors.md#error-handling/ratelimiterror"

@@ -271,8 +271,10 @@ def test_a_feedback_item_asks_for_a_content_fix_of_its_page(client, traffic, adm
     response = call(client, "post", f"/corpora/sample/feedback/{item.pk}/fix", {"llm": False}, key=admin_key)
     assert response.status_code == 201, response.content
     proposal = response.json()
-    assert (proposal["file"], proposal["kind"], proposal["status"]) == ("guides/retries.md", "content-keywords",
+    assert (proposal["file"], proposal["kind"], proposal["status"]) == ("guides/retries.md", "content-section",
                                                                        "pending")
-    assert "the default is 5 retries, not 3" in json.dumps(proposal["finding"]) and "+keywords:" in proposal["diff"]
+    assert "the default is 5 retries, not 3" in json.dumps(proposal["finding"])
+    assert "+## Circuit breaker settings" in proposal["diff"] and "docsmcp outline" in proposal["diff"]
+    assert "keywords" not in proposal["diff"]
     assert_error(call(client, "post", f"/corpora/sample/feedback/{item.pk}/fix", {"filepath": "nope.md"},
                       key=admin_key), 400, message_contains="not a page of corpus")

@@ -12,7 +12,7 @@ from ninja import Field, Path, Query, Router, Schema
 from common.api.auth import BUILD, READ
 from common.api.pagination import Input, Page, PageParams, paginate
 from corpus import gitfixes, selectors
-from corpus.fixes import fix_approve, fix_reject
+from corpus.fixes import content_fix_write, fix_approve, fix_reject
 from corpus.models import FixProposal
 
 router = Router(tags=["fixes"])
@@ -27,6 +27,12 @@ class FixListParams(Input):
 
 class RejectIn(Input):
     reason: str = Field(..., min_length=1, max_length=2000, description="Why the change is refused (recorded).")
+
+
+class TextIn(Input):
+    heading: str = Field(..., min_length=1, max_length=120, description="The section's heading (a new page's title).")
+    body: str = Field(..., min_length=1, max_length=6000, description="The section's (or page's) markdown text: "
+                      "the answer, written in place of the outline.")
 
 
 class FixOut(Schema):
@@ -80,6 +86,14 @@ def approve_fix(request: HttpRequest, name: str, proposal_id: int = ProposalId):
     written). The corpus is not rebuilt: trigger a build to serve the change."""
     # TODO(fixes): record the API key as the decider once corpus.fixes accepts a name; user=None is "system".
     return fix_out(fix_approve(proposal=_proposal(name, proposal_id), user=None))
+
+
+@router.post("/corpora/{name}/fixes/{int:proposal_id}/text", response=FixOut, auth=BUILD)
+def write_fix_text(request: HttpRequest, name: str, payload: TextIn, proposal_id: int = ProposalId):
+    """Write (or correct) the text of a pending content section or page: an outline must get its answer
+    this way (or on the admin's proposal page) before it can be approved. The diff is made again from it."""
+    return fix_out(content_fix_write(proposal=_proposal(name, proposal_id), heading=payload.heading,
+                                     body=payload.body, user=None))
 
 
 @router.get("/corpora/{name}/fixes/{int:proposal_id}/patch", auth=READ, response={200: str},

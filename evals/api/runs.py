@@ -88,7 +88,12 @@ class ResultOut(Schema):
     category: str
     query: str
     passed: bool
-    zero_result: bool
+    zero_result: bool = Field(description="The case is not answerable (the old name: it expects no hits).")
+    answerable: bool = Field(description="False: the docs do not answer it, and it passes when the search says so.")
+    coverage: str | None = Field(description="The first search's coverage verdict: covered, partial, not_covered "
+                                             "(null: the target gave none).")
+    coverage_score: float | None
+    why: str = Field(description="Why a case that found its page still failed (its verdict, or its rank limit).")
     score: float
     rank: int | None
     chunk_rank: int | None
@@ -158,7 +163,9 @@ def run_out(run: EvalRun) -> dict:
 def result_out(result: EvalResult) -> dict:
     return {
         "case": result.case_name, "category": result.category, "query": result.query, "passed": result.passed,
-        "zero_result": result.zero_result, "score": result.score, "rank": result.rank,
+        "zero_result": result.zero_result, "answerable": not result.zero_result, "score": result.score,
+        "rank": result.rank, "coverage": result.coverage or None, "coverage_score": result.coverage_score,
+        "why": result.why,
         "chunk_rank": result.chunk_rank, "file_rank": result.file_rank, "rounds": result.rounds,
         "calls": result.calls, "hit_count": result.hit_count, "top_hits": result.top_hits or [],
         "search_ms": result.search_ms, "get_doc_ms": result.get_doc_ms, "metrics": result.metrics or {},

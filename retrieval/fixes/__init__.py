@@ -2,7 +2,9 @@
 
 The deterministic fixer (`heuristics`, with `hints` and `taxonomy`), the LLM fixer (`llm`),
 what every fixer shares (`base`), minimal format-preserving edits and their diffs (`edits`),
-the before/after chunk preview (`preview`), and writing an approved change (`apply`).
+the before/after chunk preview (`preview`), writing an approved change (`apply`), and content
+fixes for questions the docs do not answer (`content`: an outline the author writes, or the LLM's
+section).
 
 May import: `retrieval.errors`, `retrieval.ingest`, `retrieval.embeddings.openai_api`. A fix is
 checked by parsing and chunking the changed files as a build would (ingest); the LLM fixer reuses

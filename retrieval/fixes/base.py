@@ -40,7 +40,7 @@ from .edits import content_hash, frontmatter_set, json_append, json_set, replace
 
 # Every kind a proposal can have; the admin's filter and the docs are generated from this tuple.
 KINDS = ("bootstrap-manifest", "deeper-split", "shallower-split", "strategy-tune", "taxonomy-value", "hint-fix",
-         "content-keywords", "content-section")
+         "content-keywords", "content-section", "content-page")
 UNBOUNDED = 10**9
 
 

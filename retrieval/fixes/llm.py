@@ -201,13 +201,14 @@ class LLMFixer:
         self.retry_base_delay = retry_base_delay
         self._sleep = sleep
 
-    def complete(self, outline: dict, *, system: str = SYSTEM_PROMPT) -> str:
+    def complete(self, outline: dict, *, system: str = SYSTEM_PROMPT, user: str | None = None) -> str:
         """The answer's text; raises LLMFixError when the endpoint fails or the answer is incomplete.
-        `system`: another task's instructions (retrieval/fixes/content.py drafts page content)."""
+        `system`: another task's instructions (retrieval/fixes/content.py drafts page content); `user`: the
+        user message as written (it fences untrusted text itself) instead of `outline` as JSON."""
         import openai
 
-        messages = [{"role": "system", "content": system},
-                    {"role": "user", "content": json.dumps(outline, ensure_ascii=False, separators=(",", ":"))}]
+        content = user if user is not None else json.dumps(outline, ensure_ascii=False, separators=(",", ":"))
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": content}]
         attempt = 0
         while True:
             try:

@@ -33,8 +33,15 @@ def summary_line(run: EvalRun) -> str:
         if agg:
             parts.append(f"{level}: MRR@10 {agg['mrr@10']:.3f} nDCG@10 {agg['ndcg@10']:.3f} "
                          f"R@10 {agg['recall@10']:.3f} Hit@1 {agg['hit@1']:.3f} Hit@5 {agg['hit@5']:.3f}")
-    if overall.get("zero_result"):
-        parts.append(f"zero-result ok {overall['zero_result']['accuracy']:.3f}")
+    unanswerable = overall.get("unanswerable")
+    if unanswerable:
+        parts.append(f"not answerable: {unanswerable['accuracy']:.3f} ok ({unanswerable['not_covered']} not_covered, "
+                     f"{unanswerable['partial']} partial of {unanswerable['n']})")
+    coverage = overall.get("coverage")
+    if coverage:
+        shown = " ".join(f"{k} {coverage[k]:.3f}" if coverage[k] is not None else f"{k} -"
+                         for k in ("precision", "recall", "answerable_flagged"))
+        parts.append(f"coverage {shown}")
     if overall.get("resolution"):
         parts.append(f"corpus resolution {overall['resolution']['accuracy']:.3f}")
     search = (run.latency or {}).get("search") or {}
