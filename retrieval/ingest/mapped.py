@@ -198,11 +198,15 @@ def page_tables(documents, paths: pa.Array) -> tuple[Pages, PageLinks | None]:
     """The documents table's pages by page code, and the links between them (None when the table stores
     none). `paths` are the catalog's distinct file paths: a page's code is its position there."""
     columns = ["filepath", *(["links"] if "links" in documents.schema.names else [])]
-    found = documents.search().with_row_id(True).select(columns).limit(None).to_arrow()
+    return pages_from_rows(documents.search().with_row_id(True).select(columns).limit(None).to_arrow(), paths)
+
+
+def pages_from_rows(found: pa.Table, paths: pa.Array) -> tuple[Pages, PageLinks | None]:
+    """`page_tables` from the documents table's rows as read (`_rowid`, `filepath`, and `links` when stored)."""
     found = found.take(pa.array(np.argsort(found["_rowid"].to_numpy(), kind="stable")))
     codes = pc.index_in(found["filepath"], value_set=paths).fill_null(-1).to_numpy(zero_copy_only=False)
     pages = Pages(np.ascontiguousarray(found["_rowid"].to_numpy(), dtype=np.uint64), codes.astype(np.int64))
-    if "links" not in columns:
+    if "links" not in found.column_names:
         return pages, None
     written: list[list[str] | None] = [None] * len(paths)
     for code, targets in zip(pages.codes.tolist(), found["links"].to_pylist(), strict=True):
