@@ -35,7 +35,7 @@ def _manage(checkout: Path, home: Path, *args: str) -> float:
     python = checkout / ".venv" / "bin" / "python"
     started = time.perf_counter()
     proc = subprocess.run([str(python if python.exists() else sys.executable), str(checkout / "manage.py"), *args],
-                          env=env, cwd=checkout, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          env=env, cwd=checkout, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     if proc.returncode:
         sys.exit(f"{checkout}: manage.py {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")

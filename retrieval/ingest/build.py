@@ -141,10 +141,13 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
         elif not unchanged:
             create_indexes(chunks, documents, taxonomy, progress, cancelled)
         mark("index")
-        if unchanged and has_mapped(previous.directory):
+        carried = unchanged and has_mapped(previous.directory)
+        if carried:
             copy_part(previous.directory, partial, MAPPED_DIR)
-        elif patched is None or not carry_over(partial, previous.directory, stale, list(taxonomy), dims,
-                                               patched.fragments, progress):
+        else:
+            carried = patched is not None and carry_over(partial, previous.directory, stale, list(taxonomy), dims,
+                                                         patched.fragments, progress)
+        if not carried:
             write_mapped_from_tables(partial, list(taxonomy), dims, progress)
         mark("mapped")
         write_file_records(partial, results, dims)
@@ -160,6 +163,7 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
             "embedded_chunks": embedded,
             "warnings": sum(1 for f in findings if f.severity == "warning"),
             "patched": patch,
+            "mapped_carried_over": carried,  # the mapped files and lexicon patched, not read from every row
         }
         root = scan.root_manifest
         metadata = BuildMetadata(

@@ -28,13 +28,13 @@ import pyarrow.compute as pc
 from retrieval import storage
 from retrieval.storage import Location
 
+from . import mapped
 from .layout import CHUNKS_TABLE, DOCUMENTS_TABLE, in_files, table_dataset, taxonomy_column
 from .lexicon import LEXICON_COLUMNS, READ_CHUNKS, lexicon_files, patch_lexicon, read_lexicon, term_counts
 from .mapped import (
     BLOCK_CHUNKS,
     CATALOG_COLUMNS,
     CODEC,
-    CONTENT_IN_MEMORY_CHARS,
     MAPPED_DIR,
     PRIOR_COLUMNS,
     Held,
@@ -52,8 +52,7 @@ from .tables import FILES_PER_QUERY
 log = logging.getLogger("retrieval.ingest")
 
 def carry_over(directory: Location, previous: Location, dropped: list[str], taxonomy: list[str], dims: int,
-               fragments: set[int], progress: Progress,
-               content_in_memory_chars: int = CONTENT_IN_MEMORY_CHARS) -> bool:
+               fragments: set[int], progress: Progress) -> bool:
     """Writes the mapped files and lexicon of the patched build at `directory` from those of `previous`:
     the rows of the `dropped` files out, those of the fragments not in `fragments` (the previous chunks
     table's) in. False, having written nothing, when the previous build's files cannot be carried over."""
@@ -79,7 +78,7 @@ def carry_over(directory: Location, previous: Location, dropped: list[str], taxo
         log.info("patched rows are not the previous rows plus the new fragments; reading the tables whole")
         return False
     sizes = pc.sum(documents.to_table(columns=["size"])["size"]).as_py() or 0
-    compressed = sizes > content_in_memory_chars
+    compressed = sizes > mapped.CONTENT_IN_MEMORY_CHARS
     if compressed != (held.text_offsets is not None):
         return False
     catalog = dictionary_encoded(pa.Table.from_arrays(

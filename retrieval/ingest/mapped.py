@@ -172,8 +172,7 @@ def compress_blocks(columns: Iterable[pa.Array]) -> tuple[pa.Array, np.ndarray]:
     return pa.array(blocks, pa.large_binary()), np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
 
 
-def read_held(chunks, documents, columns: list[str], dims: int,
-              content_in_memory_chars: int = CONTENT_IN_MEMORY_CHARS) -> Held:
+def read_held(chunks, documents, columns: list[str], dims: int, content_in_memory_chars: int | None = None) -> Held:
     """Reads what a search holds from a build's LanceDB tables (`chunks`, `documents`), into memory.
 
     The catalog, then the vectors, then the chunk text, each load's temporary buffers given back
@@ -188,7 +187,8 @@ def read_held(chunks, documents, columns: list[str], dims: int,
     codes, scales = _read_vectors(chunks, rowids, dims) if dims else (
         np.zeros((len(rowids), 0), np.int8), np.zeros(len(rowids), np.float32))
     release_unused_memory()
-    texts, offsets = _read_texts(chunks, documents, rowids, content_in_memory_chars)
+    limit = CONTENT_IN_MEMORY_CHARS if content_in_memory_chars is None else content_in_memory_chars
+    texts, offsets = _read_texts(chunks, documents, rowids, limit)
     release_unused_memory()
     pages, links = page_tables(documents, one_chunk(catalog["filepath"]).dictionary)
     return Held(catalog, rowids, None, codes, scales, texts, offsets, pages=pages, links=links)
