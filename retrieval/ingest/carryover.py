@@ -69,8 +69,7 @@ def carry_over(directory: Location, previous: Location, dropped: list[str], taxo
     if not set(columns) - {taxonomy_column(key) for key in taxonomy} <= set(held.catalog.column_names):
         return False
     new = _new_rows(chunks, fragments, columns, dims)
-    kept = pc.invert(pc.is_in(_plain(held.catalog["filepath"]), value_set=pa.array(dropped, pa.string()))) \
-        if dropped else pa.array(np.ones(len(held.rowids), bool))
+    kept = pc.invert(pc.is_in(_plain(held.catalog["filepath"]), value_set=pa.array(dropped, pa.string())))
     mask = kept.to_numpy(zero_copy_only=False)
     rowids = np.concatenate([held.rowids[mask], new["_rowid"].to_numpy().astype(np.uint64)])
     actual = np.sort(chunks.to_table(columns=[], with_row_id=True)["_rowid"].to_numpy().astype(np.uint64))
@@ -93,7 +92,7 @@ def carry_over(directory: Location, previous: Location, dropped: list[str], taxo
     if compressed:
         texts, offsets = _patched_blocks(held, mask, content)
     else:
-        texts, offsets = pa.concat_arrays([held.texts.filter(pa.array(mask)), content.cast(held.texts.type)]), None
+        texts, offsets = pa.concat_arrays([held.texts.filter(kept), content.cast(held.texts.type)]), None
     paths = catalog["filepath"].chunk(0).dictionary
     pages, links = pages_from_rows(_document_rows(documents), paths)
     write_mapped(directory, Held(catalog, rowids, None, codes, scales, texts, offsets, pages=pages, links=links))
@@ -115,7 +114,7 @@ def _new_rows(chunks, previous_fragments: set[int], columns: list[str], dims: in
         schema = pa.schema([*(chunks.schema.field(c) for c in wanted), pa.field("_rowid", pa.uint64())])
         return schema.empty_table()
     table = pa.concat_tables(parts)
-    return table.take(pa.array(np.argsort(table["_rowid"].to_numpy(), kind="stable")))
+    return table.take(pc.sort_indices(table["_rowid"]))  # not numpy's argsort: pa.array(ndarray) imports numpy.ma
 
 
 def _plain(column: pa.ChunkedArray | pa.Array) -> pa.Array:

@@ -203,7 +203,7 @@ def page_tables(documents, paths: pa.Array) -> tuple[Pages, PageLinks | None]:
 
 def pages_from_rows(found: pa.Table, paths: pa.Array) -> tuple[Pages, PageLinks | None]:
     """`page_tables` from the documents table's rows as read (`_rowid`, `filepath`, and `links` when stored)."""
-    found = found.take(pa.array(np.argsort(found["_rowid"].to_numpy(), kind="stable")))
+    found = found.take(pc.sort_indices(found["_rowid"]))
     codes = pc.index_in(found["filepath"], value_set=paths).fill_null(-1).to_numpy(zero_copy_only=False)
     pages = Pages(np.ascontiguousarray(found["_rowid"].to_numpy(), dtype=np.uint64), codes.astype(np.int64))
     if "links" not in found.column_names:
