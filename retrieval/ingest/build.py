@@ -150,7 +150,7 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
         if not carried:
             write_mapped_from_tables(partial, list(taxonomy), dims, progress)
         mark("mapped")
-        write_file_records(partial, results, dims)
+        write_file_records(partial, results, dims, previous)
         stats = {
             "total_chunks": previous.metadata.stats["total_chunks"] if unchanged else chunks.count_rows(),
             "total_files": len(results),

@@ -36,9 +36,14 @@ def file_keys(scan: CorpusScan, previous: PreviousBuild | None, changed: frozens
             else scan.file_key(relpath) for relpath in sorted(scan.files)}
 
 
-def write_file_records(directory: Location, results: list[FileResult], dims: int) -> None:
-    """files.json: what the next build compares against, readable without opening the tables."""
-    payload = {"schema": schema_fingerprint(dims), "files": [file_record(r) for r in results]}
+def write_file_records(directory: Location, results: list[FileResult], dims: int,
+                       previous: PreviousBuild | None = None) -> None:
+    """files.json: what the next build compares against, readable without opening the tables. A reused
+    file's record is the previous build's, as read, rather than encoded again."""
+    recorded = previous.files if previous is not None and previous.schema is not None else {}
+    payload = {"schema": schema_fingerprint(dims),
+               "files": [recorded[r.relpath] if r.reused and r.relpath in recorded else file_record(r)
+                         for r in results]}
     storage.write_bytes(storage.join(directory, FILES_JSON), json.dumps(payload, ensure_ascii=False).encode())
 
 
