@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +31,6 @@ from .errors import BuildStateConflict, CorpusError, SourceDirNotAllowed
 from .gitsource import read_source
 from .models import BuildRun, Corpus, TaxonomyKey
 from .providers import provider_for
-from .serving import forget_active
 
 log = logging.getLogger("docsmcp.build")
 Progress = Callable[[str, int, int], None]
@@ -282,7 +282,9 @@ def build_activate(*, build: BuildRun) -> BuildRun:
                 "description": field.description or "", "values": list(field.values),
                 "vector_collapse": field.vector_collapse})
         BuildRun.objects.filter(pk=build.pk).update(activated_at=timezone.now())
-    forget_active(corpus.name)
+    serving = sys.modules.get("corpus.serving")
+    if serving is not None:  # a process that never served (build_index) has no active pointers cached to drop
+        serving.forget_active(corpus.name)
     build.refresh_from_db()
     return build
 
