@@ -133,3 +133,11 @@ def test_the_patched_lexicon_drops_the_terms_only_removed_pages_held(copy_sample
     assert np.isin(term, read_lexicon(second / MAPPED_DIR).hashes).all()
     assert not np.isin(term, read_lexicon(third / MAPPED_DIR).hashes).any()
     assert mapped_files(third)[TERMS_FILE] == mapped_files(first)[TERMS_FILE]
+
+
+def test_a_patch_that_only_removes_pages_equals_a_full_rebuild(copy_sample_docs, first, tmp_path):
+    (copy_sample_docs / "guides" / "payouts.md").unlink()
+    (copy_sample_docs / "models" / "refund.md").unlink()
+    patched = build(copy_sample_docs, tmp_path / "b2", previous=first)
+    assert patched.stats["chunked_files"] == 0
+    assert_carried_over_as_a_full_rebuild(copy_sample_docs, patched, tmp_path)
