@@ -16,14 +16,29 @@ class CorpusConfig(AppConfig):
         _forget_tokens_on_change()
 
 
+# Every process sets up Django, and most serve no request: `build_index` and `validate_docs`, a Celery
+# worker's build. So what is installed here loads nothing of the HTTP stack (django-ninja, pydantic) or of
+# the OAuth checks (corpus.oauth, corpus.apikeys) until a request first needs it.
+
+
 def _install_key_check() -> None:
     """The REST API's auth (common.api.auth) checks keys the corpus app's way: API keys and the
     corpora they may see are corpus access rules, which the floor under the apps cannot import."""
-    from common.api import auth
+    from common import callers
 
-    from . import access, apikeys
+    callers.use_key_check(_authenticate, admit=_admit)
 
-    auth.use_key_check(apikeys.authenticate, admit=lambda principal: access.limit_to(principal.corpora))
+
+def _authenticate(request):
+    from .apikeys import authenticate
+
+    return authenticate(request)
+
+
+def _admit(principal) -> None:
+    from .access import limit_to
+
+    limit_to(principal.corpora)
 
 
 def _install_scope_names() -> None:
@@ -31,9 +46,13 @@ def _install_scope_names() -> None:
     an external issuer alone has its own names, mapped here by DOCSMCP_OAUTH_SCOPE_MAP."""
     from common import callers
 
-    from . import oauth
+    callers.use_scope_names(_scope_to_ask)
 
-    callers.use_scope_names(oauth.scope_to_ask)
+
+def _scope_to_ask(scope: str) -> str | None:
+    from .oauth import scope_to_ask
+
+    return scope_to_ask(scope)
 
 
 def _forget_tokens_on_change() -> None:
@@ -43,14 +62,16 @@ def _forget_tokens_on_change() -> None:
     from django.db.models.signals import m2m_changed, post_delete, post_save
     from oauth2_provider.models import get_access_token_model
 
-    from . import oauth
-
     def token_deleted(sender, instance, **kwargs) -> None:
-        oauth.forget_token(instance.token_checksum)
+        from .oauth import forget_token
+
+        forget_token(instance.token_checksum)
 
     def user_changed(sender, update_fields=None, **kwargs) -> None:
         if update_fields is None or set(update_fields) != {"last_login"}:  # not each sign-in
-            oauth.forget_cached_tokens()
+            from .oauth import forget_cached_tokens
+
+            forget_cached_tokens()
 
     post_delete.connect(token_deleted, sender=get_access_token_model(), weak=False)
     post_save.connect(user_changed, sender=get_user_model(), weak=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -22,14 +23,14 @@ from retrieval import storage
 from retrieval.errors import BuildCancelled, StorageUnavailable, ValidationFailed
 from retrieval.ingest.git import GitError
 from retrieval.ingest.metadata import METADATA_FILE, read_metadata
-from retrieval.ingest.sources import validate_corpus
+from retrieval.ingest.reuse import validate_changed
+from retrieval.ingest.sources import CorpusScan, FileResult, Finding, scan_corpus
 from retrieval.storage import Location
 
 from .errors import BuildStateConflict, CorpusError, SourceDirNotAllowed
 from .gitsource import read_source
 from .models import BuildRun, Corpus, TaxonomyKey
 from .providers import provider_for
-from .serving import forget_active
 
 log = logging.getLogger("docsmcp.build")
 Progress = Callable[[str, int, int], None]
@@ -155,11 +156,11 @@ def _execute(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> BuildR
         if build.kind == BuildRun.KIND_VALIDATE:
             snapshot = read_source(corpus) if corpus.git_url else None
             root = Path(corpus.source_dir) if snapshot else source_root(corpus)
-            _scan, _results, findings = validate_corpus(root, progress=lambda d, t: writer("validate", d, t),
-                                                        workers=_workers(), scan=snapshot and snapshot.scan,
-                                                        max_file_bytes=settings.DOCSMCP_MAX_FILE_BYTES)
+            findings, results = validate_source(root, scan=snapshot and snapshot.scan,
+                                                previous=active_index_path(corpus),
+                                                progress=lambda d, t: writer("validate", d, t))
             build.findings = [f.as_dict() for f in findings]
-            build.stats = {"total_files": len(_results), "total_chunks": sum(len(r.chunks) for r in _results)}
+            build.stats = {"total_files": len(results), "total_chunks": sum(r.chunk_count for r in results)}
             errors = [f for f in findings if f.severity == "error"]
             build.status = BuildRun.FAILED if errors else BuildRun.COMPLETE
             build.error = f"validation found {len(errors)} error(s)" if errors else ""
@@ -182,6 +183,21 @@ def _execute(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> BuildR
         raise
     _finish(build)
     return build
+
+
+def validate_source(root: Path, *, previous: Location | None, scan: CorpusScan | None = None,
+                    progress: Callable[[int, int], None] | None = None) -> tuple[list[Finding], list[FileResult]]:
+    """Every finding of the corpus at `root` (or of `scan`, a tree already read), and each file's result; the
+    files unchanged since the build at `previous` keep the findings it recorded, unparsed."""
+    scan = scan or scan_corpus(root, max_file_bytes=settings.DOCSMCP_MAX_FILE_BYTES)
+    results = validate_changed(scan, previous, workers=_workers(), progress=progress)
+    return [*scan.findings, *(f for r in results for f in r.findings)], results
+
+
+def active_index_path(corpus: Corpus | None) -> Location | None:
+    """Where the corpus's active build lives, for reusing what it recorded; None without one."""
+    build = corpus.active_build if corpus else None
+    return storage.as_location(build.index_path) if build and build.index_path else None
 
 
 def _finish(build: BuildRun) -> None:
@@ -266,7 +282,9 @@ def build_activate(*, build: BuildRun) -> BuildRun:
                 "description": field.description or "", "values": list(field.values),
                 "vector_collapse": field.vector_collapse})
         BuildRun.objects.filter(pk=build.pk).update(activated_at=timezone.now())
-    forget_active(corpus.name)
+    serving = sys.modules.get("corpus.serving")
+    if serving is not None:  # a process that never served (build_index) has no active pointers cached to drop
+        serving.forget_active(corpus.name)
     build.refresh_from_db()
     return build
 

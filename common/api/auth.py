@@ -20,49 +20,19 @@ handlers (common.api.errors) answer with 503 database_unavailable.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
 from ninja.utils import check_csrf
 
-from common.callers import ANONYMOUS_SCOPES, InsufficientScope, InvalidApiKey, Principal
+from common.callers import ANONYMOUS_SCOPES, InsufficientScope, InvalidApiKey, Principal, installed_key_check
 
 API_SCOPES = ("read", "build", "admin")
 ANONYMOUS = Principal(name="anonymous", scopes=ANONYMOUS_SCOPES)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-
-
-class KeyCheck(NamedTuple):
-    """How the app that owns API keys checks them (corpus installs its own when Django starts).
-
-    `authenticate` returns the principal behind the request's bearer key, None without an
-    Authorization header, and raises InvalidApiKey or AuthUnavailable; `admit` narrows the rest of
-    the request to what the admitted key may see.
-    """
-
-    authenticate: Callable[[HttpRequest], Principal | None]
-    admit: Callable[[Principal], None]
-
-
-_key_check: KeyCheck | None = None
-
-
-def use_key_check(authenticate: Callable[[HttpRequest], Principal | None],
-                  admit: Callable[[Principal], None]) -> None:
-    global _key_check
-    _key_check = KeyCheck(authenticate, admit)
-
-
-def _installed_check() -> KeyCheck:
-    if _key_check is None:
-        raise ImproperlyConfigured("no API key check is installed: the corpus app installs it when Django "
-                                   "starts; list 'corpus' in INSTALLED_APPS")
-    return _key_check
 
 
 class ApiKey(HttpBearer):
@@ -85,16 +55,16 @@ class ApiKey(HttpBearer):
                 if principal is ANONYMOUS else ""
             raise AuthorizationError(message=f"this endpoint needs the {self.scope!r} scope; the key "
                                              f"{principal.name!r} holds: {held}{hint}")
-        _installed_check().admit(principal)
+        installed_key_check().admit(principal)
         return principal
 
     def authenticate(self, request: HttpRequest, token: str) -> Principal | None:  # pragma: no cover
-        return _installed_check().authenticate(request)  # __call__ does the work; HttpBearer requires it
+        return installed_key_check().authenticate(request)  # __call__ does the work; HttpBearer requires it
 
 
 def _principal(request: HttpRequest) -> Principal:
     try:
-        principal = _installed_check().authenticate(request)
+        principal = installed_key_check().authenticate(request)
     except InvalidApiKey as exc:
         raise AuthenticationError(message=str(exc)) from None
     if principal is not None:

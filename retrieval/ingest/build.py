@@ -39,8 +39,10 @@ from retrieval.storage import Location
 from retrieval.storage.contents import write_contents
 
 from .batches import parse_files
+from .carryover import carry_over
 from .embed import embed_batches
-from .indexes import create_indexes
+from .indexes import create_indexes, index_patched
+from .layout import CHUNKS_TABLE, open_tables, table_dataset
 from .manifest import AutoInclude
 from .mapped import MAPPED_DIR, has_mapped, write_mapped_from_tables
 from .metadata import BuildMetadata, TaxonomyField, write_metadata
@@ -122,24 +124,33 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
     partial = _staging(request.out_dir)
     try:
         unchanged = patch and touched == 0 and set(taxonomy) <= set(previous.metadata.taxonomy)
+        patched = None
         if unchanged:  # the previous tables as they are: hard links, no table opened
             copy_part(previous.directory, partial, "lancedb")
         elif patch:
-            chunks, documents = patch_tables(partial, previous, stale, batches, scan.files, taxonomy, progress,
-                                             cancelled)
+            patched = patch_tables(partial, previous, stale, batches, scan.files, taxonomy, progress, cancelled)
+            chunks = patched.chunks
         else:
             chunks, documents = write_tables(partial, previous, results, batches, scan.files, taxonomy, dims,
                                              progress, cancelled)
         mark("write")
-        if not unchanged:
+        if patched is not None:
+            if not index_patched(patched.chunks, patched.documents, taxonomy, progress, cancelled):
+                create_indexes(*open_tables(partial), taxonomy, progress, cancelled)
+                chunks = table_dataset(partial, CHUNKS_TABLE)
+        elif not unchanged:
             create_indexes(chunks, documents, taxonomy, progress, cancelled)
         mark("index")
-        if unchanged and has_mapped(previous.directory):
+        carried = unchanged and has_mapped(previous.directory)
+        if carried:
             copy_part(previous.directory, partial, MAPPED_DIR)
         else:
+            carried = patched is not None and carry_over(partial, previous.directory, stale, list(taxonomy), dims,
+                                                         patched.fragments, progress)
+        if not carried:
             write_mapped_from_tables(partial, list(taxonomy), dims, progress)
         mark("mapped")
-        write_file_records(partial, results, dims)
+        write_file_records(partial, results, dims, previous)
         stats = {
             "total_chunks": previous.metadata.stats["total_chunks"] if unchanged else chunks.count_rows(),
             "total_files": len(results),
@@ -152,6 +163,7 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
             "embedded_chunks": embedded,
             "warnings": sum(1 for f in findings if f.severity == "warning"),
             "patched": patch,
+            "mapped_carried_over": carried,  # the mapped files and lexicon patched, not read from every row
         }
         root = scan.root_manifest
         metadata = BuildMetadata(

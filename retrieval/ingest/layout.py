@@ -30,6 +30,13 @@ def open_tables(directory: storage.Location) -> tuple:
     return db.open_table(CHUNKS_TABLE), db.open_table(DOCUMENTS_TABLE)
 
 
+def table_dataset(directory: storage.Location, table: str):
+    """One of the build's tables as a Lance dataset: what a patch and its carried-over mapped files need,
+    without a LanceDB connection, whose import alone (its REST namespace models) costs more than a
+    one-page patch."""
+    return storage.dataset(storage.join(directory, "lancedb", f"{table}.lance"))
+
+
 BASE_CHUNK_SCHEMA = pa.schema([
     pa.field("chunk_id", pa.string()), pa.field("filepath", pa.string()), pa.field("title", pa.string()),
     pa.field("heading", pa.string()), pa.field("heading_level", pa.int32()),

@@ -25,6 +25,7 @@ import hashlib
 import io
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow.compute as pc
@@ -55,9 +56,32 @@ def query_terms(query: str) -> np.ndarray:
     return term_hashes(dict.fromkeys(words(query) + identifier_terms(query)))
 
 
+LEXICON_COLUMNS = ["filepath", "title", "heading", "content", "ident"]
+
+
+@dataclass(frozen=True)
+class TermCounts:
+    """Per term (by hash, ascending): the chunks holding it and the pages holding it, over some rows.
+
+    Both counts add up page by page (a page's chunks are its file's), so the counts of a patched build are
+    the previous build's, minus those of the files it dropped, plus those of the files it added."""
+
+    hashes: np.ndarray  # uint64, ascending
+    pages: np.ndarray  # int64
+    chunks: np.ndarray  # int64
+
+
 def lexicon_from_tables(chunks, documents) -> Lexicon:
     """Counts, per term, the chunks whose title, heading, text or identifiers hold it, and the pages holding
-    it in any of their chunks (each chunk and each page once).
+    it in any of their chunks (each chunk and each page once)."""
+    counts = term_counts(chunks.search().select(LEXICON_COLUMNS).limit(None).to_batches(READ_CHUNKS))
+    return Lexicon(counts.hashes, counts.pages.astype(np.uint32), documents.count_rows(),
+                   counts.chunks.astype(np.uint32), chunks.count_rows())
+
+
+def term_counts(batches: Iterable) -> TermCounts:
+    """The term counts of chunk rows (LEXICON_COLUMNS) given as Arrow record batches; a page's chunks may
+    straddle batches.
 
     One pass over the chunks, whose words are the pages' words, in Arrow: each batch's text is lowered and
     split by Arrow's string kernels, each distinct spelling is normalised once (`words`), and the (term,
@@ -79,8 +103,7 @@ def lexicon_from_tables(chunks, documents) -> Lexicon:
     codes: dict[str, int] = {}
     in_chunks = np.zeros(0, np.int64)
     page_keys: list[np.ndarray] = []
-    columns = ["filepath", "title", "heading", "content", "ident"]
-    for batch in chunks.search().select(columns).limit(None).to_batches(READ_CHUNKS):
+    for batch in batches:
         rows = batch.num_rows
         if not rows:
             continue
@@ -96,8 +119,30 @@ def lexicon_from_tables(chunks, documents) -> Lexicon:
     in_chunks = np.pad(in_chunks, (0, len(vocabulary) - len(in_chunks)))
     hashes = term_hashes(vocabulary)
     order = np.argsort(hashes, kind="stable")
-    return Lexicon(hashes[order], in_pages[order].astype(np.uint32), documents.count_rows(),
-                   in_chunks[order].astype(np.uint32), chunks.count_rows())
+    return TermCounts(hashes[order], in_pages[order].astype(np.int64), in_chunks[order].astype(np.int64))
+
+
+def patch_lexicon(previous: Lexicon, removed: TermCounts, added: TermCounts, pages: int, chunks: int) -> Lexicon:
+    """The previous build's lexicon with the dropped files' counts taken out and the added files' put in: the
+    lexicon a full count of the patched build gives, term for term (a term no chunk holds any more goes).
+    `pages` and `chunks` are the patched build's totals."""
+    if previous.chunks is None:
+        raise ValueError("the previous lexicon has no chunk counts to patch")
+    hashes = np.concatenate([previous.hashes, removed.hashes, added.hashes])
+    distinct, where = np.unique(hashes, return_inverse=True)
+    in_pages = np.zeros(len(distinct), np.int64)
+    in_chunks = np.zeros(len(distinct), np.int64)
+    offsets = np.cumsum([0, len(previous.hashes), len(removed.hashes), len(added.hashes)])
+    for n, (sign, page_counts, chunk_counts) in enumerate(((1, previous.pages, previous.chunks),
+                                                           (-1, removed.pages, removed.chunks),
+                                                           (1, added.pages, added.chunks))):
+        positions = where[offsets[n]:offsets[n + 1]]
+        np.add.at(in_pages, positions, sign * np.asarray(page_counts, np.int64))
+        np.add.at(in_chunks, positions, sign * np.asarray(chunk_counts, np.int64))
+    if (in_chunks < 0).any() or (in_pages < 0).any():
+        raise ValueError("the removed rows' terms are not all in the previous lexicon")
+    held = in_chunks > 0
+    return Lexicon(distinct[held], in_pages[held].astype(np.uint32), pages, in_chunks[held].astype(np.uint32), chunks)
 
 
 def _batch_terms(batch, word_id: Callable[[str], int], identifier_id: Callable[[str], int]) -> tuple[np.ndarray, np.ndarray]:

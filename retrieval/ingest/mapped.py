@@ -172,8 +172,7 @@ def compress_blocks(columns: Iterable[pa.Array]) -> tuple[pa.Array, np.ndarray]:
     return pa.array(blocks, pa.large_binary()), np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
 
 
-def read_held(chunks, documents, columns: list[str], dims: int,
-              content_in_memory_chars: int = CONTENT_IN_MEMORY_CHARS) -> Held:
+def read_held(chunks, documents, columns: list[str], dims: int, content_in_memory_chars: int | None = None) -> Held:
     """Reads what a search holds from a build's LanceDB tables (`chunks`, `documents`), into memory.
 
     The catalog, then the vectors, then the chunk text, each load's temporary buffers given back
@@ -188,7 +187,8 @@ def read_held(chunks, documents, columns: list[str], dims: int,
     codes, scales = _read_vectors(chunks, rowids, dims) if dims else (
         np.zeros((len(rowids), 0), np.int8), np.zeros(len(rowids), np.float32))
     release_unused_memory()
-    texts, offsets = _read_texts(chunks, documents, rowids, content_in_memory_chars)
+    limit = CONTENT_IN_MEMORY_CHARS if content_in_memory_chars is None else content_in_memory_chars
+    texts, offsets = _read_texts(chunks, documents, rowids, limit)
     release_unused_memory()
     pages, links = page_tables(documents, one_chunk(catalog["filepath"]).dictionary)
     return Held(catalog, rowids, None, codes, scales, texts, offsets, pages=pages, links=links)
@@ -198,11 +198,15 @@ def page_tables(documents, paths: pa.Array) -> tuple[Pages, PageLinks | None]:
     """The documents table's pages by page code, and the links between them (None when the table stores
     none). `paths` are the catalog's distinct file paths: a page's code is its position there."""
     columns = ["filepath", *(["links"] if "links" in documents.schema.names else [])]
-    found = documents.search().with_row_id(True).select(columns).limit(None).to_arrow()
-    found = found.take(pa.array(np.argsort(found["_rowid"].to_numpy(), kind="stable")))
+    return pages_from_rows(documents.search().with_row_id(True).select(columns).limit(None).to_arrow(), paths)
+
+
+def pages_from_rows(found: pa.Table, paths: pa.Array) -> tuple[Pages, PageLinks | None]:
+    """`page_tables` from the documents table's rows as read (`_rowid`, `filepath`, and `links` when stored)."""
+    found = found.take(pc.sort_indices(found["_rowid"]))
     codes = pc.index_in(found["filepath"], value_set=paths).fill_null(-1).to_numpy(zero_copy_only=False)
     pages = Pages(np.ascontiguousarray(found["_rowid"].to_numpy(), dtype=np.uint64), codes.astype(np.int64))
-    if "links" not in columns:
+    if "links" not in found.column_names:
         return pages, None
     written: list[list[str] | None] = [None] * len(paths)
     for code, targets in zip(pages.codes.tolist(), found["links"].to_pylist(), strict=True):

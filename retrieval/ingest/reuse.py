@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -16,7 +17,7 @@ from .batches import file_record
 from .layout import DOCUMENT_SCHEMA, TAXONOMY_PREFIX, chunk_schema, in_files, open_tables, schema_fingerprint
 from .manifest import MANIFEST_NAME
 from .metadata import read_metadata
-from .sources import CorpusScan, FileResult, Finding, OutlineEntry
+from .sources import CorpusScan, FileResult, Finding, OutlineEntry, process_files
 
 log = logging.getLogger("retrieval.ingest")
 
@@ -35,9 +36,14 @@ def file_keys(scan: CorpusScan, previous: PreviousBuild | None, changed: frozens
             else scan.file_key(relpath) for relpath in sorted(scan.files)}
 
 
-def write_file_records(directory: Location, results: list[FileResult], dims: int) -> None:
-    """files.json: what the next build compares against, readable without opening the tables."""
-    payload = {"schema": schema_fingerprint(dims), "files": [file_record(r) for r in results]}
+def write_file_records(directory: Location, results: list[FileResult], dims: int,
+                       previous: PreviousBuild | None = None) -> None:
+    """files.json: what the next build compares against, readable without opening the tables. A reused
+    file's record is the previous build's, as read, rather than encoded again."""
+    recorded = previous.files if previous is not None and previous.schema is not None else {}
+    payload = {"schema": schema_fingerprint(dims),
+               "files": [recorded[r.relpath] if r.reused and r.relpath in recorded else file_record(r)
+                         for r in results]}
     storage.write_bytes(storage.join(directory, FILES_JSON), json.dumps(payload, ensure_ascii=False).encode())
 
 
@@ -118,3 +124,26 @@ def open_previous(directory: Location | None, spec: dict | None, dims: int) -> P
         log.info("previous build at %s has another table schema; parsing every file", directory)
         return None
     return previous
+
+
+def validate_changed(scan: CorpusScan, previous: Location | None, *, workers: int,
+                     progress: Callable[[int, int], None] | None = None) -> list[FileResult]:
+    """Every file's result in path order, as `validate_corpus` gives them, but a file unchanged since the
+    build at `previous` keeps the findings that build recorded (its files.json) instead of being parsed
+    again: validating after a one-page change parses one page. Reused results carry no chunks, only their
+    `chunk_count`. Without a previous build, or one older than files.json, every file is parsed."""
+    recorded = None
+    if previous is not None and storage.exists(storage.join(previous, FILES_JSON)):
+        try:
+            recorded = PreviousBuild(storage.as_location(previous))
+        except Exception as exc:  # a broken previous build only costs us the reuse
+            log.warning("cannot reuse the findings of the build at %s: %s", previous, exc)
+    keys = file_keys(scan, recorded, None)
+    reused = recorded.reusable(keys) if recorded else {}
+    fresh = process_files(scan, [(p, k) for p, k in keys.items() if p not in reused], workers=workers)
+    results: list[FileResult] = []
+    for relpath in keys:
+        results.append(reused.get(relpath) or next(fresh))
+        if progress:
+            progress(len(results), len(keys))
+    return results

@@ -1,19 +1,21 @@
 import json
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from corpus.errors import CorpusError
+from corpus.execution import active_index_path, validate_source
 from corpus.progress import StageBars
 from corpus.selectors import corpus_get
 from retrieval.errors import ConfigError
-from retrieval.ingest.sources import validate_corpus
 
 from ._findings import format_finding
 
 
 class Command(BaseCommand):
+    # `manage.py check` is the place for system checks: here they would import every URL's views
+    # (the REST API's schemas) before the first file is read
+    requires_system_checks = []
     help = "Validate a corpus (manifests, front matter, hints, taxonomy) without building. Exit 1 on errors."
 
     def add_arguments(self, parser):
@@ -24,28 +26,30 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            source = options["source"] or (corpus_get(options["corpus"]).source_dir if options["corpus"] else None)
+            corpus = corpus_get(options["corpus"]) if options["corpus"] and not options["source"] else None
         except CorpusError as exc:
             raise CommandError(str(exc)) from exc
+        source = options["source"] or (corpus.source_dir if corpus else None)
         if not source:
             raise CommandError("give --corpus NAME or --source DIR")
         bars = StageBars(not options["no_progress"])
         try:
-            _scan, results, findings = validate_corpus(Path(source), progress=lambda d, t: bars("validate", d, t),
-                                                          max_file_bytes=settings.DOCSMCP_MAX_FILE_BYTES)
+            findings, results = validate_source(Path(source), previous=active_index_path(corpus),
+                                                progress=lambda d, t: bars("validate", d, t))
         except ConfigError as exc:
             raise CommandError(str(exc)) from exc
         finally:
             bars.close()
         items = [f.as_dict() for f in findings]
         errors = sum(1 for f in items if f["severity"] == "error")
+        chunks = sum(r.chunk_count for r in results)
         if options["json"]:
-            self.stdout.write(json.dumps({"files": len(results), "chunks": sum(len(r.chunks) for r in results),
+            self.stdout.write(json.dumps({"files": len(results), "chunks": chunks,
                                           "errors": errors, "findings": items}, indent=2))
         else:
             for item in items:
                 self.stdout.write(format_finding(item))
-            self.stdout.write(f"{len(results)} files, {sum(len(r.chunks) for r in results)} chunks, "
+            self.stdout.write(f"{len(results)} files, {chunks} chunks, "
                               f"{errors} error(s), {len(items) - errors} warning(s)")
         if errors:
             raise SystemExit(1)
