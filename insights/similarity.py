@@ -223,8 +223,12 @@ def grouping_provider():
     """The bundled local model (retrieval/embeddings/local.py), whatever the corpus was built with: grouping
     runs off the request path, and the model ships in the package, so a full-text corpus groups by meaning
     too and nothing is sent to a paid API. None when it cannot load (the caller groups by text)."""
+    import importlib.util
+
     from retrieval.embeddings import get_provider
 
+    if importlib.util.find_spec("onnxruntime") is None:
+        return None
     try:
         return get_provider("local")
     except Exception:  # an install without onnxruntime or the weights: grouping by text still works
