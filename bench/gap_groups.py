@@ -34,7 +34,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from insights.similarity import (  # noqa: E402
-    GROUP_THRESHOLD, TEXT_THRESHOLD, assign, cluster, grouping_provider, pair_similarity,
+    GROUP_THRESHOLD,
+    TEXT_THRESHOLD,
+    assign,
+    cluster,
+    grouping_provider,
+    pair_similarity,
 )
 
 
