@@ -116,7 +116,7 @@ def _flood(n: int, timed, corpus) -> None:
     print(f"  {'the worker grouping run (' + str(report.grouped) + ' questions)':70} "
           f"{(time.perf_counter() - start) * 1000:8.0f} ms")
     print(f"  {'/insights/sample/ (after the run)':70} {timed('/insights/sample/'):8.0f} ms")
-    after = gap_list(corpus=corpus, period=period).groups
+    after = gap_list(corpus=corpus, period=selectors.period_for(corpus)).groups  # a period that holds the flood
     rank = next((i for i, v in enumerate(after) if v.gap.pk == top), None)
     junk = sum(1 for v in after if v.gap.representative.startswith("zq"))
     print(f"  strongest real group before the flood ranks {None if rank is None else rank + 1} of {len(after)} after "

@@ -107,7 +107,9 @@ VERDICT_KEYS = ("covered", "partial", "not_covered", "unjudged", "old_unanswered
 
 # --- the questions gap groups are made of ---------------------------------------------------------------
 
-PER_CALLER = 50  # distinct questions of one caller considered per period: one caller cannot fill the list
+PER_CALLER = 50  # distinct questions of one anonymous caller considered per period: it cannot fill the list
+PER_KEY = 500  # of a caller with an API key or token: keys are handed out by the admin, and a team's own agent
+               # (one key) may well ask hundreds of real questions
 MAX_CANDIDATES = 2000  # distinct questions considered per period, the strongest signal first
 MAX_CALLERS = 10_000
 KEYED_WEIGHT = 2.0  # a caller with an API key or a token (named) weighs two anonymous clients
@@ -141,20 +143,26 @@ class Candidate:
 
 
 def _capped(qs: QuerySet, **counts) -> list[dict]:
-    """Per (question, caller) rows of `qs`, at most PER_CALLER questions per caller (its most asked, then
-    its latest), so a flood of distinct questions from one caller takes PER_CALLER places, not all."""
+    """Per (question, caller) rows of `qs`, at most PER_CALLER questions per anonymous caller and PER_KEY per
+    named one (its most asked, then its latest), so a flood of distinct questions from one caller takes that
+    many places, not all."""
     rank = Window(RowNumber(), partition_by=[F("key_name"), F("client")], order_by=[F("n").desc(), F("last").desc()])
-    rows = (qs.values("query", "key_name", "client").annotate(n=Count("id"), first=Min("at"), last=Max("at"), **counts)
-            .annotate(rank=rank).filter(rank__lte=PER_CALLER).order_by("-n", "-last"))
-    return list(rows[: MAX_CANDIDATES * 4])
+    rows = []
+    for named, cap in ((False, PER_CALLER), (True, PER_KEY)):
+        part = qs.exclude(key_name="") if named else qs.filter(key_name="")
+        rows += (part.values("query", "key_name", "client")
+                 .annotate(n=Count("id"), first=Min("at"), last=Max("at"), **counts)
+                 .annotate(rank=rank).filter(rank__lte=cap).order_by("-n", "-last"))[: MAX_CANDIDATES * 4]
+    return rows
 
 
 def gap_candidates(period: Period) -> list[Candidate]:
     """The period's unanswered questions and docs_feedback `missing` reports, strongest signal first: asked by
     more callers, by named callers (API keys, tokens) over anonymous ones, asked again over asked once. A
     caller's vote is split over everything it asked, so 600 one-off questions from one address weigh what
-    one question from one caller weighs, and their PER_CALLER cap keeps them from crowding others out.
-    Five queries whatever the traffic."""
+    one question from one caller weighs, and a cap per caller (PER_CALLER anonymous, PER_KEY named) keeps
+    them from crowding others out.
+    Seven queries whatever the traffic."""
     searches = unanswered(period)
     reports = feedback(period).filter(verdict=Feedback.MISSING).exclude(query="").order_by()
     search_rows = _capped(searches, nc=Count("id", filter=Q(coverage=QueryRecord.NOT_COVERED)),

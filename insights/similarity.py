@@ -1,13 +1,15 @@
-"""How alike two questions are, with or without an embedding model. Pure functions, no Django.
+"""How alike two questions are, and how gap questions are grouped. Pure functions, no Django.
 
-With vectors: cosine of L2-normalised embeddings. Without (an FTS-only corpus): the larger of the
-token-set Jaccard (after a light suffix strip, so "deploy" meets "deployment") and the character
-trigram Jaccard discounted by 0.8 (typos and glued words), which keeps "kubernetes helm chart" and
-"helm charts on kubernetes" together and "rate limits" apart from "retry limits".
+Gap grouping (`pair_similarity` and `cluster`, below) embeds with the bundled local model, takes the
+questions' shared domain out of the cosine, adds the overlap of their rarer words, and clusters by
+average linkage. Without a model (an install without onnxruntime): the larger of the token-set
+Jaccard (after a light suffix strip, so "deploy" meets "deployment") and the character trigram
+Jaccard discounted by 0.8 (typos and glued words), which keeps "kubernetes helm chart" and "helm
+charts on kubernetes" together and "rate limits" apart from "retry limits".
 
-`assign` is a leader clustering (Hartigan, "Clustering Algorithms", 1975, ch. 3): each text joins
-the most similar existing group above the threshold or starts a new one. It is order-dependent, so
-callers feed the most asked texts first: they become the representatives.
+`assign`, a leader clustering (Hartigan, "Clustering Algorithms", 1975, ch. 3: each text joins the
+most similar group above the threshold or starts one; order-dependent), was the grouping before;
+bench/gap_groups.py keeps it as the baseline it is measured against.
 """
 
 from __future__ import annotations
@@ -18,12 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-TEXT_THRESHOLD = 0.4
-# Cosine similarity above which two questions are one gap, per embedding provider (a corpus's
-# settings {"gap_similarity": 0.8} override it). The hash provider hashes words, so it is close to
-# the token overlap; semantic models put paraphrases high.
-EMBEDDING_THRESHOLDS = {"hash": 0.4, "local": 0.72, "openai": 0.6}
-DEFAULT_EMBEDDING_THRESHOLD = 0.7
+TEXT_THRESHOLD = 0.4  # text similarity at which two questions are one gap (no model)
 _STOPWORDS = ("a an and are as at be by can do does for from how i in is it my of on or the to what when where "
               "which who why with you your we our this that there should would could will use using get set")
 STOPWORDS = frozenset(_STOPWORDS.split(" "))
@@ -68,10 +65,6 @@ class TextSignature:
 
 def text_similarity(a: TextSignature, b: TextSignature) -> float:
     return max(jaccard(a.tokens, b.tokens), 0.8 * jaccard(a.trigrams, b.trigrams))
-
-
-def embedding_threshold(provider: str) -> float:
-    return EMBEDDING_THRESHOLDS.get(provider, DEFAULT_EMBEDDING_THRESHOLD)
 
 
 @dataclass
