@@ -111,7 +111,7 @@ PER_CALLER = 50  # distinct questions of one anonymous caller considered per per
 PER_KEY = 500  # of a caller with an API key or token: keys are handed out by the admin, and a team's own agent
                # (one key) may well ask hundreds of real questions
 MAX_CANDIDATES = 2000  # distinct questions considered per period, the strongest signal first
-MAX_CALLERS = 10_000
+MAX_ROWS = 20_000  # (question, caller) rows read per period, the most asked first
 KEYED_WEIGHT = 2.0  # a caller with an API key or a token (named) weighs two anonymous clients
 
 
@@ -143,38 +143,34 @@ class Candidate:
 
 
 def _capped(qs: QuerySet, **counts) -> list[dict]:
-    """Per (question, caller) rows of `qs`, at most PER_CALLER questions per anonymous caller and PER_KEY per
-    named one (its most asked, then its latest), so a flood of distinct questions from one caller takes that
-    many places, not all."""
+    """Per (question, caller) rows of `qs`: at most PER_KEY questions per caller (its most asked, then its
+    latest), in one scan; `rank` is the question's place among its caller's."""
     rank = Window(RowNumber(), partition_by=[F("key_name"), F("client")], order_by=[F("n").desc(), F("last").desc()])
-    rows = []
-    for named, cap in ((False, PER_CALLER), (True, PER_KEY)):
-        part = qs.exclude(key_name="") if named else qs.filter(key_name="")
-        rows += (part.values("query", "key_name", "client")
-                 .annotate(n=Count("id"), first=Min("at"), last=Max("at"), **counts)
-                 .annotate(rank=rank).filter(rank__lte=cap).order_by("-n", "-last"))[: MAX_CANDIDATES * 4]
-    return rows
+    rows = (qs.values("query", "key_name", "client").annotate(n=Count("id"), first=Min("at"), last=Max("at"), **counts)
+            .annotate(rank=rank).filter(rank__lte=PER_KEY).order_by("-n", "-last"))
+    return list(rows[:MAX_ROWS])
 
 
 def gap_candidates(period: Period) -> list[Candidate]:
     """The period's unanswered questions and docs_feedback `missing` reports, strongest signal first: asked by
     more callers, by named callers (API keys, tokens) over anonymous ones, asked again over asked once. A
-    caller's vote is split over everything it asked, so 600 one-off questions from one address weigh what
-    one question from one caller weighs, and a cap per caller (PER_CALLER anonymous, PER_KEY named) keeps
-    them from crowding others out.
-    Seven queries whatever the traffic."""
+    caller's vote is split over everything it asked (up to PER_KEY questions counted), so 600 one-off
+    questions from one address weigh what one question from one caller weighs; and an anonymous caller's
+    questions past its PER_CALLER most asked are left out, so it cannot crowd others out. Two queries
+    whatever the traffic."""
     searches = unanswered(period)
     reports = feedback(period).filter(verdict=Feedback.MISSING).exclude(query="").order_by()
     search_rows = _capped(searches, nc=Count("id", filter=Q(coverage=QueryRecord.NOT_COVERED)),
                           p=Count("id", filter=Q(coverage=QueryRecord.PARTIAL)))
     report_rows = _capped(reports)
     totals: dict[str, int] = defaultdict(int)
-    for qs in (searches, reports):
-        for row in qs.values("key_name", "client").annotate(n=Count("id")).order_by("-n")[:MAX_CALLERS]:
-            totals[caller_of(row["key_name"], row["client"])] += row["n"]
+    for row in (*search_rows, *report_rows):
+        totals[caller_of(row["key_name"], row["client"])] += row["n"]
     found: dict[str, Candidate] = {}
     for rows, is_report in ((search_rows, False), (report_rows, True)):
         for row in rows:
+            if not row["key_name"] and row["rank"] > PER_CALLER:
+                continue
             who = caller_of(row["key_name"], row["client"])
             c = found.get(row["query"]) or found.setdefault(row["query"], Candidate(query=row["query"]))
             if is_report:
@@ -184,7 +180,7 @@ def gap_candidates(period: Period) -> list[Candidate]:
                 c.not_covered += row["nc"]
                 c.partial += row["p"]
                 c.unjudged += row["n"] - row["nc"] - row["p"]
-            c.votes += (KEYED_WEIGHT if row["key_name"] else 1.0) * row["n"] / max(totals.get(who, 0), row["n"])
+            c.votes += (KEYED_WEIGHT if row["key_name"] else 1.0) * row["n"] / totals[who]
             c.callers.add(who)
             c.first = min(c.first, row["first"]) if c.first else row["first"]
             c.last = max(c.last, row["last"]) if c.last else row["last"]

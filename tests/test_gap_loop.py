@@ -183,8 +183,9 @@ def test_partial_groups_are_told_apart_and_older_records_fall_back_to_zero_hits(
     assert [g.gap.representative for g in only_partial] == ["how do refunds of partial captures work"]
     s = selectors.summary(period)
     assert (s["covered"], s["partial"], s["not_covered"], s["unjudged"], s["old_unanswered"]) == (1, 1, 1, 2, 1)
-    day = selectors.per_day(period)[-1]
-    assert (day["covered"], day["partial"], day["not_covered"]) == (1, 1, 1)
+    days = selectors.per_day(period)
+    assert tuple(sum(d[k] for d in days) for k in ("covered", "partial", "not_covered", "old_unanswered")) == \
+        (1, 1, 1, 1)
 
 
 def _fields(row: QueryRecord) -> dict:
@@ -266,3 +267,14 @@ def test_feedback_missing_reports_alone_make_a_gap(sample_corpus):
                             query="retry backoff", client="agent/1")
     groups = gaps_refresh(corpus=sample_corpus, period=selectors.period_for(sample_corpus))
     assert [(g.gap.representative, g.missing, g.count) for g in groups] == [("Issue prepaid gift cards", 1, 0)]
+
+
+def test_a_named_caller_is_not_capped_like_an_anonymous_one(sample_corpus):
+    """A team's own agent, on one key, asking many real questions keeps them all; one anonymous client
+    gets PER_CALLER places."""
+    many = selectors.PER_CALLER + 10
+    QueryRecord.objects.bulk_create([_row(f"question {i} about feature{i}", key_name="team-agent") for i in range(many)]
+                                    + [_row(f"anon {i} about thing{i}", client="anon/1") for i in range(many)])
+    found = selectors.gap_candidates(selectors.period_for(sample_corpus))
+    assert sum(c.query.startswith("question") for c in found) == many
+    assert sum(c.query.startswith("anon") for c in found) == selectors.PER_CALLER
