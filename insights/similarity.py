@@ -138,17 +138,20 @@ def _idf(token_sets: Sequence[frozenset[str]]) -> dict[str, float]:
 
 
 def word_overlap(texts: Sequence[str]) -> np.ndarray:
-    """IDF-weighted Jaccard of every pair's words, IDF over the batch itself."""
+    """IDF-weighted Jaccard of every pair's words, IDF over the batch itself; as matrix products, so a
+    worker's run of 800 questions takes milliseconds, not a Python loop over 320,000 pairs."""
     toks = [tokens(t) for t in texts]
     idf = _idf(toks)
+    vocab = {word: i for i, word in enumerate(idf)}
     n = len(texts)
-    out = np.zeros((n, n), dtype=np.float32)
-    for i in range(n):
-        for j in range(i, n):
-            union = sum(idf[w] for w in toks[i] | toks[j])
-            value = sum(idf[w] for w in toks[i] & toks[j]) / union if union else 0.0
-            out[i, j] = out[j, i] = value
-    return out
+    has = np.zeros((n, len(vocab)), dtype=np.float32)
+    for row, words in enumerate(toks):
+        has[row, [vocab[w] for w in words]] = 1.0
+    weights = np.array([idf[w] for w in vocab], dtype=np.float32)
+    shared = (has * weights) @ has.T
+    own = has @ weights
+    union = own[:, None] + own[None, :] - shared
+    return np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
 
 
 def pair_similarity(texts: Sequence[str], vectors: np.ndarray | None) -> np.ndarray:
