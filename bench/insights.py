@@ -8,9 +8,14 @@ Creates a throw-away test database (test_<name> beside DATABASE_URL's, migrated,
 end), builds the sample corpus (hash embeddings) under a temporary directory, records `--records`
 calls over 30 days (searches of a few thousand distinct questions, a share of them zero-hit or
 low-score, reads, eval-run calls) and 2,000 feedback items, then requests each page and endpoint
-as a staff user through Django's test client: the first corpus page load (which groups every
-unanswered text not grouped yet) separately, then `--repeat` warm loads of each. Prints one line
-per URL: median and max milliseconds, with the corpus page's aggregate cache off, then on.
+as a staff user through Django's test client: the first corpus page load (which queues the grouping
+of every unanswered text not grouped yet, and groups none itself) and the grouping run a worker then
+makes, separately; then `--repeat` warm loads of each. Prints one line per URL: median and max
+milliseconds, with the corpus page's aggregate cache off, then on.
+
+`--flood 600` then replays issue #47's flood: 600 distinct junk questions judged not covered, from
+one anonymous client within 11 s, and prints the next page load, the worker's grouping run, and
+where the period's strongest real group ranks in the list before and after.
 """
 
 from __future__ import annotations
@@ -85,11 +90,46 @@ def _populate(n: int, rng: random.Random) -> None:
         for _ in range(2000)], batch_size=1000)
 
 
+def _flood(n: int, timed, corpus) -> None:
+    from django.core.cache import cache
+    from django.utils import timezone
+
+    from corpus.models import QueryRecord
+    from insights import selectors
+    from insights.gaps import gap_list, group_pending
+
+    period = selectors.period_for(corpus)
+    before = gap_list(corpus=corpus, period=period).groups
+    top = before[0].gap.pk if before else None
+    now = timezone.now()
+    QueryRecord.objects.bulk_create([
+        QueryRecord(at=now - timedelta(seconds=11 * i / n), corpus="sample", version="3.2", build_id="build-c",
+                    profile="docs", tool="search_docs", surface="http", query=f"zq{i} junk{i * 7} xx{i * 13}", hits=0,
+                    top=[], coverage="not_covered", coverage_score=0.0, latency_ms=2.0, client="flood/1.0")
+        for i in range(n)], batch_size=1000)
+    cache.clear()  # a grouping run may be queued again
+    print(f"flood: {n} distinct junk questions from one client in 11 s")
+    print(f"  {'/insights/sample/ (next load: queues the grouping)':70} {timed('/insights/sample/'):8.0f} ms")
+    print(f"  {'/api/v1/corpora/sample/gaps':70} {timed('/api/v1/corpora/sample/gaps'):8.0f} ms")
+    start = time.perf_counter()
+    report = group_pending(corpus)
+    print(f"  {'the worker grouping run (' + str(report.grouped) + ' questions)':70} "
+          f"{(time.perf_counter() - start) * 1000:8.0f} ms")
+    print(f"  {'/insights/sample/ (after the run)':70} {timed('/insights/sample/'):8.0f} ms")
+    after = gap_list(corpus=corpus, period=selectors.period_for(corpus)).groups  # a period that holds the flood
+    rank = next((i for i, v in enumerate(after) if v.gap.pk == top), None)
+    junk = sum(1 for v in after if v.gap.representative.startswith("zq"))
+    print(f"  strongest real group before the flood ranks {None if rank is None else rank + 1} of {len(after)} after "
+          f"it; junk groups listed: {junk}; first junk group at rank "
+          f"{next((i + 1 for i, v in enumerate(after) if v.gap.representative.startswith('zq')), None)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--keep", action="store_true", help="keep the test database afterwards (to EXPLAIN queries)")
+    parser.add_argument("--flood", type=int, default=0, help="junk questions from one caller, replayed at the end")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "docsmcp_site.settings")
     os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/docsmcp")
@@ -144,8 +184,15 @@ def main() -> None:
             assert response.status_code == 200, (url, response.status_code, response.content[:300])
             return elapsed
 
-        print(f"{'/insights/sample/ (first load: groups every unanswered text)':70} {timed('/insights/sample/'):8.0f} ms")
+        print(f"{'/insights/sample/ (first load: queues the grouping)':70} {timed('/insights/sample/'):8.0f} ms")
+        from corpus.models import Corpus as CorpusModel
+        from insights.gaps import group_pending
         from insights.models import Gap
+
+        start = time.perf_counter()
+        report = group_pending(CorpusModel.objects.get(name="sample"))
+        print(f"{'the worker grouping run (' + str(report.grouped) + ' questions, ' + report.method + ')':70} "
+              f"{(time.perf_counter() - start) * 1000:8.0f} ms")
 
         gap = Gap.objects.filter(corpus="sample").order_by("-count").first()
         urls = ["/insights/", "/insights/sample/", "/insights/sample/?days=7", "/insights/sample/?days=365&eval=1",
@@ -153,14 +200,13 @@ def main() -> None:
                 "/api/v1/corpora/sample/queries?zero_hits=true&tool=search_docs",
                 "/api/v1/corpora/sample/feedback", "/api/v1/corpora/sample/gaps"]
         print(f"{Gap.objects.count()} gap groups; {args.repeat} warm loads each: median / max", file=sys.stderr)
-        from corpus.models import Corpus as CorpusModel
         from insights import selectors
-        from insights.gaps import gaps_refresh
+        from insights.gaps import gap_list
 
         period = selectors.period_for(CorpusModel.objects.get(name="sample"))
         parts = {"traffic": selectors.traffic, "top_queries": selectors.top_queries,
                  "page_reads": selectors.page_reads, "feedback_by_page": selectors.feedback_by_page,
-                 "gaps_refresh": lambda p: gaps_refresh(corpus=CorpusModel.objects.get(name="sample"), period=p)}
+                 "gap_list": lambda p: gap_list(corpus=CorpusModel.objects.get(name="sample"), period=p)}
         for label, fn in parts.items():
             start = time.perf_counter()
             fn(period)
@@ -171,6 +217,8 @@ def main() -> None:
             for url in urls:
                 times = [timed(url) for _ in range(args.repeat)]
                 print(f"  {url:70} {statistics.median(times):8.0f} ms  (max {max(times):.0f})")
+        if args.flood:
+            _flood(args.flood, timed, CorpusModel.objects.get(name="sample"))
     finally:
         if args.keep:
             print(f"kept database {connection.settings_dict['NAME']}", file=sys.stderr)

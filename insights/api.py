@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Field, Path, Query, Router, Schema, Status
 
@@ -22,7 +22,7 @@ from corpus.models import Feedback, QueryRecord
 from evals.models import EvalCase
 
 from . import selectors, services
-from .gaps import GapView, gaps_refresh
+from .gaps import GapView, gap_list
 from .models import Gap
 
 router = Router(tags=["insights"])
@@ -31,10 +31,14 @@ GapId = Path(..., ge=1, le=2**63 - 1, description="The gap group's id.")
 FeedbackId = Path(..., ge=1, le=2**63 - 1, description="The feedback item's id.")
 Verdict = Literal[Feedback.VERDICTS]  # type: ignore[valid-type]
 GapStatus = Literal["open", "dismissed", "closed", "all"]
+GapVerdict = Literal["not_covered", "partial"]
+Coverage = Literal["covered", "partial", "not_covered", "none"]
 
 
 class QueryListParams(Input):
     zero_hits: bool | None = Field(None, description="true: only searches that found nothing; false: the others.")
+    coverage: Coverage | None = Field(None, description="Only searches with this coverage verdict; none: searches "
+                                                        "logged before verdicts.")
     tool: str | None = Field(None, max_length=64, description="Only calls of this tool, e.g. search_docs.")
     since: datetime | None = Field(None, description="Only calls at or after this time (ISO 8601).")
     include_eval: bool = Field(False, description="Include eval runs' calls (left out by default).")
@@ -49,6 +53,8 @@ class FeedbackListParams(Input):
 class GapListParams(Input):
     days: int = Field(30, ge=1, le=selectors.MAX_DAYS, description="The period, in days up to now.")
     status: GapStatus = Field("open", description="open (default), dismissed, closed, or all.")
+    verdict: GapVerdict | None = Field(None, description="Only groups the docs do not cover (not_covered) or cover "
+                                                         "in part (partial); default both.")
     include_eval: bool = Field(False, description="Count eval runs' calls too.")
 
 
@@ -102,6 +108,9 @@ class QueryOut(Schema):
     hits: int
     top: list[Any] = Field(description="The first hits as [id, score] pairs.")
     top_score: float | None
+    coverage: str = Field(description="The search's verdict: covered, partial, not_covered; empty for reads and "
+                                      "for searches logged before verdicts.")
+    coverage_score: float | None
     latency_ms: float
     is_error: bool
     client: str
@@ -138,7 +147,16 @@ class GapOut(Schema):
     corpus: str
     representative: str = Field(description="The group's most asked question.")
     method: str = Field(description='"text", or "embedding:<provider>/<model>".')
-    count: int = Field(description="Unanswered calls in the period.")
+    count: int = Field(description="Unanswered searches in the period.")
+    verdict: str = Field(description="not_covered, or partial when every unanswered search of the group was judged "
+                                     "partly covered.")
+    not_covered: int = Field(description="Searches judged not_covered.")
+    partial: int = Field(description="Searches judged partial.")
+    unjudged: int = Field(description="Searches logged before verdicts, counted by the zero-hit/low-score rule.")
+    missing_reports: int = Field(description='docs_feedback reports with verdict "missing" about its questions.')
+    callers: int = Field(description="Distinct callers: API keys, tokens, anonymous clients.")
+    signal: float = Field(description="What ranks the groups: each caller's one vote (two for a key or token) "
+                                      "split over the questions it asked.")
     distinct_queries: int
     examples: list[ExampleOut]
     first_seen: datetime | None
@@ -149,6 +167,7 @@ class GapOut(Schema):
     eval_case: str | None = Field(description="suite:case made from it, if any.")
     fix_proposal: int | None
     fix_status: str | None
+    closed_by: str = Field(description="The build that closed it (served its applied fix), if closed.")
 
 
 class EvalCaseOut(Schema):
@@ -172,6 +191,9 @@ def gap_out(view: GapView) -> dict:
     gap = view.gap
     return {"id": gap.pk, "corpus": gap.corpus, "representative": gap.representative, "method": gap.method,
             "count": view.count, "distinct_queries": view.distinct, "examples": view.examples,
+            "verdict": view.verdict, "not_covered": view.not_covered, "partial": view.partial,
+            "unjudged": view.unjudged, "missing_reports": view.missing, "callers": view.callers,
+            "signal": view.signal, "closed_by": gap.closed_by,
             "first_seen": view.first_seen, "last_seen": view.last_seen, "status": gap.status,
             "status_at": gap.status_at, "dismissed_reason": gap.dismissed_reason,
             "eval_case": str(gap.eval_case) if gap.eval_case_id else None, "fix_proposal": gap.fix_proposal_id,
@@ -180,7 +202,9 @@ def gap_out(view: GapView) -> dict:
 
 def stored_gap_out(gap: Gap) -> dict:
     return gap_out(GapView(gap=gap, count=gap.count, distinct=gap.distinct_queries, examples=gap.examples or [],
-                           first_seen=gap.first_seen, last_seen=gap.last_seen))
+                           first_seen=gap.first_seen, last_seen=gap.last_seen, missing=gap.missing_reports,
+                           callers=gap.callers, not_covered=gap.count if gap.verdict == "not_covered" else 0,
+                           partial=gap.count if gap.verdict == "partial" else 0))
 
 
 def case_out(case: EvalCase) -> dict:
@@ -194,7 +218,8 @@ def list_queries(request: HttpRequest, name: str, filters: Query[QueryListParams
     unless `include_eval`."""
     corpus = corpus_selectors.corpus_get(name)
     return paginate(selectors.query_list(corpus=corpus, since=filters.since, zero_hits=filters.zero_hits,
-                                         tool=filters.tool, include_eval=filters.include_eval), page, query_out)
+                                         tool=filters.tool, include_eval=filters.include_eval,
+                                         coverage=filters.coverage), page, query_out)
 
 
 @router.get("/corpora/{name}/feedback", response=Page[FeedbackOut], auth=ADMIN, url_name="insight_feedback")
@@ -206,13 +231,19 @@ def list_feedback(request: HttpRequest, name: str, filters: Query[FeedbackListPa
 
 
 @router.get("/corpora/{name}/gaps", response=Page[GapOut], auth=ADMIN, url_name="insight_gaps")
-def list_gaps(request: HttpRequest, name: str, filters: Query[GapListParams], page: Query[PageParams]):
-    """The unanswered questions of the period (zero-hit or low-score searches) grouped by meaning, most asked
-    first. A group keeps its id as new questions join it."""
+def list_gaps(request: HttpRequest, response: HttpResponse, name: str, filters: Query[GapListParams],
+              page: Query[PageParams]):
+    """The questions of the period the docs do not answer (searches judged not_covered or partial, older
+    searches without a verdict by the zero-hit/low-score rule, docs_feedback "missing" reports), grouped by
+    meaning, strongest signal first (distinct callers; keys and tokens over anonymous clients; asked again over
+    asked once). A group keeps its id as new questions join it. Grouping runs in a worker: questions asked
+    since the last run appear once it has grouped them (the `X-Docsmcp-Gaps-Pending` header counts them)."""
     corpus = corpus_selectors.corpus_get(name)
     period = selectors.period_for(corpus, days=filters.days, include_eval=filters.include_eval)
     statuses = tuple(s for s, _ in Gap.STATUS_CHOICES) if filters.status == "all" else (filters.status,)
-    return paginate(gaps_refresh(corpus=corpus, period=period, statuses=statuses), page, gap_out)
+    found = gap_list(corpus=corpus, period=period, statuses=statuses, verdict=filters.verdict)
+    response["X-Docsmcp-Gaps-Pending"] = str(found.pending)
+    return paginate(found.groups, page, gap_out)
 
 
 @router.post("/corpora/{name}/gaps/{int:gap_id}/eval-case", response={201: EvalCaseOut}, auth=ADMIN)

@@ -11,18 +11,24 @@ from django.utils.safestring import SafeString, mark_safe
 from evals.charts import MISS, NEAR, PASS
 
 READ = "#2563eb"
-# (key in each day's row, label, colour), stacked bottom up
-DAY_LAYERS = (("reads", "reads", READ), ("answered", "answered searches", PASS), ("low", "low-score", NEAR),
-              ("zero", "zero-hit", MISS))
+OLD = "#9ca3af"
+OLD_MISS = "#6b7280"
+# (key in each day's row, label, colour), stacked bottom up. Searches logged before verdicts existed have
+# none: the zero-hit/low-score rule sorts them into the two grey layers.
+DAY_LAYERS = (("reads", "reads", READ), ("covered", "covered", PASS), ("partial", "partial", NEAR),
+              ("not_covered", "not covered", MISS), ("old_answered", "no verdict", OLD),
+              ("old_unanswered", "no verdict, zero-hit/low-score", OLD_MISS))
 VERDICT_COLORS = {"helpful": PASS, "not_helpful": NEAR, "wrong": MISS, "outdated": "#7c3aed", "missing": "#0891b2"}
 
 
 def day_bars(days: Sequence[dict], *, title: str = "calls per day", width: int = 720, height: int = 200) -> SafeString:
-    """One stacked bar per day: reads, searches that found a good answer, low-score and zero-hit searches."""
+    """One stacked bar per day: reads, then searches by verdict (covered, partial, not covered), then older
+    searches without one."""
     left, right, top, bottom = 40, 10, 34, 26
     plot_w, plot_h = width - left - right, height - top - bottom
-    rows = [{"reads": d["calls"] - d["searches"], "answered": d["searches"] - d["zero"] - d["low"], "low": d["low"],
-             "zero": d["zero"], "day": d["day"]} for d in days]
+    rows = [{"reads": d["calls"] - d["searches"], "covered": d["covered"], "partial": d["partial"],
+             "not_covered": d["not_covered"], "old_answered": d["unjudged"] - d["old_unanswered"],
+             "old_unanswered": d["old_unanswered"], "day": d["day"]} for d in days]
     peak = max((d["calls"] for d in days), default=0) or 1
     n = max(len(rows), 1)
     slot = plot_w / n
@@ -51,8 +57,9 @@ def day_bars(days: Sequence[dict], *, title: str = "calls per day", width: int =
         parts.append(f'<text x="{left}" y="{height - 8}" font-size="9" fill="#6b7280">{escape(str(rows[0]["day"]))}'
                      f'</text><text x="{width - right}" y="{height - 8}" font-size="9" text-anchor="end" '
                      f'fill="#6b7280">{escape(str(rows[-1]["day"]))}</text>')
-    for k, (_, label, color) in enumerate(DAY_LAYERS):
-        lx = left + 130 * k
+    legend = [layer for layer in DAY_LAYERS if not layer[0].startswith("old_") or any(r[layer[0]] for r in rows)]
+    for k, (_, label, color) in enumerate(legend):
+        lx = left + 100 * k
         parts.append(f'<rect x="{lx}" y="{top - 14}" width="8" height="8" fill="{color}"/>'
                      f'<text x="{lx + 11}" y="{top - 7}" font-size="9" fill="#374151">{escape(label)}</text>')
     parts.append("</svg>")

@@ -20,6 +20,15 @@ class Gap(models.Model):
     method = models.CharField(max_length=200, help_text='How members were matched: "text", or '
                               '"embedding:<provider>/<model>".')
     centroid = models.JSONField(null=True, blank=True, help_text="Unit mean vector of the members (embedding).")
+    threshold = models.FloatField(null=True, blank=True, help_text="The similarity its members were grouped at: "
+                                  "when the corpus's gap_similarity changes, open groups are regrouped.")
+    verdict = models.CharField(max_length=12, default="not_covered", help_text="not_covered, or partial when "
+                               "every unanswered search of it was judged partly covered.")
+    callers = models.IntegerField(default=0, help_text="Distinct callers (API keys, tokens, anonymous clients) "
+                                  "in the last period computed.")
+    missing_reports = models.IntegerField(default=0, help_text='docs_feedback "missing" reports of its questions.')
+    closed_by = models.CharField(max_length=64, blank=True, help_text="The build that closed it: the first "
+                                 "complete build after its fix was applied.")
     size = models.IntegerField(default=1, help_text="Member texts, for the running mean of the centroid.")
     count = models.IntegerField(default=0, help_text="Calls in the last period computed.")
     distinct_queries = models.IntegerField(default=0)

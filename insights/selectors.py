@@ -2,9 +2,12 @@
 queries whatever the number of records (tests/test_insights.py counts them).
 
 A "search" is a record without a read target; a "read" opened a chunk or page (`target`). Eval runs'
-calls (`is_eval`) are left out unless asked for. A search is zero-hit when it returned nothing, and
-low-score when its best hit scored under the corpus's threshold (settings {"low_score": ...}, else
-DOCSMCP_INSIGHTS_LOW_SCORE).
+calls (`is_eval`) are left out unless asked for.
+
+"Unanswered" is the search's coverage verdict (retrieval/search/coverage.py, stored by the query log):
+`not_covered`, and `partial` counted apart. Records made before verdicts existed have none; for them
+the older rule stands in: zero-hit (it returned nothing) or low-score (its best hit scored under the
+corpus's threshold, settings {"low_score": ...}, else DOCSMCP_INSIGHTS_LOW_SCORE). The pages say so.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connections, transaction
-from django.db.models import Case, CharField, Count, F, Max, Q, QuerySet, When
+from django.db.models import Case, CharField, Count, F, Max, Min, Q, QuerySet, When, Window
 from django.db.models.fields.json import KT
-from django.db.models.functions import TruncDay
+from django.db.models.functions import RowNumber, TruncDay
 from django.utils import timezone
 
 from corpus.models import BuildRun, Corpus, Feedback, QueryRecord
@@ -76,9 +79,113 @@ def _low(period: Period) -> Q:
     return SEARCH & Q(hits__gt=0, top_score__lt=period.low_score)
 
 
+NOT_COVERED = SEARCH & Q(coverage=QueryRecord.NOT_COVERED)
+PARTIAL = SEARCH & Q(coverage=QueryRecord.PARTIAL)
+COVERED = SEARCH & Q(coverage=QueryRecord.COVERED)
+UNJUDGED = SEARCH & Q(coverage="")  # made before verdicts (or by a writer that had none)
+
+
+def _old_unanswered(period: Period) -> Q:
+    """The fallback for records without a verdict: zero-hit or low-score."""
+    return UNJUDGED & (ZERO | _low(period))
+
+
+def unanswered_q(period: Period) -> Q:
+    return NOT_COVERED | PARTIAL | _old_unanswered(period)
+
+
 def unanswered(period: Period) -> QuerySet:
-    """Searches that found nothing, or nothing scoring over the threshold, with a query text."""
-    return records(period).filter(ZERO | _low(period)).exclude(query="")
+    """Searches the docs did not answer (verdict not_covered or partial; older records: zero-hit or
+    low-score), with a query text."""
+    return records(period).filter(unanswered_q(period)).exclude(query="")
+
+
+# Searches by verdict; `unjudged` have none (older records), `old_unanswered` are those of them the
+# zero-hit/low-score rule counts as unanswered.
+VERDICT_KEYS = ("covered", "partial", "not_covered", "unjudged", "old_unanswered")
+
+
+# --- the questions gap groups are made of ---------------------------------------------------------------
+
+PER_CALLER = 50  # distinct questions of one anonymous caller considered per period: it cannot fill the list
+PER_KEY = 500  # of a caller with an API key or token: keys are handed out by the admin, and a team's own agent
+               # (one key) may well ask hundreds of real questions
+MAX_CANDIDATES = 2000  # distinct questions considered per period, the strongest signal first
+MAX_ROWS = 20_000  # (question, caller) rows read per period, the most asked first
+KEYED_WEIGHT = 2.0  # a caller with an API key or a token (named) weighs two anonymous clients
+
+
+def caller_of(key_name: str, client: str) -> str:
+    """Who asked: the API key's or token's name, else the anonymous client (its MCP clientInfo or User-Agent).
+    Records keep no network address, so anonymous callers sharing a client string count as one."""
+    return f"key:{key_name}" if key_name else f"anonymous:{client}"
+
+
+@dataclass
+class Candidate:
+    """One question of the period the docs did not answer, with who asked it and how."""
+
+    query: str
+    calls: int = 0  # unanswered searches of it
+    not_covered: int = 0
+    partial: int = 0
+    unjudged: int = 0  # older searches without a verdict, unanswered by the zero-hit/low-score rule
+    missing: int = 0  # docs_feedback reports with verdict "missing"
+    votes: float = 0.0  # signal: each caller has one vote (a named one two) split over what it asked
+    callers: set[str] = field(default_factory=set)
+    first: datetime | None = None
+    last: datetime | None = None
+
+    @property
+    def verdict(self) -> str:
+        return QueryRecord.PARTIAL if self.partial and not (self.not_covered or self.unjudged or self.missing) \
+            else QueryRecord.NOT_COVERED
+
+
+def _capped(qs: QuerySet, **counts) -> list[dict]:
+    """Per (question, caller) rows of `qs`: at most PER_KEY questions per caller (its most asked, then its
+    latest), in one scan; `rank` is the question's place among its caller's."""
+    rank = Window(RowNumber(), partition_by=[F("key_name"), F("client")], order_by=[F("n").desc(), F("last").desc()])
+    rows = (qs.values("query", "key_name", "client").annotate(n=Count("id"), first=Min("at"), last=Max("at"), **counts)
+            .annotate(rank=rank).filter(rank__lte=PER_KEY).order_by("-n", "-last"))
+    return list(rows[:MAX_ROWS])
+
+
+def gap_candidates(period: Period) -> list[Candidate]:
+    """The period's unanswered questions and docs_feedback `missing` reports, strongest signal first: asked by
+    more callers, by named callers (API keys, tokens) over anonymous ones, asked again over asked once. A
+    caller's vote is split over everything it asked (up to PER_KEY questions counted), so 600 one-off
+    questions from one address weigh what one question from one caller weighs; and an anonymous caller's
+    questions past its PER_CALLER most asked are left out, so it cannot crowd others out. Two queries
+    whatever the traffic."""
+    searches = unanswered(period)
+    reports = feedback(period).filter(verdict=Feedback.MISSING).exclude(query="").order_by()
+    search_rows = _capped(searches, nc=Count("id", filter=Q(coverage=QueryRecord.NOT_COVERED)),
+                          p=Count("id", filter=Q(coverage=QueryRecord.PARTIAL)))
+    report_rows = _capped(reports)
+    totals: dict[str, int] = defaultdict(int)
+    for row in (*search_rows, *report_rows):
+        totals[caller_of(row["key_name"], row["client"])] += row["n"]
+    found: dict[str, Candidate] = {}
+    for rows, is_report in ((search_rows, False), (report_rows, True)):
+        for row in rows:
+            if not row["key_name"] and row["rank"] > PER_CALLER:
+                continue
+            who = caller_of(row["key_name"], row["client"])
+            c = found.get(row["query"]) or found.setdefault(row["query"], Candidate(query=row["query"]))
+            if is_report:
+                c.missing += row["n"]
+            else:
+                c.calls += row["n"]
+                c.not_covered += row["nc"]
+                c.partial += row["p"]
+                c.unjudged += row["n"] - row["nc"] - row["p"]
+            c.votes += (KEYED_WEIGHT if row["key_name"] else 1.0) * row["n"] / totals[who]
+            c.callers.add(who)
+            c.first = min(c.first, row["first"]) if c.first else row["first"]
+            c.last = max(c.last, row["last"]) if c.last else row["last"]
+    ranked = sorted(found.values(), key=lambda c: (-c.votes, -(c.calls + c.missing), -c.last.timestamp(), c.query))
+    return ranked[:MAX_CANDIDATES]
 
 
 @dataclass
@@ -100,7 +207,10 @@ def traffic(period: Period) -> Traffic:
     calls per day, the trend across builds and the tools, for the price of one scan of the records."""
     query = (records(period).annotate(day=TruncDay("at")).values("day", "build_id", "tool", "surface")
              .annotate(calls=Count("id"), searches=Count("id", filter=SEARCH), zero=Count("id", filter=ZERO),
-                       low=Count("id", filter=_low(period)), errors=Count("id", filter=Q(is_error=True))).order_by())
+                       low=Count("id", filter=_low(period)), errors=Count("id", filter=Q(is_error=True)),
+                       covered=Count("id", filter=COVERED), partial=Count("id", filter=PARTIAL),
+                       not_covered=Count("id", filter=NOT_COVERED), unjudged=Count("id", filter=UNJUDGED),
+                       old_unanswered=Count("id", filter=_old_unanswered(period))).order_by())
     with transaction.atomic(using=query.db):
         if connections[query.db].vendor == "postgresql":
             # The planner cannot tell how few (day, build, tool) groups there are and sorts every row,
@@ -108,7 +218,7 @@ def traffic(period: Period) -> Traffic:
             with connections[query.db].cursor() as cursor:
                 cursor.execute("SET LOCAL work_mem = '32MB'")
         rows = list(query)
-    keys = ("calls", "searches", "zero", "low", "errors")
+    keys = ("calls", "searches", "zero", "low", "errors", *VERDICT_KEYS)
     total = dict.fromkeys(keys, 0)
     by_day: dict = defaultdict(lambda: dict.fromkeys(keys, 0))
     by_build: dict = {}
@@ -120,24 +230,28 @@ def traffic(period: Period) -> Traffic:
         by_tool[(r["tool"], r["surface"])] += r["calls"]
         if r["build_id"] and r["searches"]:
             b = by_build.setdefault(r["build_id"], {"build_id": r["build_id"], "searches": 0, "zero": 0, "low": 0,
+                                                    **dict.fromkeys(VERDICT_KEYS, 0),
                                                     "first": r["day"], "last": r["day"]})
-            for k in ("searches", "zero", "low"):
+            for k in ("searches", "zero", "low", *VERDICT_KEYS):
                 b[k] += r[k]
             b["first"], b["last"] = min(b["first"], r["day"]), max(b["last"], r["day"])
     summary = {**total, "reads": total["calls"] - total["searches"],
                "zero_share": _share(total["zero"], total["searches"]),
-               "low_share": _share(total["low"], total["searches"])}
+               "low_share": _share(total["low"], total["searches"]),
+               **{f"{k}_share": _share(total[k], total["searches"]) for k in VERDICT_KEYS}}
     start = timezone.localdate(period.since)
     days = []
     for n in range(period.days + 1):
         day = start + timedelta(days=n)
         d = by_day.get(day) or {}
         days.append({"day": day, "calls": d.get("calls", 0), "searches": d.get("searches", 0), "zero": d.get("zero", 0),
-                     "low": d.get("low", 0)})
+                     "low": d.get("low", 0), **{k: d.get(k, 0) for k in VERDICT_KEYS}})
     made = dict(BuildRun.objects.filter(build_id__in=list(by_build)).values_list("build_id", "created_at"))
     builds = sorted(by_build.values(), key=lambda b: (b["first"], made.get(b["build_id"]) or b["first"]))[-60:]
     for b in builds:
         b["zero_share"], b["low_share"] = b["zero"] / b["searches"], b["low"] / b["searches"]
+        for k in VERDICT_KEYS:
+            b[f"{k}_share"] = b[k] / b["searches"]
     tools = [{"tool": t, "surface": surface, "calls": n}
              for (t, surface), n in sorted(by_tool.items(), key=lambda kv: (-kv[1], kv[0]))][:20]
     return Traffic(summary=summary, days=days, builds=builds, tools=tools)
@@ -148,19 +262,23 @@ def summary(period: Period) -> dict:
 
 
 def per_day(period: Period) -> list[dict]:
-    """One row per day of the period (days without calls included): searches, reads, zero-hit, low-score."""
+    """One row per day of the period (days without calls included): searches, reads, zero-hit, low-score, and
+    searches per verdict."""
     return traffic(period).days
 
 
 def build_trend(period: Period) -> list[dict]:
-    """Zero-hit and low-score share per build served during the period, oldest build first."""
+    """Per build served during the period, oldest first: the share of its searches per verdict (and zero-hit,
+    low-score)."""
     return traffic(period).builds
 
 
 def top_queries(period: Period, limit: int = TOP_N) -> list[dict]:
     return list(records(period).filter(SEARCH).exclude(query="").values("query")
                 .annotate(calls=Count("id"), zero=Count("id", filter=ZERO), low=Count("id", filter=_low(period)),
-                          last=Max("at")).order_by("-calls", "-last")[:limit])
+                          not_covered=Count("id", filter=NOT_COVERED), partial=Count("id", filter=PARTIAL),
+                          unanswered=Count("id", filter=unanswered_q(period)), last=Max("at"))
+                .order_by("-calls", "-last")[:limit])
 
 
 def cached_aggregates(period: Period) -> dict:
@@ -229,7 +347,7 @@ def feedback_by_page(period: Period, limit: int = 15) -> list[dict]:
 
 
 def query_list(*, corpus: Corpus, version: str = "", since: datetime | None = None, zero_hits: bool | None = None,
-               tool: str | None = None, include_eval: bool = False) -> QuerySet:
+               tool: str | None = None, include_eval: bool = False, coverage: str | None = None) -> QuerySet:
     """Logged calls of a corpus, newest first (a QuerySet, for pagination)."""
     qs = QueryRecord.objects.filter(corpus=corpus.family.name)
     version = version or (corpus.version if corpus.version_of_id else "")
@@ -245,6 +363,8 @@ def query_list(*, corpus: Corpus, version: str = "", since: datetime | None = No
         qs = qs.filter(ZERO)
     elif zero_hits is False:
         qs = qs.exclude(ZERO)
+    if coverage:
+        qs = qs.filter(SEARCH & Q(coverage="" if coverage == "none" else coverage))
     return qs.order_by("-at", "-pk")
 
 
@@ -282,7 +402,9 @@ def corpora_overview(days: int = 7) -> list[dict]:
     names = [c.name for c in corpus_list() if not c.version_of_id]
     calls = {r["corpus"]: r for r in QueryRecord.objects.filter(corpus__in=names, at__gte=since, is_eval=False)
              .values("corpus").annotate(calls=Count("id"), searches=Count("id", filter=SEARCH),
-                                        zero=Count("id", filter=ZERO), last=Max("at"))}
+                                        zero=Count("id", filter=ZERO), last=Max("at"),
+                                        not_covered=Count("id", filter=NOT_COVERED),
+                                        old=Count("id", filter=UNJUDGED & ZERO))}
     fb = dict(Feedback.objects.filter(corpus__in=names, at__gte=since, dismissed_at__isnull=True)
               .values("corpus").annotate(n=Count("id")).values_list("corpus", "n"))
     gaps = dict(Gap.objects.filter(corpus__in=names, status=Gap.OPEN).order_by().values("corpus")
@@ -294,5 +416,6 @@ def corpora_overview(days: int = 7) -> list[dict]:
         searches = c.get("searches") or 0
         out.append({"corpus": name, "calls": c.get("calls", 0), "searches": searches,
                     "zero_share": (c.get("zero", 0) / searches) if searches else None, "last": c.get("last"),
+                    "not_covered_share": ((c.get("not_covered", 0) + c.get("old", 0)) / searches) if searches else None,
                     "feedback": fb.get(name, 0), "open_gaps": gaps.get(name, 0)})
     return out

@@ -22,6 +22,7 @@ from evals.models import EvalCase, EvalSuite
 
 from . import served
 from .errors import FixUnavailable, GapNotFound, InsightsError
+from .gaps import settle_gap
 from .models import Gap
 
 SUITE_NAME = re.compile(r"^[-a-zA-Z0-9_]{1,100}$")
@@ -34,7 +35,7 @@ def gap_get(*, corpus: Corpus, gap_id: int) -> Gap:
     if gap is None:
         raise GapNotFound(f"gap #{gap_id} not found in corpus {corpus.family.name!r}; list its gaps "
                           f"(GET /api/v1/corpora/{corpus.family.name}/gaps) to find the ID")
-    return gap
+    return settle_gap(gap)
 
 
 def _reason(reason: str) -> str:

@@ -20,7 +20,7 @@ from evals import charts as eval_charts
 from evals.models import EvalSuite
 
 from . import charts, selectors, served, services
-from .gaps import gaps_refresh
+from .gaps import gap_list
 from .models import Gap
 
 PERIODS = (1, 7, 30, 90, 365)
@@ -51,12 +51,17 @@ def index(request: HttpRequest):
 
 
 def _trend_chart(trend: list[dict]):
+    """Per build, the share of its searches judged covered, partial and not covered; builds served before
+    verdicts existed show the zero-hit/low-score share of their searches without one."""
     labels = [f"build {t['build_id']} · from {t['first']:%Y-%m-%d} · {t['searches']} searches" for t in trend]
     axis = [t["build_id"][:16] for t in trend]
-    return eval_charts.line_chart([eval_charts.Series("zero-hit share", [t["zero_share"] for t in trend]),
-                                   eval_charts.Series("low-score share", [t["low_share"] for t in trend])],
-                                  labels, title="unanswered share per build", axis_labels=axis, width=420,
-                                  height=200, digits=3)
+    series = [eval_charts.Series("covered", [t["covered_share"] for t in trend]),
+              eval_charts.Series("partial", [t["partial_share"] for t in trend]),
+              eval_charts.Series("not covered", [t["not_covered_share"] for t in trend])]
+    if any(t["unjudged"] for t in trend):
+        series.append(eval_charts.Series("no verdict, zero-hit/low-score", [t["old_unanswered_share"] for t in trend]))
+    return eval_charts.line_chart(series, labels, title="searches by verdict, per build", axis_labels=axis,
+                                  width=420, height=200, digits=3)
 
 
 @staff_member_required
@@ -73,14 +78,18 @@ def corpus_detail(request: HttpRequest, name: str):
     peak = max((q["calls"] for q in top), default=1)
     for q in top:
         q["width"] = round(100 * q["calls"] / peak)
-    gaps = gaps_refresh(corpus=corpus, period=period)
-    gap_peak = max((g.count for g in gaps), default=1)
+    found_gaps = gap_list(corpus=corpus, period=period)
+    gaps = found_gaps.groups
+    gap_peak = max((g.count + g.missing for g in gaps), default=1) or 1
+    shown = [(g, round(100 * (g.count + g.missing) / gap_peak)) for g in gaps]
     versions = [m.version for m in corpus_selectors.family_members(corpus) if m.version]
     return render(request, "insights/corpus.html", {
         "corpus": corpus.family, "period": period, "periods": PERIODS, "versions": versions,
         "summary": seen.summary, "day_chart": charts.day_bars(seen.days),
         "trend": trend, "trend_chart": _trend_chart(trend) if trend else "", "top_queries": top,
-        "gaps": [(g, round(100 * g.count / gap_peak)) for g in gaps[:50]], "gap_total": len(gaps),
+        "gaps": [row for row in shown if row[0].verdict == "not_covered"][:50],
+        "partial_gaps": [row for row in shown if row[0].verdict == "partial"][:50], "gap_total": len(gaps),
+        "gaps_pending": found_gaps.pending, "unjudged": found_gaps.unjudged or seen.summary["unjudged"],
         "pages": found["pages"], "feedback_pages": feedback_pages,
         "feedback_items": list(selectors.feedback(period)[:30]), "tools": seen.tools,
         "verdict_colors": charts.VERDICT_COLORS,

@@ -120,7 +120,8 @@ def test_unanswered_questions_are_grouped_by_meaning_with_stable_ids(traffic):
     assert [(g.count, g.distinct) for g in groups] == [(9, 3), (4, 2), (3, 1)]  # the last: low-score
     kube, graphql, payments = groups
     assert payments.gap.representative == "payment intents"
-    assert kube.gap.representative in KUBERNETES and kube.gap.method == "embedding:hash/feature-hash-v1"
+    # grouped by the bundled local model, whatever the corpus was built with (here: hash embeddings)
+    assert kube.gap.representative in KUBERNETES and kube.gap.method == "embedding:local/all-MiniLM-L6-v2"
     assert {e["query"] for e in kube.examples} == set(KUBERNETES)
     assert "eval only question" not in {e["query"] for g in groups for e in g.examples}
     # a new paraphrase joins the existing group; its ID does not change
@@ -130,13 +131,14 @@ def test_unanswered_questions_are_grouped_by_meaning_with_stable_ids(traffic):
     assert Gap.objects.count() == 3
 
 
-def test_a_corpus_without_an_index_groups_by_text(db):
+def test_a_corpus_without_an_index_still_groups_by_meaning(db):
     Corpus.objects.create(name="plain", source_dir="/nowhere")
     QueryRecord.objects.bulk_create(unanswered(["how to deploy on kubernetes", "kubernetes deployment",
                                                  "rate limits"], corpus="plain"))
     groups = gaps_refresh(corpus=Corpus.objects.get(name="plain"),
                           period=selectors.period_for(Corpus.objects.get(name="plain")))
-    assert sorted(g.distinct for g in groups) == [1, 2] and {g.gap.method for g in groups} == {"text"}
+    assert sorted(g.distinct for g in groups) == [1, 2]
+    assert {g.gap.method for g in groups} == {"embedding:local/all-MiniLM-L6-v2"}
 
 
 def test_a_dismissed_gap_stays_hidden_until_new_queries_arrive(client, traffic, admin_key):
@@ -220,7 +222,7 @@ def test_corpus_page_shows_the_period(admin_client, traffic):
     assert "calls per day" in html and html.count("<svg") >= 3
     assert "kubernetes" in html and "graphql" in html and "eval only question" not in html
     assert "guides/retries.md" in html and "the default is 5 retries" in html
-    assert "unanswered share per build" in html
+    assert "searches by verdict, per build" in html and "logged before verdicts existed" in html
     assert "eval only question" in admin_client.get("/insights/sample/?eval=1").content.decode()
     index = admin_client.get("/insights/").content.decode()
     assert 'href="/insights/sample/"' in index
