@@ -267,14 +267,23 @@ def _cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])  # utime + stime
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid`: serve's supervising process, its gunicorn master, the workers."""
+    try:
+        children = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+    return [p for child in children for p in (child, *_descendants(child))]
+
+
 def server_cpu(master: int | None) -> float | None:
-    """CPU seconds (user + system) the gunicorn master and its workers have used so far; None where
-    /proc does not say. Load from other jobs moves it much less than it moves wall-clock figures."""
-    children_file = Path(f"/proc/{master}/task/{master}/children")
-    if master is None or not children_file.exists():
+    """CPU seconds (user + system) serve's processes (its supervisor, the gunicorn master and its workers)
+    have used so far; None where /proc does not say. Load from other jobs moves it much less than it moves
+    wall-clock figures."""
+    if master is None or not Path(f"/proc/{master}/task/{master}/children").exists():
         return None
     total = 0
-    for pid in [master, *(int(p) for p in children_file.read_text().split())]:
+    for pid in [master, *_descendants(master)]:
         try:
             total += _cpu_ticks(pid)
         except (FileNotFoundError, ProcessLookupError):
@@ -283,18 +292,17 @@ def server_cpu(master: int | None) -> float | None:
 
 
 def wait_workers_idle(master: int, workers: int, deadline: float, bar: tqdm) -> None:
-    """Until every worker has booted: all `workers` children exist and none burns CPU for a second."""
-    children_file = Path(f"/proc/{master}/task/{master}/children")
-    if not children_file.exists():
+    """Until every worker has booted: at least `workers` processes below serve's (its gunicorn master and
+    workers) and none of them burns CPU for a second."""
+    if not Path(f"/proc/{master}/task/{master}/children").exists():
         return  # not Linux: the warm-up absorbs late boots
     last: dict[int, int] = {}
     while time.monotonic() < deadline:
-        pids = [int(p) for p in children_file.read_text().split()]
         try:
-            ticks = {pid: _cpu_ticks(pid) for pid in pids}
+            ticks = {pid: _cpu_ticks(pid) for pid in _descendants(master)}
         except (FileNotFoundError, ProcessLookupError):
             ticks = {}
-        settled = len(ticks) == workers and ticks.keys() == last.keys()
+        settled = len(ticks) >= workers and ticks.keys() == last.keys()
         if settled and all(ticks[pid] - last[pid] <= 2 for pid in ticks):
             return
         last = ticks
@@ -303,13 +311,11 @@ def wait_workers_idle(master: int, workers: int, deadline: float, bar: tqdm) -> 
 
 
 def worker_memory(master: int) -> list[dict[str, float]]:
-    """RSS, its peak (VmHWM) and PSS in MB of each gunicorn worker; PSS splits pages the workers
-    share (the preloaded code) between them. Empty where /proc does not say."""
-    children_file = Path(f"/proc/{master}/task/{master}/children")
-    if not children_file.exists():
-        return []
+    """RSS, its peak (VmHWM) and PSS in MB of each process below serve's (its gunicorn master and the
+    workers; the largest is a worker); PSS splits pages the workers share (the preloaded code) between
+    them. Empty where /proc does not say."""
     out = []
-    for pid in (int(p) for p in children_file.read_text().split()):
+    for pid in _descendants(master):
         try:
             status = Path(f"/proc/{pid}/status").read_text() + Path(f"/proc/{pid}/smaps_rollup").read_text()
         except OSError:

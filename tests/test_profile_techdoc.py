@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from retrieval.search.coverage import NOT_COVERED_NOTICE
 from tests import conftest, profile_fixtures
 from tests.profile_fixtures import call, rpc, with_client
 
@@ -287,14 +288,22 @@ def test_a_bare_path_in_several_corpora_is_ambiguous(doc_corpora, live_url, http
 def test_doc_type_restricts_and_all_merges(doc_corpora, live_url, http):
     only = call(http, url_of(live_url), "search_documentation", {"query": "overview", "doc_type": "ubuntu",
                                                                  "max_results": 20})
-    *hits, coverage = only["result"]["content"]
+    hits = [i for i in only["result"]["content"] if "metadata" in i]
     assert {i["metadata"]["doc_type"] for i in hits} == {"ubuntu"}
-    assert coverage["coverage"]["verdict"] in ("covered", "partial", "not_covered")
-    assert coverage["text"].startswith(f"[coverage: {coverage['coverage']['verdict']}")
     everywhere = call(http, url_of(live_url), "search_documentation", {"query": "overview", "max_results": 20})
-    items = everywhere["result"]["content"][:-1]
+    items = [i for i in everywhere["result"]["content"] if "metadata" in i]
     assert {"postgresql", "ubuntu"} <= {i["metadata"]["doc_type"] for i in items}
     assert [i["score"] for i in items] == sorted((i["score"] for i in items), reverse=True)
+
+
+def test_a_question_no_documentation_set_covers_ends_with_the_notice(doc_corpora, live_url, http):
+    found = call(http, url_of(live_url), "search_documentation", {"query": "How long should I boil an egg?"})
+    *hits, last = found["result"]["content"]
+    assert hits and all("metadata" in i for i in hits)  # the closest chunks still come back
+    assert last["coverage"]["verdict"] == "not_covered"
+    assert last["text"] == f"[coverage: not_covered ({last['coverage']['score']}). {NOT_COVERED_NOTICE}]"
+    covered = call(http, url_of(live_url), "search_documentation", {"query": "max_connections postgresql"})
+    assert all("metadata" in i for i in covered["result"]["content"])
 
 
 def test_an_unexpected_failure_is_a_seed_shaped_tool_error(doc_corpora, live_url, http, monkeypatch):

@@ -149,14 +149,11 @@ def _search_documentation(context: Context, args: dict[str, Any]) -> ToolResult:
     items, notice = budget.fit_items([_item(h, pinned) for h in merge_hits(per_corpus, limit)], ("text",), _size)
     if notice:
         items.append({"type": "text", "text": f"[{notice}]"})
-    items.append(_coverage_item(best_coverage(verdicts)))
+    coverage = best_coverage(verdicts)
+    if coverage.notice:  # the model reads the content: a verdict other than covered is said there too
+        items.append({"type": "text", "text": f"[coverage: {coverage.verdict} ({coverage.score}). {coverage.notice}]",
+                      "coverage": coverage.as_dict()})
     return ToolResult(content=items).as_fitted()
-
-
-def _coverage_item(coverage: Any) -> dict[str, Any]:
-    """The last content item: whether the docs answer the question, in words and as `coverage`."""
-    text = f"[coverage: {coverage.verdict} ({coverage.score})" + (f". {coverage.notice}]" if coverage.notice else "]")
-    return {"type": "text", "text": text, "coverage": coverage.as_dict()}
 
 
 def _size(items: list[dict[str, Any]]) -> int:
