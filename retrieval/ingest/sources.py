@@ -14,11 +14,14 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from retrieval.errors import ConfigError
 
+from . import sitegen
 from .chunking import Chunk, chunk_document
+from .exclude import IGNORE_FILE, Excluder, parse_rules
 from .files import FileTooLarge, NotRegularFile, read_regular_file
 from .keywords import MAX_KEYWORD_CHARS, MAX_KEYWORDS, add_keywords, page_keywords
 from .links import link_targets
@@ -37,7 +40,7 @@ from .manifest import (
 from .parsing import ParsedDocument, parse_markdown
 from .pool import exit_with
 
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024  # a larger page is skipped with a finding (DOCSMCP_MAX_FILE_BYTES)
 
 
@@ -88,6 +91,18 @@ class CorpusScan:
     manifest_texts: dict[str, str]
     files: dict[str, bytes]  # relpath -> raw bytes of every markdown file
     findings: list[Finding]  # corpus-level findings (manifests, symlinks, encodings)
+    generator: str = ""  # the site generator whose syntax the pages are read in ("": plain markdown)
+    generator_reason: str = ""  # how it was known: the manifest, a configuration file, the pages' syntax
+    excluded: list[str] = field(default_factory=list)  # paths left out by exclude rules (folders end in /)
+
+    @cached_property
+    def left_out(self) -> frozenset[str]:
+        """Pages governed by a manifest that failed to parse: how to chunk and tag them is unknown,
+        so a build leaves them out (the manifest's own error says what to fix)."""
+        invalid = set(self.manifest_texts) - set(self.manifests)
+        if not invalid:
+            return frozenset()
+        return frozenset(p for p in self.files if _governing_dir(p, self.manifest_texts) in invalid)
 
     @property
     def root_manifest(self) -> Manifest | None:
@@ -107,6 +122,8 @@ class CorpusScan:
         digest = hashlib.sha256(self.files[relpath])
         digest.update(b"\0" + self.manifest_texts.get(manifest.directory if manifest else "\0", "").encode())
         digest.update(b"\0" + self.manifest_texts.get("", "").encode())
+        if self.generator or relpath.endswith(".mdx"):  # plain pages keep the keys of builds before generators
+            digest.update(f"\0{self.generator}:{sitegen.CLEANER_VERSION}".encode())
         return digest.hexdigest()
 
 
@@ -118,19 +135,32 @@ def scan_corpus(root: Path, *, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYT
     if not root.is_dir():
         raise ConfigError(f"source directory {root} does not exist or is not a directory")
     scan = CorpusScan(root, {}, {}, {}, [])
+    rules = Excluder()
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         current = Path(dirpath)
+        reldir = current.relative_to(root).as_posix()
+        reldir = "" if reldir == "." else reldir
+        for name in (MANIFEST_NAME, IGNORE_FILE):  # a folder's own rules apply to its entries
+            if name in filenames:
+                _read_rules(scan, rules, current / name, reldir, max_file_bytes)
+        kept = []
+        for name in sorted(d for d in dirnames if not d.startswith(".")):
+            reldir_child = f"{reldir}/{name}" if reldir else name
+            if rules.excluded(reldir_child, is_dir=True):
+                scan.excluded.append(reldir_child + "/")
+            else:
+                kept.append(name)
+        dirnames[:] = kept
         for name in list(dirnames):
             if (current / name).is_symlink():
                 dirnames.remove(name)
                 _check_link(scan, current / name)
-        reldir = current.relative_to(root).as_posix()
-        reldir = "" if reldir == "." else reldir
         for name in sorted(filenames):
             path = current / name
             relpath = f"{reldir}/{name}" if reldir else name
-            if name != MANIFEST_NAME and not name.endswith(MARKDOWN_SUFFIXES):
+            if name in (MANIFEST_NAME, IGNORE_FILE):
+                continue
+            if not name.endswith(MARKDOWN_SUFFIXES):
                 if path.is_symlink():
                     _check_link(scan, path)
                 continue
@@ -138,14 +168,65 @@ def scan_corpus(root: Path, *, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYT
                 if not _check_link(scan, path):
                     continue
                 path = path.resolve()
-            raw = _read_source_file(scan, path, relpath, max_file_bytes)
-            if raw is None:
+            if rules.excluded(relpath):
+                scan.excluded.append(relpath)
                 continue
-            if name == MANIFEST_NAME:
-                _add_manifest(scan, raw.decode("utf-8", errors="replace"), reldir, relpath)
-            else:
+            raw = _read_source_file(scan, path, relpath, max_file_bytes)
+            if raw is not None:
                 scan.files[relpath] = raw
+    _read_as_generator(scan, root)
     return scan
+
+
+def _read_rules(scan: CorpusScan, rules: Excluder, path: Path, reldir: str, max_file_bytes: int | None) -> None:
+    """A folder's manifest or .docsmcpignore, read before its entries so their exclude rules apply to them."""
+    relpath = f"{reldir}/{path.name}" if reldir else path.name
+    if path.is_symlink():
+        if not _check_link(scan, path):
+            return
+        path = path.resolve()
+    raw = _read_source_file(scan, path, relpath, max_file_bytes)
+    if raw is None:
+        return
+    text = raw.decode("utf-8", errors="replace")
+    if relpath.endswith(MANIFEST_NAME):
+        _add_manifest(scan, text, reldir, relpath)
+        if reldir in scan.manifests:
+            rules.add(parse_rules(scan.manifests[reldir].exclude, reldir))
+    else:
+        rules.add(parse_rules(text, reldir))
+
+
+def _read_as_generator(scan: CorpusScan, root: Path | None, names: set[str] | None = None) -> None:
+    """The root manifest's generator, else the one detected; a Hugo corpus's bundle resources left out."""
+    choice = scan.root_manifest.generator if scan.root_manifest else "auto"
+    if choice == "none":
+        return
+    if choice != "auto":
+        scan.generator, scan.generator_reason = choice, f"\"generator\": \"{choice}\" in {MANIFEST_NAME}"
+    else:
+        found = sitegen.detect(root, scan.files, names=names)
+        scan.generator, scan.generator_reason = found.name, found.reason
+    if scan.generator == "hugo":
+        _hugo_bundle_resources(scan)
+
+
+def _hugo_bundle_resources(scan: CorpusScan) -> None:
+    """A folder with an `index.md` is a Hugo leaf bundle: its other pages are resources the page
+    shows (a glossary's entries), not pages of the site, so they are not indexed as pages."""
+    bundles = sorted({p.rpartition("/")[0] for p in scan.files if p == "index.md" or p.endswith("/index.md")})
+    for bundle in bundles:
+        inside = [p for p in scan.files if (not bundle or p.startswith(bundle + "/"))
+                  and p != (f"{bundle}/index.md" if bundle else "index.md")]
+        if not bundle or not inside:
+            continue
+        for relpath in inside:
+            del scan.files[relpath]
+            scan.excluded.append(relpath)
+        scan.findings.append(Finding(
+            "warning", "hugo-bundle-resources", f"{bundle}/index.md", None,
+            f"{len(inside)} page(s) under {bundle}/ are resources of this Hugo leaf bundle (its index.md), "
+            "not pages of the site; they are left out", "rename index.md to _index.md if they are pages"))
 
 
 def _read_source_file(scan: CorpusScan, path: Path, relpath: str, max_file_bytes: int | None) -> bytes | None:
@@ -188,9 +269,23 @@ def scan_tree(root: Path, files: dict[str, bytes], links: dict[str, str] | None 
     reader left unread because of the limit."""
     scan = CorpusScan(Path(root), {}, {}, {}, [])
     links, oversized = links or {}, oversized or {}
+    rules = Excluder()
+    for relpath in sorted(p for p in files if p.rpartition("/")[2] in (MANIFEST_NAME, IGNORE_FILE)):
+        reldir, _, name = relpath.rpartition("/")
+        if any(part.startswith(".") for part in reldir.split("/") if part) or rules.excluded_path(relpath):
+            continue
+        text = files[relpath].decode("utf-8", errors="replace")
+        if name == MANIFEST_NAME:
+            _add_manifest(scan, text, reldir, relpath)
+            rules.add(parse_rules(scan.manifests[reldir].exclude, reldir) if reldir in scan.manifests else [])
+        else:
+            rules.add(parse_rules(text, reldir))
     for relpath in sorted({*files, *links, *oversized}, key=lambda p: (p.count("/"), p)):
         parts = relpath.split("/")
-        if any(part.startswith(".") for part in parts[:-1]):
+        if any(part.startswith(".") for part in parts[:-1]) or parts[-1] in (MANIFEST_NAME, IGNORE_FILE):
+            continue
+        if parts[-1].endswith(MARKDOWN_SUFFIXES) and rules.excluded_path(relpath):
+            scan.excluded.append(relpath)
             continue
         target = links.get(relpath, relpath)
         if not target:
@@ -208,11 +303,9 @@ def scan_tree(root: Path, files: dict[str, bytes], links: dict[str, str] | None 
             continue
         if raw is None:
             continue
-        if name == MANIFEST_NAME:
-            _add_manifest(scan, raw.decode("utf-8", errors="replace"), reldir, relpath)
-        else:
-            scan.files[relpath] = raw
+        scan.files[relpath] = raw
     scan.files = dict(sorted(scan.files.items()))
+    _read_as_generator(scan, None, names={p for p in files if "/" not in p})
     return scan
 
 
@@ -244,7 +337,7 @@ def file_text(raw: bytes) -> str:
 
 
 def process_file(relpath: str, raw: bytes, key: str, manifests: dict[str, Manifest],
-                 taxonomy: dict[str, TaxonomyConfig]) -> FileResult:
+                 taxonomy: dict[str, TaxonomyConfig], generator: str = "") -> FileResult:
     try:
         text = file_text(raw)
     except UnicodeDecodeError as exc:
@@ -252,8 +345,11 @@ def process_file(relpath: str, raw: bytes, key: str, manifests: dict[str, Manife
         return FileResult(relpath, key, relpath, "", None, findings=[Finding(
             "error", "encoding", relpath, line, f"file is not valid UTF-8 (byte {exc.start})",
             "re-save the file as UTF-8")])
+    cleaned = sitegen.clean(text, generator, relpath)
+    text = cleaned.text
     doc = parse_markdown(text)
-    findings: list[Finding] = []
+    findings: list[Finding] = [Finding("warning", "generator-syntax", relpath, n.line, n.message, n.suggestion)
+                               for n in cleaned.notices]
     if doc.frontmatter_error:
         findings.append(Finding("error", "frontmatter-invalid", relpath, 1, doc.frontmatter_error,
                                 "fix the YAML between the leading --- lines"))
@@ -387,11 +483,11 @@ def process_files(scan: CorpusScan, todo: list[tuple[str, str]], *, workers: int
     if workers <= 1 or len(todo) < 200:
         for relpath, key in todo:
             yield _without_default_under_invalid(
-                scan, process_file(relpath, scan.files[relpath], key, scan.manifests, taxonomy))
+                scan, process_file(relpath, scan.files[relpath], key, scan.manifests, taxonomy, scan.generator))
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    args = ((relpath, scan.files[relpath], key, scan.manifests, taxonomy) for relpath, key in todo)
+    args = ((relpath, scan.files[relpath], key, scan.manifests, taxonomy, scan.generator) for relpath, key in todo)
     global _pools
     with _pools_lock:
         _pools += 1
@@ -405,6 +501,25 @@ def process_files(scan: CorpusScan, todo: list[tuple[str, str]], *, workers: int
             _pools -= 1
             if _pools == 0:
                 _stop_forkserver()
+
+
+def _governing_dir(relpath: str, manifest_texts: dict[str, str]) -> str | None:
+    parts = PurePosixPath(relpath).parts[:-1]
+    for depth in range(len(parts), -1, -1):
+        directory = "/".join(parts[:depth])
+        if directory in manifest_texts:
+            return directory
+    return None
+
+
+def left_out_stats(scan: CorpusScan, left_out: list[FileResult]) -> dict:
+    """How many pages a build left out and why: by the code of each page's first error."""
+    reasons: dict[str, int] = {}
+    for result in left_out:
+        code = next((f.code for f in result.findings if f.severity == "error"), "manifest-invalid")
+        reasons[code] = reasons.get(code, 0) + 1
+    return {"left_out_files": len(left_out), "left_out": dict(sorted(reasons.items())),
+            "excluded_files": len(scan.excluded), "generator": scan.generator}
 
 
 def _without_default_under_invalid(scan: CorpusScan, result: FileResult) -> FileResult:
