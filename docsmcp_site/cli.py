@@ -87,7 +87,9 @@ def _serve_folder(command: str, folder: Path, rest: list[str]) -> None:
     with _stdout_to_stderr() if stdio else contextlib.nullcontext():
         _ensure_database(quiet_stdout=stdio)
         name = _corpus_for(folder)
-        _build(name, folder, say)
+        strict = "--strict" in rest  # build_index's option: any error fails the build (for CI)
+        rest = [arg for arg in rest if arg != "--strict"]
+        _build(name, folder, say, strict=strict)
     if stdio:
         print(f"docsmcp: serving corpus {name!r} over stdio; a client spawns it with: "
               f"{json.dumps(stdio_config(folder))}", file=sys.stderr, flush=True)
@@ -139,7 +141,7 @@ def _corpus_for(folder: Path) -> str:
     return name
 
 
-def _build(name: str, folder: Path, say) -> None:
+def _build(name: str, folder: Path, say, *, strict: bool = False) -> None:
     """build_index --if-stale: the first run builds, later runs build only what changed (or nothing)."""
     from django.core.management import call_command
     from django.core.management.base import CommandError
@@ -149,7 +151,7 @@ def _build(name: str, folder: Path, say) -> None:
     failed = None
     try:
         call_command("build_index", "--corpus", name, "--source", str(folder), "--if-stale",
-                     stdout=say, stderr=sys.stderr)
+                     *(["--strict"] if strict else []), stdout=say, stderr=sys.stderr)
     except CommandError as exc:
         raise CliError(str(exc)) from exc
     except SystemExit as exc:
