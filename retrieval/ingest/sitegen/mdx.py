@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from . import directives
+from .directives import clean as read_directives
 from .lines import Page, args_of, drop_heading_attrs, drop_html_comments
 
 ESM = re.compile(r"^(?:import|export)(?:[\s{*]|$)")
@@ -33,7 +33,7 @@ def clean(page: Page, *, docusaurus: bool = True) -> None:
     _esm(page, code)
     page.substitute(MDX_COMMENT, lambda m, _line: "", skip=code)
     page.substitute(COMPONENT, lambda m, line: _component(page, m, line), skip=code)
-    directives.clean(page, docusaurus=docusaurus)
+    read_directives(page, docusaurus=docusaurus)
     code = page.code_lines()
     drop_html_comments(page, code)
     drop_heading_attrs(page, code)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from . import directives
+from .directives import clean as read_directives
 from .lines import Page, drop_heading_attrs, drop_html_comments
 
 TARGET = re.compile(r"^[ \t]{0,3}\([^()\s]+\)=[ \t]*$")
@@ -19,7 +19,7 @@ ROLE = re.compile(r"\{(?P<role>[\w:+-]+)\}`(?P<text>[^`]*)`")
 
 
 def clean(page: Page) -> None:
-    directives.clean(page, docusaurus=False)
+    read_directives(page, docusaurus=False)
     code = page.code_lines()
     for n in range(page.body, len(page.lines)):
         if n in code:
