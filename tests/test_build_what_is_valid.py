@@ -185,3 +185,14 @@ def test_validate_docs_says_which_pages_a_build_would_leave_out(tmp_path):
     (tmp_path / "bad.md").write_text(BAD_FRONT_MATTER)
     output = run_validate("--source", str(tmp_path))
     assert "a build leaves out the 1 page(s) with errors and builds the rest (with --strict it fails)" in output
+
+
+def test_unknown_syntax_is_told_once_per_kind_with_its_count(tmp_path):
+    for n in range(4):
+        (tmp_path / f"page{n}.md").write_text(f"# Page {n}\n\n{{{{< widget >}}}} and {{{{< gadget >}}}}\n")
+    (tmp_path / "_index.md").write_text("# Section\n")
+    output = run_validate("--source", str(tmp_path))
+    assert "read as Hugo (Hugo section pages (_index.md))" in output
+    assert "warning: generator-syntax (hugo shortcode widget) x4 on 4 page(s)" in output
+    assert "warning: generator-syntax (hugo shortcode gadget) x4 on 4 page(s)" in output
+    assert run_validate("--source", str(tmp_path), "--warnings").count("[generator-syntax]") == 8

@@ -52,13 +52,15 @@ class Finding:
     line: int | None  # 1-based
     message: str
     suggestion: str = ""
+    kind: str = ""  # what a repeated finding is counted by, when its code covers several (`hugo shortcode tabs`)
 
     def location(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
 
     def as_dict(self) -> dict:
-        return {"severity": self.severity, "code": self.code, "file": self.file, "line": self.line,
-                "message": self.message, "suggestion": self.suggestion}
+        found = {"severity": self.severity, "code": self.code, "file": self.file, "line": self.line,
+                 "message": self.message, "suggestion": self.suggestion}
+        return {**found, "kind": self.kind} if self.kind else found
 
 
 @dataclass(frozen=True)
@@ -348,7 +350,7 @@ def process_file(relpath: str, raw: bytes, key: str, manifests: dict[str, Manife
     cleaned = sitegen.clean(text, generator, relpath)
     text = cleaned.text
     doc = parse_markdown(text)
-    findings: list[Finding] = [Finding("warning", "generator-syntax", relpath, n.line, n.message, n.suggestion)
+    findings: list[Finding] = [Finding("warning", "generator-syntax", relpath, n.line, n.message, n.suggestion, n.kind)
                                for n in cleaned.notices]
     if doc.frontmatter_error:
         findings.append(Finding("error", "frontmatter-invalid", relpath, 1, doc.frontmatter_error,

@@ -14,17 +14,18 @@ def finding_lines(findings: list[dict], *, every_warning: bool = False, errors: 
     folder with no manifest) as one line with its count and the first pages, unless `every_warning`."""
     lines = [format_finding(f) for f in findings if f["severity"] == "error"] if errors else []
     warnings = [f for f in findings if f["severity"] != "error"]
-    by_code: dict[str, list[dict]] = {}
+    by_code: dict[tuple[str, str], list[dict]] = {}
     for finding in warnings:
-        by_code.setdefault(finding["code"], []).append(finding)
-    for code, group in by_code.items():
+        by_code.setdefault((finding["code"], finding.get("kind", "")), []).append(finding)
+    for (code, kind), group in by_code.items():
         if every_warning or len(group) <= REPEATED:
             lines.extend(format_finding(f) for f in group)
             continue
         files = sorted({f["file"] for f in group})
         first = group[0]
         shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
-        text = (f"warning: {code} x{len(group)} on {len(files)} page(s) ({shown}): e.g. {first['message']}")
+        what = f"{code} ({kind})" if kind else code
+        text = f"warning: {what} x{len(group)} on {len(files)} page(s) ({shown}): e.g. {first['message']}"
         if first.get("suggestion"):
             text += f"\n    fix: {first['suggestion']}"
         lines.append(text)
