@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.ingest.sitegen import clean, detect
-from retrieval.ingest.sources import file_text, scan_tree, validate_corpus
+from retrieval.ingest.sources import file_text, scan_corpus, scan_tree, validate_corpus
 
 SITES = Path(__file__).parent / "corpora" / "sitegen"
 ROOTS = {  # the folder a user serves, and where the generator's configuration sits
@@ -84,7 +84,7 @@ def test_hugo_shortcodes_keep_their_text_notes_become_notes_and_tabs_sub_section
     assert "## What's next" in chunks["concepts/nodes.md#whats-next"].content
     assert "(/docs/reference/glossary/node.md)" in chunks["concepts/nodes.md#whats-next"].content
     unknown = [f for f in findings if f.code == "generator-syntax"]
-    assert [(f.file, f.line) for f in unknown if "mystery-widget" in f.message] == [("concepts/nodes.md", 64)]
+    assert [(f.file, f.line) for f in unknown if "mystery-widget" in f.message] == [("concepts/nodes.md", 66)]
     assert any("codenew" in f.message and "pods/simple-pod.yaml" in f.message for f in unknown)
 
 
@@ -180,3 +180,30 @@ def test_a_tree_from_git_is_detected_from_its_top_level_files():
     assert detect(None, {}, names={"mkdocs.yml", "docs"}).name == "mkdocs"
     scan = scan_tree(Path("git#abc"), files)
     assert scan.generator == "mkdocs" and "docs/index.md" in scan.files
+
+
+def test_an_include_inside_the_corpus_is_resolved_onto_its_line_and_one_outside_is_not_read(tmp_path):
+    site = tmp_path / "site"
+    shutil.copytree(SITES / "hugo", site)
+    docs = site / "content" / "docs"
+    _scan, chunks, findings = chunks_of(docs)
+    status = chunks["concepts/nodes.md#node-status"]
+    assert ("## Node status\n\nYou need a Kubernetes cluster, and the kubectl command-line tool must be "
+            "configured to communicate with your cluster.\n\nTo view") in status.content
+    assert status.end_line == 57  # the included text took the include's line: later lines did not move
+    (site / "secret.md").write_text("SECRET outside the corpus\n")
+    page = docs / "concepts" / "nodes.md"
+    page.write_text(page.read_text().replace('"prereqs.md"', '"../../../secret.md"'))
+    _scan, chunks, findings = chunks_of(docs)
+    assert "SECRET" not in "".join(c.content for c in chunks.values())
+    assert any("'../../../secret.md' is not resolved" in f.message for f in findings)
+
+
+def test_editing_an_included_page_changes_the_key_of_the_page_that_includes_it(tmp_path):
+    docs = tmp_path / "docs"
+    shutil.copytree(ROOTS["hugo"], docs)
+    before = scan_corpus(docs).file_key("concepts/nodes.md")
+    (docs / "includes" / "prereqs.md").write_text("You need a cluster.\n")
+    scan = scan_corpus(docs)
+    assert scan.file_key("concepts/nodes.md") != before
+    assert scan.any_included(frozenset({"includes/prereqs.md"}))

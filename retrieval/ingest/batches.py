@@ -13,8 +13,7 @@ from retrieval.errors import BuildCancelled
 
 from .layout import BASE_CHUNK_SCHEMA, DOCUMENT_SCHEMA, TAXONOMY_PREFIX
 from .progress import Cancelled, Progress
-from .sitegen import clean
-from .sources import CorpusScan, FileResult, file_text, process_files
+from .sources import CorpusScan, FileResult, file_text, process_files, served_text
 
 BATCH_CHUNKS = 8192  # rows per Arrow batch: large enough for cheap writes, small next to the corpus
 _FROM_CHUNK = [name for name in BASE_CHUNK_SCHEMA.names if name not in ("title", "total_chunks", "file_key")]
@@ -113,8 +112,8 @@ def file_record(result: FileResult) -> dict:
 def documents_with_text(batch: Batch, files: dict[str, bytes]) -> pa.Table:
     """The batch's documents rows with their text; holding the text twice (bytes and str) until
     the write would cost as much memory as the corpus."""
-    texts = pa.array([clean(file_text(files[p]), batch.generator, p).text
-                      for p in batch.documents["filepath"].to_pylist()], pa.string())
+    texts = pa.array([served_text(files, p, batch.generator) if batch.generator or p.endswith(".mdx")
+                      else file_text(files[p]) for p in batch.documents["filepath"].to_pylist()], pa.string())
     return batch.documents.add_column(DOCUMENT_SCHEMA.get_field_index("content"), DOCUMENT_SCHEMA.field("content"),
                                       texts)
 

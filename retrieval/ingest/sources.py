@@ -96,6 +96,7 @@ class CorpusScan:
     generator: str = ""  # the site generator whose syntax the pages are read in ("": plain markdown)
     generator_reason: str = ""  # how it was known: the manifest, a configuration file, the pages' syntax
     excluded: list[str] = field(default_factory=list)  # paths left out by exclude rules (folders end in /)
+    _includes: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     @cached_property
     def left_out(self) -> frozenset[str]:
@@ -126,7 +127,24 @@ class CorpusScan:
         digest.update(b"\0" + self.manifest_texts.get("", "").encode())
         if self.generator or relpath.endswith(".mdx"):  # plain pages keep the keys of builds before generators
             digest.update(f"\0{self.generator}:{sitegen.CLEANER_VERSION}".encode())
+        for included in self.includes(relpath):  # an edit of an included page chunks its includers again
+            digest.update(b"\0" + included.encode() + b"\0" + hashlib.sha256(self.files[included]).digest())
         return digest.hexdigest()
+
+    def includes(self, relpath: str) -> list[str]:
+        """The corpus pages `relpath` includes (retrieval/ingest/sitegen/includes.py)."""
+        found = self._includes.get(relpath)
+        if found is None:
+            found = page_includes(self.files, relpath, self.generator)
+            self._includes[relpath] = found
+        return found
+
+    def any_included(self, paths: frozenset[str]) -> bool:
+        """Whether some page includes one of `paths`."""
+        return bool(self.generator) and any(set(self.includes(p)) & paths for p in self.files)
+
+    def included(self, relpath: str) -> dict[str, bytes]:
+        return {path: self.files[path] for path in self.includes(relpath)}
 
 
 def scan_corpus(root: Path, *, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES) -> CorpusScan:
@@ -338,8 +356,27 @@ def file_text(raw: bytes) -> str:
     return raw.decode("utf-8").lstrip("\ufeff")
 
 
+def page_includes(files: dict[str, bytes], relpath: str, generator: str) -> list[str]:
+    raw = files[relpath]
+    if not generator or (b"include" not in raw and b"8<" not in raw):
+        return []
+    return sitegen.included_pages(raw.decode("utf-8", "replace"), relpath, generator, files)
+
+
+def served_text(files: dict[str, bytes], relpath: str, generator: str) -> str:
+    """A page's text as stored for reading whole: as its generator shows it, includes resolved."""
+    included = {path: _decoded(files[path]) for path in page_includes(files, relpath, generator)}
+    return sitegen.clean(file_text(files[relpath]), generator, relpath, included).text
+
+
+def _decoded(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace").lstrip("\ufeff")
+
+
 def process_file(relpath: str, raw: bytes, key: str, manifests: dict[str, Manifest],
-                 taxonomy: dict[str, TaxonomyConfig], generator: str = "") -> FileResult:
+                 taxonomy: dict[str, TaxonomyConfig], generator: str = "",
+                 included: dict[str, bytes] | None = None) -> FileResult:
+    """`included`: the bytes of the corpus pages this one includes (`CorpusScan.included`)."""
     try:
         text = file_text(raw)
     except UnicodeDecodeError as exc:
@@ -347,7 +384,8 @@ def process_file(relpath: str, raw: bytes, key: str, manifests: dict[str, Manife
         return FileResult(relpath, key, relpath, "", None, findings=[Finding(
             "error", "encoding", relpath, line, f"file is not valid UTF-8 (byte {exc.start})",
             "re-save the file as UTF-8")])
-    cleaned = sitegen.clean(text, generator, relpath)
+    cleaned = sitegen.clean(text, generator, relpath,
+                            {path: _decoded(body) for path, body in (included or {}).items()})
     text = cleaned.text
     doc = parse_markdown(text)
     findings: list[Finding] = [Finding("warning", "generator-syntax", relpath, n.line, n.message, n.suggestion, n.kind)
@@ -485,11 +523,13 @@ def process_files(scan: CorpusScan, todo: list[tuple[str, str]], *, workers: int
     if workers <= 1 or len(todo) < 200:
         for relpath, key in todo:
             yield _without_default_under_invalid(
-                scan, process_file(relpath, scan.files[relpath], key, scan.manifests, taxonomy, scan.generator))
+                scan, process_file(relpath, scan.files[relpath], key, scan.manifests, taxonomy, scan.generator,
+                                   scan.included(relpath)))
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    args = ((relpath, scan.files[relpath], key, scan.manifests, taxonomy, scan.generator) for relpath, key in todo)
+    args = ((relpath, scan.files[relpath], key, scan.manifests, taxonomy, scan.generator, scan.included(relpath))
+            for relpath, key in todo)
     global _pools
     with _pools_lock:
         _pools += 1

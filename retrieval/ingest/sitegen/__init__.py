@@ -20,13 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import hugo, liquid, mdx, mkdocs, myst
+from .includes import included_pages, one_line
 from .lines import Notice, split_page
 
 GENERATORS = ("hugo", "mkdocs", "docusaurus", "sphinx", "jekyll")
 CHOICES = ("auto", "none", *GENERATORS)  # the manifest's "generator" values
 CLEANER_VERSION = "1"  # part of every cleaned file's key: a change to the cleaners re-chunks the pages
 
-__all__ = ["CHOICES", "CLEANER_VERSION", "GENERATORS", "Cleaned", "Detected", "Notice", "clean", "detect"]
+__all__ = ["CHOICES", "CLEANER_VERSION", "GENERATORS", "Cleaned", "Detected", "Notice", "clean", "detect",
+           "included_pages"]
 
 
 @dataclass(frozen=True)
@@ -41,12 +43,15 @@ class Detected:
     reason: str  # what gave it away, for the build's summary
 
 
-def clean(text: str, generator: str, relpath: str) -> Cleaned:
-    """The page as its generator shows it. `.mdx` pages are MDX whatever the generator."""
+def clean(text: str, generator: str, relpath: str, included: dict[str, str] | None = None) -> Cleaned:
+    """The page as its generator shows it. `.mdx` pages are MDX whatever the generator. `included`
+    holds the text of the corpus pages it includes (`includes.included_pages`)."""
     is_mdx = relpath.endswith(".mdx")
     if not generator and not is_mdx:
         return Cleaned(text, [])
     page = split_page(text)
+    page.relpath = relpath
+    page.included = {path: one_line(clean(body, generator, path).text) for path, body in (included or {}).items()}
     if generator == "hugo":
         hugo.clean(page)
     elif generator == "mkdocs":

@@ -80,11 +80,13 @@ def _directive(page: Page, name: str, arg: str, first: int, body_end: int, close
     if closed:
         page.lines[body_end] = ""
     if name in DROPPED:
-        if name in INCLUDES:
-            page.notice(f"directive {name}", first, f"{{{name}}} of {arg!r} is not resolved: its text is left out "
-                        "of the page's chunks", "copy the text into the page if agents should find it here")
         for n in range(first, body_end):
             page.lines[n] = ""
+        if name == "include":
+            page.lines[first] = page.include(arg, first, f"directive {name}", f"{{{name}}}")
+        elif name in INCLUDES:
+            page.notice(f"directive {name}", first, f"{{{name}}} of {arg!r} is not resolved: its text is left out "
+                        "of the page's chunks", "copy the text into the page if agents should find it here")
         return
     if name in CALLOUTS:
         label = LABEL_NAMES.get(name, name.replace("-", " ").capitalize())

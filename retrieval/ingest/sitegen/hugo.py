@@ -106,9 +106,7 @@ def _replace(page: Page, match: re.Match, line: int, pairs: set[str]) -> str:
     if name in DROPPED:
         if name in INCLUDES:
             target = named.get("file") or (positional[0] if positional else "")
-            page.notice(f"hugo include {name}", line, f"{{{{< {name} >}}}} of {target!r} is not resolved: "
-                        "its text is left out of the page's chunks",
-                        "copy the text into the page if agents should find it here")
+            return page.include(target, line, f"hugo include {name}", f"{{{{< {name} >}}}}")
         return ""
     kind = "paired" if name in pairs else "inline"
     page.notice(f"hugo shortcode {name}", line,

@@ -42,6 +42,8 @@ class Page:
     lines: list[str]
     body: int  # first line after the front matter
     notices: list[Notice] = field(default_factory=list)
+    included: dict[str, str] = field(default_factory=dict)  # corpus page -> its text on one line (includes.py)
+    relpath: str = ""
     _kinds: set[str] = field(default_factory=set)
     _source: tuple[str, ...] = ()
 
@@ -56,6 +58,19 @@ class Page:
         if kind not in self._kinds:
             self._kinds.add(kind)
             self.notices.append(Notice(kind, line + 1, message, suggestion))
+
+    def include(self, path: str, line: int, kind: str, what: str) -> str:
+        """The text of the corpus page `path` names, on one line; nothing, with a finding, when it
+        names none (a file outside the corpus root, or not a markdown page)."""
+        from .includes import resolve
+
+        target = resolve(path, self.relpath, self.included)
+        if target is not None:
+            return self.included[target]
+        self.notice(kind, line, f"{what} of {path!r} is not resolved (not a page inside the corpus folder): its "
+                    "text is left out of the page's chunks",
+                    "copy the text into the page, or serve the folder that holds both")
+        return ""
 
     def code_lines(self) -> set[int]:
         """Lines of code fences, the fence lines included: text there is code, not markup to read.

@@ -49,9 +49,7 @@ def _tag(page: Page, match: re.Match, line: int) -> str:
     if name in ("link", "post_url"):
         return args.split()[0] if args else ""
     if name in INCLUDES:
-        page.notice(f"liquid {name}", line, f"{{% {name} {args} %}} is not resolved: its text is left out of the "
-                    "page's chunks", "copy the text into the page if agents should find it here")
-        return ""
+        return page.include(args.split()[0] if args else "", line, f"liquid {name}", f"{{% {name} %}}")
     if name not in CONTROL:
         page.notice(f"liquid tag {name}", line, f"Liquid tag {{% {name} %}} is not one docsmcp knows: it is dropped",
                     "see docs/generators.md for the tags docsmcp reads")

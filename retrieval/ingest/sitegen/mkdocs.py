@@ -28,10 +28,7 @@ def clean(page: Page) -> None:
     code = page.code_lines()
     for n in range(page.body, len(page.lines)):
         if n not in code and "8<" in page.lines[n] and SNIPPET.match(page.lines[n]):
-            page.notice("mkdocs snippet", n, f"snippet {SNIPPET.match(page.lines[n]).group('path')!r} is not "
-                        "resolved: its text is left out of the page's chunks",
-                        "copy the text into the page if agents should find it here")
-            page.lines[n] = ""
+            page.lines[n] = page.include(SNIPPET.match(page.lines[n]).group("path"), n, "mkdocs snippet", "snippet")
     drop_html_comments(page, code)
     drop_heading_attrs(page, code)
 
