@@ -302,7 +302,11 @@ def scan_tree(root: Path, files: dict[str, bytes], links: dict[str, str] | None 
             rules.add(parse_rules(text, reldir))
     for relpath in sorted({*files, *links, *oversized}, key=lambda p: (p.count("/"), p)):
         parts = relpath.split("/")
-        if any(part.startswith(".") for part in parts[:-1]) or parts[-1] in (MANIFEST_NAME, IGNORE_FILE):
+        if any(part.startswith(".") for part in parts[:-1]):
+            continue
+        if parts[-1] in (MANIFEST_NAME, IGNORE_FILE):  # read above; one over the size limit is told here
+            if max_file_bytes is not None and oversized.get(relpath, 0) > max_file_bytes:
+                _too_large(scan, relpath, oversized[relpath], max_file_bytes)
             continue
         if parts[-1].endswith(MARKDOWN_SUFFIXES) and rules.excluded_path(relpath):
             scan.excluded.append(relpath)
