@@ -155,7 +155,7 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
             "chunked_files": len(results) - len(reused),
             "embedded_chunks": embedded,
             "warnings": sum(1 for f in findings if f.severity == "warning"),
-            **left_out_stats(scan, left_out),
+            **left_out_stats(scan, left_out, findings),
             "patched": patch,
         }
         root = scan.root_manifest

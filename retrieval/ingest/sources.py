@@ -558,13 +558,19 @@ def _governing_dir(relpath: str, manifest_texts: dict[str, str]) -> str | None:
     return None
 
 
-def left_out_stats(scan: CorpusScan, left_out: list[FileResult]) -> dict:
-    """How many pages a build left out and why: by the code of each page's first error."""
+def left_out_stats(scan: CorpusScan, left_out: list[FileResult], findings: list[Finding]) -> dict:
+    """How many pages a build left out and why (by the code of each page's first error), and its
+    warnings counted by code: what a summary tells once instead of once per page."""
     reasons: dict[str, int] = {}
     for result in left_out:
         code = next((f.code for f in result.findings if f.severity == "error"), "manifest-invalid")
         reasons[code] = reasons.get(code, 0) + 1
+    warnings: dict[str, int] = {}
+    for finding in findings:
+        if finding.severity == "warning":
+            warnings[finding.code] = warnings.get(finding.code, 0) + 1
     return {"left_out_files": len(left_out), "left_out": dict(sorted(reasons.items())),
+            "warnings_by_code": dict(sorted(warnings.items())),
             "excluded_files": len(scan.excluded), "generator": scan.generator}
 
 
