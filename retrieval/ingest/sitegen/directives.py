@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from .includes import include
 from .lines import Page, block_tokens
 
 CALLOUTS = {"note", "tip", "hint", "important", "warning", "caution", "danger", "attention", "error", "info",
@@ -83,7 +84,7 @@ def _directive(page: Page, name: str, arg: str, first: int, body_end: int, close
         for n in range(first, body_end):
             page.lines[n] = ""
         if name == "include":
-            page.lines[first] = page.include(arg, first, f"directive {name}", f"{{{name}}}")
+            page.lines[first] = include(page, arg, first, f"directive {name}", f"{{{name}}}")
         elif name in INCLUDES:
             page.notice(f"directive {name}", first, f"{{{name}}} of {arg!r} is not resolved: its text is left out "
                         "of the page's chunks", "copy the text into the page if agents should find it here")

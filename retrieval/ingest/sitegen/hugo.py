@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from .includes import include
 from .lines import Page, args_of, drop_heading_attrs, drop_html_comments, humanize
 
 SHORTCODE = re.compile(
@@ -106,7 +107,7 @@ def _replace(page: Page, match: re.Match, line: int, pairs: set[str]) -> str:
     if name in DROPPED:
         if name in INCLUDES:
             target = named.get("file") or (positional[0] if positional else "")
-            return page.include(target, line, f"hugo include {name}", f"{{{{< {name} >}}}}")
+            return include(page, target, line, f"hugo include {name}", f"{{{{< {name} >}}}}")
         return ""
     kind = "paired" if name in pairs else "inline"
     page.notice(f"hugo shortcode {name}", line,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from .lines import split_page
+from .lines import Page, split_page
 
 REFERENCES = {
     "hugo": re.compile(r"\{\{[<%]\s*include(?:-md)?\s+(?:file=)?\"?(?P<path>[^\"\s>%]+)"),
@@ -53,6 +53,17 @@ def resolve(path: str, relpath: str, pages: set[str] | dict) -> str | None:
         if candidate in pages:
             return candidate
     return None
+
+
+def include(page: Page, path: str, line: int, kind: str, what: str) -> str:
+    """The text of the corpus page `path` names, on one line; nothing, with a finding, when it
+    names none (a file outside the corpus root, or not a markdown page)."""
+    target = resolve(path, page.relpath, page.included)
+    if target is not None:
+        return page.included[target]
+    page.notice(kind, line, f"{what} of {path!r} is not resolved (not a page inside the corpus folder): its "
+                "text is left out of the page's chunks", "copy the text into the page, or serve the folder that holds both")
+    return ""
 
 
 def included_pages(text: str, relpath: str, generator: str, pages: set[str] | dict) -> list[str]:

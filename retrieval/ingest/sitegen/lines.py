@@ -59,19 +59,6 @@ class Page:
             self._kinds.add(kind)
             self.notices.append(Notice(kind, line + 1, message, suggestion))
 
-    def include(self, path: str, line: int, kind: str, what: str) -> str:
-        """The text of the corpus page `path` names, on one line; nothing, with a finding, when it
-        names none (a file outside the corpus root, or not a markdown page)."""
-        from .includes import resolve
-
-        target = resolve(path, self.relpath, self.included)
-        if target is not None:
-            return self.included[target]
-        self.notice(kind, line, f"{what} of {path!r} is not resolved (not a page inside the corpus folder): its "
-                    "text is left out of the page's chunks",
-                    "copy the text into the page, or serve the folder that holds both")
-        return ""
-
     def code_lines(self) -> set[int]:
         """Lines of code fences, the fence lines included: text there is code, not markup to read.
         A fence whose info is a `{directive}` is MyST markup, not code. Found by CommonMark's fence

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from .includes import include
 from .lines import Page, drop_heading_attrs, drop_html_comments
 
 TAG = re.compile(r"\{%-?\s*(?P<name>\w+)(?P<args>.*?)-?%\}", re.DOTALL)
@@ -49,7 +50,7 @@ def _tag(page: Page, match: re.Match, line: int) -> str:
     if name in ("link", "post_url"):
         return args.split()[0] if args else ""
     if name in INCLUDES:
-        return page.include(args.split()[0] if args else "", line, f"liquid {name}", f"{{% {name} %}}")
+        return include(page, args.split()[0] if args else "", line, f"liquid {name}", f"{{% {name} %}}")
     if name not in CONTROL:
         page.notice(f"liquid tag {name}", line, f"Liquid tag {{% {name} %}} is not one docsmcp knows: it is dropped",
                     "see docs/generators.md for the tags docsmcp reads")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from .includes import include
 from .lines import Page, block_tokens, drop_heading_attrs, drop_html_comments
 
 TAB = re.compile(r'^(?P<indent>[ \t]*)===\+?[ \t]+"(?P<title>[^"]*)"[ \t]*$')
@@ -28,7 +29,7 @@ def clean(page: Page) -> None:
     code = page.code_lines()
     for n in range(page.body, len(page.lines)):
         if n not in code and "8<" in page.lines[n] and SNIPPET.match(page.lines[n]):
-            page.lines[n] = page.include(SNIPPET.match(page.lines[n]).group("path"), n, "mkdocs snippet", "snippet")
+            page.lines[n] = include(page, SNIPPET.match(page.lines[n]).group("path"), n, "mkdocs snippet", "snippet")
     drop_html_comments(page, code)
     drop_heading_attrs(page, code)
 
