@@ -197,3 +197,19 @@ def test_unknown_syntax_is_told_once_per_kind_with_its_count(tmp_path):
     assert "warning: generator-syntax (hugo shortcode widget) x4 on 4 page(s)" in output
     assert "warning: generator-syntax (hugo shortcode gadget) x4 on 4 page(s)" in output
     assert run_validate("--source", str(tmp_path), "--warnings").count("[generator-syntax]") == 8
+
+
+@pytest.mark.django_db
+def test_docsmcp_serve_builds_what_is_valid_and_strict_refuses_to_serve_a_folder_with_errors(index_root, tmp_path):
+    from docsmcp_site.cli import CliError, _build
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nText.\n")
+    (docs / "bad.md").write_text(BAD_FRONT_MATTER)
+    with pytest.raises(CliError, match="has no build to serve"):
+        _build("strict-docs", docs, io.StringIO(), strict=True)
+    said = io.StringIO()
+    _build("docs", docs, said)
+    assert "1 page(s) left out for errors (frontmatter-invalid 1)" in said.getvalue()
+    assert served_files("docs") == {"good.md"}
