@@ -107,8 +107,11 @@ class _ProgressWriter:
         return self.cancel_requested
 
 
-def build_execute(*, build: BuildRun, echo: Progress | None = None) -> BuildRun:
-    """Run a reserved build to the end: validate, build, activate. Never leaves it 'running'."""
+def build_execute(*, build: BuildRun, echo: Progress | None = None, strict: bool | None = None) -> BuildRun:
+    """Run a reserved build to the end: validate, build, activate. Never leaves it 'running'.
+
+    `strict` (default: the corpus's `strict` setting, else off) fails the build on any error; otherwise
+    a page with an error is left out and the rest is built."""
     corpus = build.corpus
     now = timezone.now()
     # Claim the row atomically: a task that arrives after its build was cancelled, marked stale or
@@ -119,7 +122,7 @@ def build_execute(*, build: BuildRun, echo: Progress | None = None) -> BuildRun:
         return build
     build.status, build.started_at, build.heartbeat_at = BuildRun.RUNNING, now, now
     with _Lease(build):
-        return _execute(build, corpus, _ProgressWriter(build, echo))
+        return _execute(build, corpus, _ProgressWriter(build, echo), strict)
 
 
 def source_root(corpus: Corpus) -> Path:
@@ -151,7 +154,7 @@ def source_root(corpus: Corpus) -> Path:
                               f"--corpus {corpus.name} --source DIR`")
 
 
-def _execute(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> BuildRun:
+def _execute(build: BuildRun, corpus: Corpus, writer: _ProgressWriter, strict: bool | None = None) -> BuildRun:
     try:
         if build.kind == BuildRun.KIND_VALIDATE:
             snapshot = read_source(corpus) if corpus.git_url else None
@@ -165,7 +168,7 @@ def _execute(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> BuildR
             build.status = BuildRun.FAILED if errors else BuildRun.COMPLETE
             build.error = f"validation found {len(errors)} error(s)" if errors else ""
         else:
-            _run_build(build, corpus, writer)
+            _run_build(build, corpus, writer, corpus.settings.get("strict", False) if strict is None else strict)
     except ValidationFailed as exc:
         build.status, build.error = BuildRun.FAILED, str(exc)
         build.findings = [f.as_dict() for f in exc.findings]
@@ -205,7 +208,7 @@ def _finish(build: BuildRun) -> None:
     build.save()
 
 
-def _run_build(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> None:
+def _run_build(build: BuildRun, corpus: Corpus, writer: _ProgressWriter, strict: bool) -> None:
     from retrieval.ingest.build import BuildRequest, build_index  # Arrow and LanceDB: only a build loads them
 
     root = corpus_dir(corpus)
@@ -227,7 +230,7 @@ def _run_build(build: BuildRun, corpus: Corpus, writer: _ProgressWriter) -> None
         workers=_workers(), scan=snapshot and snapshot.scan, revision=snapshot.revision if snapshot else "",
         version=corpus.version,
         changed=frozenset(c.path for c in snapshot.changes) if snapshot and snapshot.changes is not None else None,
-        max_file_bytes=settings.DOCSMCP_MAX_FILE_BYTES,
+        max_file_bytes=settings.DOCSMCP_MAX_FILE_BYTES, strict=strict,
     )
     result = build_index(request, progress=writer, cancelled=writer.cancelled)
     build.index_path = str(result.path)

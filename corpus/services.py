@@ -128,6 +128,8 @@ def check_corpus_settings(values: dict) -> dict:
         keep = values["keep_builds"]
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
             raise CorpusError(f"settings.keep_builds must be a whole number >= 1, not {keep!r}")
+    if "strict" in values and not isinstance(values["strict"], bool):
+        raise CorpusError(f"settings.strict must be true or false, not {values['strict']!r}")
     if "embedding_options" in values:
         check_embedding_options(provider, values["embedding_options"])
     return values

@@ -99,7 +99,9 @@ def _stdio_folder(folder: Path, rest: list[str]) -> None:
     with stdout_to_stderr():
         _ensure_database(quiet_stdout=True)
         try:
-            name = prepare_folder(folder, sys.stderr, "stdio")
+            strict = "--strict" in rest  # any error fails the build (for CI)
+            rest = [arg for arg in rest if arg != "--strict"]
+            name = prepare_folder(folder, sys.stderr, "stdio", strict=strict)
         except FolderError as exc:
             print(f"docsmcp: {exc}", file=sys.stderr)
             raise SystemExit(2) from exc

@@ -21,11 +21,12 @@ def checked_folder(folder: str | Path) -> Path:
     return path.resolve()
 
 
-def prepare_folder(folder: Path, say: TextIO, command: str) -> str:
+def prepare_folder(folder: Path, say: TextIO, command: str, *, strict: bool = False) -> str:
     """Register `folder` (once) and build what changed; the corpus name. `command` (serve or stdio) is
-    what the user runs again after fixing the files."""
+    what the user runs again after fixing the files; `strict`: any error fails the build (for CI), where
+    otherwise pages with errors are left out and the rest is served."""
     name = corpus_for(folder)
-    _build(name, folder, say, command)
+    _build(name, folder, say, command, strict=strict)
     return name
 
 
@@ -46,7 +47,7 @@ def corpus_for(folder: Path) -> str:
     return name
 
 
-def _build(name: str, folder: Path, say: TextIO, command: str) -> None:
+def _build(name: str, folder: Path, say: TextIO, command: str, *, strict: bool = False) -> None:
     """build_index --if-stale: the first run builds, later runs build only what changed (or nothing)."""
     from django.core.management import call_command
     from django.core.management.base import CommandError
@@ -56,7 +57,7 @@ def _build(name: str, folder: Path, say: TextIO, command: str) -> None:
     failed = None
     try:
         call_command("build_index", "--corpus", name, "--source", str(folder), "--if-stale",
-                     stdout=say, stderr=sys.stderr)
+                     *(["--strict"] if strict else []), stdout=say, stderr=sys.stderr)
     except CommandError as exc:
         raise FolderError(str(exc)) from exc
     except SystemExit as exc:

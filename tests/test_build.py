@@ -156,11 +156,11 @@ def test_full_rebuild_rechunks_and_reembeds_everything(any_index_root, copy_samp
     assert full.stats["embedded_chunks"] == full.stats["total_chunks"]
 
 
-def test_build_keeps_previous_index_active_when_validation_fails(any_index_root, copy_sample_docs):
+def test_strict_build_keeps_previous_index_active_when_validation_fails(any_index_root, copy_sample_docs):
     good = build_corpus("skyline", copy_sample_docs)
     webhooks = copy_sample_docs / "guides" / "webhooks.md"
     webhooks.write_text(webhooks.read_text().replace('{"chunk_by": "h3"}', "{chunk_by: h3}"))
-    code, _out, err = build_cmd("--corpus", "skyline", "--embedding-provider", "hash")
+    code, _out, err = build_cmd("--corpus", "skyline", "--embedding-provider", "hash", "--strict")
     assert code == 1
     assert "guides/webhooks.md:46: error: malformed mcp_chunking_hint" in err
     assert "the previously active index (if any) keeps serving" in err

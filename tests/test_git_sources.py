@@ -74,9 +74,10 @@ def test_a_later_build_fetches_the_newest_commit_and_reads_only_what_the_diff_na
 def test_findings_of_a_git_source_name_the_same_paths_as_a_directory(repo, git_cache, index_root):
     repo.write("guides/broken.md", "<!-- mcp_chunking_hint: {bad json} -->\n# Broken\n\ntext\n")
     repo.commit("broken")
-    code, _out, err = build_cmd("--corpus", "skyline", "--git", repo.url, "--subdir", "docs")
-    assert code == 1
-    assert "guides/broken.md:1" in err
+    code, out, err = build_cmd("--corpus", "skyline", "--git", repo.url, "--subdir", "docs")
+    assert code == 0  # the page is left out, the rest built
+    assert "guides/broken.md:1: error: malformed mcp_chunking_hint" in err
+    assert "1 page(s) left out for errors (hint-malformed 1)" in out
 
 
 def test_a_password_in_a_git_url_is_refused_before_anything_is_stored(git_cache, index_root):

@@ -29,7 +29,8 @@ LINK_TARGET_RE = re.compile(r"\s*\(to [^()]*\)")
 NAME_HELP = "A slug: lowercase letters, digits, '-' and '_', starting with a letter or digit (e.g. payments-docs)."
 SOURCE_HELP = ("Directory holding the corpus's markdown; must exist on the server and sit inside one of "
                "DOCSMCP_SOURCE_ROOTS (by default var/sources/ and the bundled sample).")
-SETTINGS_HELP = 'Per-corpus build settings, e.g. {"embedding_provider": "hash", "keep_builds": 3}.'
+SETTINGS_HELP = ('Per-corpus build settings, e.g. {"embedding_provider": "hash", "keep_builds": 3, "strict": true} '
+                 "(strict: any validation error fails the build instead of leaving the page out).")
 ALIASES_HELP = "Other names clients may use for the corpus (slugs)."
 
 

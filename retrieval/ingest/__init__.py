@@ -1,7 +1,8 @@
 """Ingest: markdown in, an index build out.
 
 Parsing (`parsing`), manifests, front matter and hints (`manifest`), the corpus scan and
-per-file validation (`sources`), chunking and chunk IDs (`chunking`, `slugs`, `terms`), the
+per-file validation (`sources`), the paths a corpus leaves out (`exclude`), site generators' syntax
+read before chunking (`sitegen`), chunking and chunk IDs (`chunking`, `slugs`, `terms`), the
 build's `metadata.json` (`metadata`), the table names and schemas both sides share (`layout`), the
 files a serving process maps (`mapped`), how many pages and chunks hold each term (`lexicon`), and the build
 (`build`) by stage: parsed files as Arrow batches (`batches`), reuse of the previous build (`reuse`),

@@ -13,7 +13,7 @@ from retrieval.errors import BuildCancelled
 
 from .layout import BASE_CHUNK_SCHEMA, DOCUMENT_SCHEMA, TAXONOMY_PREFIX
 from .progress import Cancelled, Progress
-from .sources import CorpusScan, FileResult, file_text, process_files
+from .sources import CorpusScan, FileResult, file_text, process_files, served_text
 
 BATCH_CHUNKS = 8192  # rows per Arrow batch: large enough for cheap writes, small next to the corpus
 _FROM_CHUNK = [name for name in BASE_CHUNK_SCHEMA.names if name not in ("title", "total_chunks", "file_key")]
@@ -29,16 +29,21 @@ class Batch:
     metadata: list[tuple[dict[str, str], int]]  # per file, in row order: taxonomy values, number of chunks
     embed_texts: list[str] | None  # None when the build has no embeddings
     vectors: np.ndarray | None = None
+    generator: str = ""  # the pages are stored as their site generator shows them (retrieval/ingest/sitegen)
 
 
 def parse_files(scan: CorpusScan, keys: dict[str, str], reused: dict[str, FileResult], embeds: bool, workers: int,
-                progress: Progress, cancelled: Cancelled) -> tuple[list[FileResult], list[Batch]]:
-    """Every file's result in path order (fresh ones without their chunks), and the fresh rows as batches.
+                progress: Progress, cancelled: Cancelled, *, strict: bool = True,
+                ) -> tuple[list[FileResult], list[Batch], list[FileResult]]:
+    """Every built file's result in path order (fresh ones without their chunks), the fresh rows as
+    batches, and the files left out for their errors.
 
-    Once a file has an error nothing more is converted: the build will not be written."""
+    A file with an error is left out of the build, its findings kept. Under `strict`, once a file has
+    an error nothing more is converted: the build will not be written."""
     todo = [(relpath, key) for relpath, key in keys.items() if relpath not in reused]
     fresh = process_files(scan, todo, workers=workers)
     results: list[FileResult] = []
+    left_out: list[FileResult] = []
     batches: list[Batch] = []
     pending: list[FileResult] = []
     pending_chunks = 0
@@ -46,21 +51,25 @@ def parse_files(scan: CorpusScan, keys: dict[str, str], reused: dict[str, FileRe
     progress("chunk", 0, len(keys))
     for relpath in keys:
         result = reused.get(relpath) or next(fresh)
-        failed = failed or any(f.severity == "error" for f in result.findings)
+        if any(f.severity == "error" for f in result.findings) or relpath in scan.left_out:
+            failed = strict
+            left_out.append(_light(result))
+            progress("chunk", len(results) + len(left_out), len(keys))
+            continue
         if not result.reused and not failed:
             pending.append(result)
             pending_chunks += result.chunk_count
             if pending_chunks >= BATCH_CHUNKS:
-                batches.append(_to_batch(pending, embeds))
+                batches.append(_to_batch(pending, embeds, scan.generator))
                 pending, pending_chunks = [], 0
         results.append(_light(result))
-        progress("chunk", len(results), len(keys))
+        progress("chunk", len(results) + len(left_out), len(keys))
         if cancelled():
             fresh.close()
             raise BuildCancelled("build was cancelled while chunking")
     if pending and not failed:
-        batches.append(_to_batch(pending, embeds))
-    return results, batches
+        batches.append(_to_batch(pending, embeds, scan.generator))
+    return results, batches, left_out
 
 
 def _light(result: FileResult) -> FileResult:
@@ -71,7 +80,7 @@ def _light(result: FileResult) -> FileResult:
                       findings=result.findings, metadata=result.metadata, chunk_count=result.chunk_count)
 
 
-def _to_batch(results: list[FileResult], embeds: bool) -> Batch:
+def _to_batch(results: list[FileResult], embeds: bool, generator: str) -> Batch:
     columns: dict[str, list] = {name: [] for name in BASE_CHUNK_SCHEMA.names}
     texts: list[str] | None = [] if embeds else None
     for result in results:
@@ -86,7 +95,7 @@ def _to_batch(results: list[FileResult], embeds: bool) -> Batch:
     documents = pa.Table.from_pylist([{**file_record(r), "size": len(r.content), "links": r.links} for r in results],
                                      schema=_DOCUMENT_ROWS)
     return Batch(pa.table(columns, schema=BASE_CHUNK_SCHEMA), documents,
-                  [(r.metadata, r.chunk_count) for r in results], texts)
+                  [(r.metadata, r.chunk_count) for r in results], texts, generator=generator)
 
 
 def file_record(result: FileResult) -> dict:
@@ -103,7 +112,8 @@ def file_record(result: FileResult) -> dict:
 def documents_with_text(batch: Batch, files: dict[str, bytes]) -> pa.Table:
     """The batch's documents rows with their text; holding the text twice (bytes and str) until
     the write would cost as much memory as the corpus."""
-    texts = pa.array([file_text(files[p]) for p in batch.documents["filepath"].to_pylist()], pa.string())
+    texts = pa.array([served_text(files, p, batch.generator) if batch.generator or p.endswith(".mdx")
+                      else file_text(files[p]) for p in batch.documents["filepath"].to_pylist()], pa.string())
     return batch.documents.add_column(DOCUMENT_SCHEMA.get_field_index("content"), DOCUMENT_SCHEMA.field("content"),
                                       texts)
 

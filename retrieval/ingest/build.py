@@ -5,8 +5,9 @@ index and metadata.json is in place, so a reader never sees a half-written build
 failed or interrupted build leaves nothing that looks complete. On an object store (no
 rename) the build is written in place and metadata.json, written last, marks it complete;
 contents.json, written just before it, lists every file with its size for the hosts that
-copy the build to a local cache. Nothing is embedded or
-written before the whole corpus has validated, so a corpus with errors costs no API calls.
+copy the build to a local cache. A page with an error is left out of the build with its
+findings, and the rest is built; under `strict` nothing is embedded or written before the whole
+corpus has validated, so a corpus with errors costs no API calls.
 
 Memory: parsed files are turned into Arrow batches as they arrive from the worker processes
 and their Python objects dropped; the tables are written from those batches, each released
@@ -48,7 +49,7 @@ from .mapped import MAPPED_DIR, has_mapped, write_mapped_from_tables
 from .metadata import BuildMetadata, TaxonomyField, write_metadata
 from .progress import Cancelled, Progress
 from .reuse import file_keys, open_previous, write_file_records
-from .sources import DEFAULT_MAX_FILE_BYTES, CorpusScan, FileResult, Finding, scan_corpus
+from .sources import DEFAULT_MAX_FILE_BYTES, CorpusScan, FileResult, Finding, left_out_stats, scan_corpus
 from .tables import copy_part, patch_tables, write_tables
 
 PATCH_MAX_TOUCHED = 0.2  # above this fraction of files added, changed or removed, rewriting beats patching
@@ -72,6 +73,7 @@ class BuildRequest:
     # paths the source says changed since the previous build's commit (a git diff); None: unknown
     changed: frozenset[str] | None = None
     max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES  # a larger source file is skipped with a finding
+    strict: bool = False  # any error fails the build; otherwise a page with an error is left out of it
 
 
 @dataclass
@@ -110,11 +112,13 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
     stale = previous.stale(keys) if previous else []  # files whose previous rows must go
     touched = len(set(keys) - set(reused) | set(stale))
     patch = previous is not None and touched <= PATCH_MAX_TOUCHED * max(len(keys), 1)
-    results, batches = parse_files(scan, keys, reused, dims > 0, request.workers, progress, cancelled)
-    findings = list(scan.findings) + [f for r in results for f in r.findings]
+    results, batches, left_out = parse_files(scan, keys, reused, dims > 0, request.workers, progress, cancelled,
+                                             strict=request.strict)
+    findings = list(scan.findings) + [f for r in results + left_out for f in r.findings]
     errors = [f for f in findings if f.severity == "error"]
-    if errors:
-        raise ValidationFailed(f"validation found {len(errors)} error(s); fix them before building", findings)
+    if errors and (request.strict or not results):
+        why = "fix them before building" if request.strict else "no page without errors is left to build"
+        raise ValidationFailed(f"validation found {len(errors)} error(s); {why}", findings)
     mark("scan_and_chunk")
 
     embedded = embed_batches(provider, batches, request.cache_dir, request.full, progress, cancelled)
@@ -162,6 +166,7 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
             "chunked_files": len(results) - len(reused),
             "embedded_chunks": embedded,
             "warnings": sum(1 for f in findings if f.severity == "warning"),
+            **left_out_stats(scan, left_out, findings),
             "patched": patch,
             "mapped_carried_over": carried,  # the mapped files and lexicon patched, not read from every row
         }

@@ -17,12 +17,14 @@ from pathlib import PurePosixPath
 
 from retrieval.errors import ConfigError
 
+from .sitegen import CHOICES as GENERATOR_CHOICES
+
 MANIFEST_NAME = ".docs-mcp.json"
 STRATEGIES = ("h1", "h2", "h3", "file")
 DEFAULT_MAX_CHUNK_SIZE = 20_000
 MANIFEST_KEYS = {
     "version", "description", "mcpServerInstructions", "strategy", "metadata", "overrides",
-    "taxonomy", "auto_include", "$schema",
+    "taxonomy", "auto_include", "$schema", "exclude", "generator",
 }
 STRATEGY_KEYS = {"chunk_by", "max_chunk_size", "min_chunk_size"}
 OVERRIDE_KEYS = {"pattern", "strategy", "metadata"}
@@ -79,6 +81,8 @@ class Manifest:
     instructions: str = ""
     taxonomy: dict[str, TaxonomyConfig] = field(default_factory=dict)
     auto_include: list[AutoInclude] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)  # .gitignore-style patterns, relative to `directory`
+    generator: str = "auto"  # the root manifest's: auto | none | a site generator (retrieval/ingest/sitegen)
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,14 @@ def parse_manifest(text: str, directory: str) -> Manifest:
         _check_keys(at, item, OVERRIDE_KEYS)
         strategy = parse_strategy(item["strategy"], at) if "strategy" in item else None
         manifest.overrides.append(Override(item["pattern"], strategy, parse_metadata(item.get("metadata"), at)))
+    exclude = data.get("exclude") or []
+    if not isinstance(exclude, list) or not all(isinstance(p, str) and p.strip() for p in exclude):
+        raise ConfigError(f"{where}: \"exclude\" must be a list of patterns, e.g. [\"drafts/\", \"**/*.draft.md\"]")
+    manifest.exclude = [p.strip() for p in exclude]
+    generator = data.get("generator", "auto")
+    if generator not in GENERATOR_CHOICES:
+        raise ConfigError(f"{where}: unknown generator {generator!r}; use one of {', '.join(GENERATOR_CHOICES)}")
+    manifest.generator = generator
     manifest.description = str(data.get("description") or "")
     manifest.instructions = str(data.get("mcpServerInstructions") or "")
     for key, conf in (data.get("taxonomy") or {}).items():

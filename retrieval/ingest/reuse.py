@@ -29,7 +29,8 @@ def file_keys(scan: CorpusScan, previous: PreviousBuild | None, changed: frozens
     """Each file's key. With a diff from the previous build's commit, a file the diff does not name
     keeps its recorded key unhashed; a changed manifest governs files the diff does not name, so
     then, as without a diff, every file's content decides."""
-    if previous is None or changed is None or any(posixpath.basename(p) == MANIFEST_NAME for p in changed):
+    if (previous is None or changed is None or any(posixpath.basename(p) == MANIFEST_NAME for p in changed)
+            or scan.any_included(changed)):  # a page that includes a changed one is not in the diff either
         return {relpath: scan.file_key(relpath) for relpath in sorted(scan.files)}
     recorded = previous.files
     return {relpath: recorded[relpath]["file_key"] if relpath in recorded and relpath not in changed

@@ -14,11 +14,14 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from retrieval.errors import ConfigError
 
+from . import sitegen
 from .chunking import Chunk, chunk_document
+from .exclude import IGNORE_FILE, Excluder, parse_rules
 from .files import FileTooLarge, NotRegularFile, read_regular_file
 from .keywords import MAX_KEYWORD_CHARS, MAX_KEYWORDS, add_keywords, page_keywords
 from .links import link_targets
@@ -37,7 +40,7 @@ from .manifest import (
 from .parsing import ParsedDocument, parse_markdown
 from .pool import exit_with
 
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024  # a larger page is skipped with a finding (DOCSMCP_MAX_FILE_BYTES)
 
 
@@ -49,13 +52,15 @@ class Finding:
     line: int | None  # 1-based
     message: str
     suggestion: str = ""
+    kind: str = ""  # what a repeated finding is counted by, when its code covers several (`hugo shortcode tabs`)
 
     def location(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
 
     def as_dict(self) -> dict:
-        return {"severity": self.severity, "code": self.code, "file": self.file, "line": self.line,
-                "message": self.message, "suggestion": self.suggestion}
+        found = {"severity": self.severity, "code": self.code, "file": self.file, "line": self.line,
+                 "message": self.message, "suggestion": self.suggestion}
+        return {**found, "kind": self.kind} if self.kind else found
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,19 @@ class CorpusScan:
     manifest_texts: dict[str, str]
     files: dict[str, bytes]  # relpath -> raw bytes of every markdown file
     findings: list[Finding]  # corpus-level findings (manifests, symlinks, encodings)
+    generator: str = ""  # the site generator whose syntax the pages are read in ("": plain markdown)
+    generator_reason: str = ""  # how it was known: the manifest, a configuration file, the pages' syntax
+    excluded: list[str] = field(default_factory=list)  # paths left out by exclude rules (folders end in /)
+    _includes: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def left_out(self) -> frozenset[str]:
+        """Pages governed by a manifest that failed to parse: how to chunk and tag them is unknown,
+        so a build leaves them out (the manifest's own error says what to fix)."""
+        invalid = set(self.manifest_texts) - set(self.manifests)
+        if not invalid:
+            return frozenset()
+        return frozenset(p for p in self.files if _governing_dir(p, self.manifest_texts) in invalid)
 
     @property
     def root_manifest(self) -> Manifest | None:
@@ -107,7 +125,26 @@ class CorpusScan:
         digest = hashlib.sha256(self.files[relpath])
         digest.update(b"\0" + self.manifest_texts.get(manifest.directory if manifest else "\0", "").encode())
         digest.update(b"\0" + self.manifest_texts.get("", "").encode())
+        if self.generator or relpath.endswith(".mdx"):  # plain pages keep the keys of builds before generators
+            digest.update(f"\0{self.generator}:{sitegen.CLEANER_VERSION}".encode())
+        for included in self.includes(relpath):  # an edit of an included page chunks its includers again
+            digest.update(b"\0" + included.encode() + b"\0" + hashlib.sha256(self.files[included]).digest())
         return digest.hexdigest()
+
+    def includes(self, relpath: str) -> list[str]:
+        """The corpus pages `relpath` includes (retrieval/ingest/sitegen/includes.py)."""
+        found = self._includes.get(relpath)
+        if found is None:
+            found = page_includes(self.files, relpath, self.generator)
+            self._includes[relpath] = found
+        return found
+
+    def any_included(self, paths: frozenset[str]) -> bool:
+        """Whether some page includes one of `paths`."""
+        return bool(self.generator) and any(set(self.includes(p)) & paths for p in self.files)
+
+    def included(self, relpath: str) -> dict[str, bytes]:
+        return {path: self.files[path] for path in self.includes(relpath)}
 
 
 def scan_corpus(root: Path, *, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES) -> CorpusScan:
@@ -118,19 +155,32 @@ def scan_corpus(root: Path, *, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYT
     if not root.is_dir():
         raise ConfigError(f"source directory {root} does not exist or is not a directory")
     scan = CorpusScan(root, {}, {}, {}, [])
+    rules = Excluder()
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         current = Path(dirpath)
+        reldir = current.relative_to(root).as_posix()
+        reldir = "" if reldir == "." else reldir
+        for name in (MANIFEST_NAME, IGNORE_FILE):  # a folder's own rules apply to its entries
+            if name in filenames:
+                _read_rules(scan, rules, current / name, reldir, max_file_bytes)
+        kept = []
+        for name in sorted(d for d in dirnames if not d.startswith(".")):
+            reldir_child = f"{reldir}/{name}" if reldir else name
+            if rules.excluded(reldir_child, is_dir=True):
+                scan.excluded.append(reldir_child + "/")
+            else:
+                kept.append(name)
+        dirnames[:] = kept
         for name in list(dirnames):
             if (current / name).is_symlink():
                 dirnames.remove(name)
                 _check_link(scan, current / name)
-        reldir = current.relative_to(root).as_posix()
-        reldir = "" if reldir == "." else reldir
         for name in sorted(filenames):
             path = current / name
             relpath = f"{reldir}/{name}" if reldir else name
-            if name != MANIFEST_NAME and not name.endswith(MARKDOWN_SUFFIXES):
+            if name in (MANIFEST_NAME, IGNORE_FILE):
+                continue
+            if not name.endswith(MARKDOWN_SUFFIXES):
                 if path.is_symlink():
                     _check_link(scan, path)
                 continue
@@ -138,14 +188,65 @@ def scan_corpus(root: Path, *, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYT
                 if not _check_link(scan, path):
                     continue
                 path = path.resolve()
-            raw = _read_source_file(scan, path, relpath, max_file_bytes)
-            if raw is None:
+            if rules.excluded(relpath):
+                scan.excluded.append(relpath)
                 continue
-            if name == MANIFEST_NAME:
-                _add_manifest(scan, raw.decode("utf-8", errors="replace"), reldir, relpath)
-            else:
+            raw = _read_source_file(scan, path, relpath, max_file_bytes)
+            if raw is not None:
                 scan.files[relpath] = raw
+    _read_as_generator(scan, root)
     return scan
+
+
+def _read_rules(scan: CorpusScan, rules: Excluder, path: Path, reldir: str, max_file_bytes: int | None) -> None:
+    """A folder's manifest or .docsmcpignore, read before its entries so their exclude rules apply to them."""
+    relpath = f"{reldir}/{path.name}" if reldir else path.name
+    if path.is_symlink():
+        if not _check_link(scan, path):
+            return
+        path = path.resolve()
+    raw = _read_source_file(scan, path, relpath, max_file_bytes)
+    if raw is None:
+        return
+    text = raw.decode("utf-8", errors="replace")
+    if relpath.endswith(MANIFEST_NAME):
+        _add_manifest(scan, text, reldir, relpath)
+        if reldir in scan.manifests:
+            rules.add(parse_rules(scan.manifests[reldir].exclude, reldir))
+    else:
+        rules.add(parse_rules(text, reldir))
+
+
+def _read_as_generator(scan: CorpusScan, root: Path | None, names: set[str] | None = None) -> None:
+    """The root manifest's generator, else the one detected; a Hugo corpus's bundle resources left out."""
+    choice = scan.root_manifest.generator if scan.root_manifest else "auto"
+    if choice == "none":
+        return
+    if choice != "auto":
+        scan.generator, scan.generator_reason = choice, f"\"generator\": \"{choice}\" in {MANIFEST_NAME}"
+    else:
+        found = sitegen.detect(root, scan.files, names=names)
+        scan.generator, scan.generator_reason = found.name, found.reason
+    if scan.generator == "hugo":
+        _hugo_bundle_resources(scan)
+
+
+def _hugo_bundle_resources(scan: CorpusScan) -> None:
+    """A folder with an `index.md` is a Hugo leaf bundle: its other pages are resources the page
+    shows (a glossary's entries), not pages of the site, so they are not indexed as pages."""
+    bundles = sorted({p.rpartition("/")[0] for p in scan.files if p == "index.md" or p.endswith("/index.md")})
+    for bundle in bundles:
+        inside = [p for p in scan.files if (not bundle or p.startswith(bundle + "/"))
+                  and p != (f"{bundle}/index.md" if bundle else "index.md")]
+        if not bundle or not inside:
+            continue
+        for relpath in inside:
+            del scan.files[relpath]
+            scan.excluded.append(relpath)
+        scan.findings.append(Finding(
+            "warning", "hugo-bundle-resources", f"{bundle}/index.md", None,
+            f"{len(inside)} page(s) under {bundle}/ are resources of this Hugo leaf bundle (its index.md), "
+            "not pages of the site; they are left out", "rename index.md to _index.md if they are pages"))
 
 
 def _read_source_file(scan: CorpusScan, path: Path, relpath: str, max_file_bytes: int | None) -> bytes | None:
@@ -188,9 +289,27 @@ def scan_tree(root: Path, files: dict[str, bytes], links: dict[str, str] | None 
     reader left unread because of the limit."""
     scan = CorpusScan(Path(root), {}, {}, {}, [])
     links, oversized = links or {}, oversized or {}
+    rules = Excluder()
+    for relpath in sorted(p for p in files if p.rpartition("/")[2] in (MANIFEST_NAME, IGNORE_FILE)):
+        reldir, _, name = relpath.rpartition("/")
+        if any(part.startswith(".") for part in reldir.split("/") if part) or rules.excluded_path(relpath):
+            continue
+        text = files[relpath].decode("utf-8", errors="replace")
+        if name == MANIFEST_NAME:
+            _add_manifest(scan, text, reldir, relpath)
+            rules.add(parse_rules(scan.manifests[reldir].exclude, reldir) if reldir in scan.manifests else [])
+        else:
+            rules.add(parse_rules(text, reldir))
     for relpath in sorted({*files, *links, *oversized}, key=lambda p: (p.count("/"), p)):
         parts = relpath.split("/")
         if any(part.startswith(".") for part in parts[:-1]):
+            continue
+        if parts[-1] in (MANIFEST_NAME, IGNORE_FILE):  # read above; one over the size limit is told here
+            if max_file_bytes is not None and oversized.get(relpath, 0) > max_file_bytes:
+                _too_large(scan, relpath, oversized[relpath], max_file_bytes)
+            continue
+        if parts[-1].endswith(MARKDOWN_SUFFIXES) and rules.excluded_path(relpath):
+            scan.excluded.append(relpath)
             continue
         target = links.get(relpath, relpath)
         if not target:
@@ -208,11 +327,9 @@ def scan_tree(root: Path, files: dict[str, bytes], links: dict[str, str] | None 
             continue
         if raw is None:
             continue
-        if name == MANIFEST_NAME:
-            _add_manifest(scan, raw.decode("utf-8", errors="replace"), reldir, relpath)
-        else:
-            scan.files[relpath] = raw
+        scan.files[relpath] = raw
     scan.files = dict(sorted(scan.files.items()))
+    _read_as_generator(scan, None, names={p for p in files if "/" not in p})
     return scan
 
 
@@ -243,8 +360,27 @@ def file_text(raw: bytes) -> str:
     return raw.decode("utf-8").lstrip("\ufeff")
 
 
+def page_includes(files: dict[str, bytes], relpath: str, generator: str) -> list[str]:
+    raw = files[relpath]
+    if not generator or (b"include" not in raw and b"8<" not in raw):
+        return []
+    return sitegen.included_pages(raw.decode("utf-8", "replace"), relpath, generator, files)
+
+
+def served_text(files: dict[str, bytes], relpath: str, generator: str) -> str:
+    """A page's text as stored for reading whole: as its generator shows it, includes resolved."""
+    included = {path: _decoded(files[path]) for path in page_includes(files, relpath, generator)}
+    return sitegen.clean(file_text(files[relpath]), generator, relpath, included).text
+
+
+def _decoded(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace").lstrip("\ufeff")
+
+
 def process_file(relpath: str, raw: bytes, key: str, manifests: dict[str, Manifest],
-                 taxonomy: dict[str, TaxonomyConfig]) -> FileResult:
+                 taxonomy: dict[str, TaxonomyConfig], generator: str = "",
+                 included: dict[str, bytes] | None = None) -> FileResult:
+    """`included`: the bytes of the corpus pages this one includes (`CorpusScan.included`)."""
     try:
         text = file_text(raw)
     except UnicodeDecodeError as exc:
@@ -252,8 +388,12 @@ def process_file(relpath: str, raw: bytes, key: str, manifests: dict[str, Manife
         return FileResult(relpath, key, relpath, "", None, findings=[Finding(
             "error", "encoding", relpath, line, f"file is not valid UTF-8 (byte {exc.start})",
             "re-save the file as UTF-8")])
+    cleaned = sitegen.clean(text, generator, relpath,
+                            {path: _decoded(body) for path, body in (included or {}).items()})
+    text = cleaned.text
     doc = parse_markdown(text)
-    findings: list[Finding] = []
+    findings: list[Finding] = [Finding("warning", "generator-syntax", relpath, n.line, n.message, n.suggestion, n.kind)
+                               for n in cleaned.notices]
     if doc.frontmatter_error:
         findings.append(Finding("error", "frontmatter-invalid", relpath, 1, doc.frontmatter_error,
                                 "fix the YAML between the leading --- lines"))
@@ -387,11 +527,13 @@ def process_files(scan: CorpusScan, todo: list[tuple[str, str]], *, workers: int
     if workers <= 1 or len(todo) < 200:
         for relpath, key in todo:
             yield _without_default_under_invalid(
-                scan, process_file(relpath, scan.files[relpath], key, scan.manifests, taxonomy))
+                scan, process_file(relpath, scan.files[relpath], key, scan.manifests, taxonomy, scan.generator,
+                                   scan.included(relpath)))
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    args = ((relpath, scan.files[relpath], key, scan.manifests, taxonomy) for relpath, key in todo)
+    args = ((relpath, scan.files[relpath], key, scan.manifests, taxonomy, scan.generator, scan.included(relpath))
+            for relpath, key in todo)
     global _pools
     with _pools_lock:
         _pools += 1
@@ -405,6 +547,31 @@ def process_files(scan: CorpusScan, todo: list[tuple[str, str]], *, workers: int
             _pools -= 1
             if _pools == 0:
                 _stop_forkserver()
+
+
+def _governing_dir(relpath: str, manifest_texts: dict[str, str]) -> str | None:
+    parts = PurePosixPath(relpath).parts[:-1]
+    for depth in range(len(parts), -1, -1):
+        directory = "/".join(parts[:depth])
+        if directory in manifest_texts:
+            return directory
+    return None
+
+
+def left_out_stats(scan: CorpusScan, left_out: list[FileResult], findings: list[Finding]) -> dict:
+    """How many pages a build left out and why (by the code of each page's first error), and its
+    warnings counted by code: what a summary tells once instead of once per page."""
+    reasons: dict[str, int] = {}
+    for result in left_out:
+        code = next((f.code for f in result.findings if f.severity == "error"), "manifest-invalid")
+        reasons[code] = reasons.get(code, 0) + 1
+    warnings: dict[str, int] = {}
+    for finding in findings:
+        if finding.severity == "warning":
+            warnings[finding.code] = warnings.get(finding.code, 0) + 1
+    return {"left_out_files": len(left_out), "left_out": dict(sorted(reasons.items())),
+            "warnings_by_code": dict(sorted(warnings.items())),
+            "excluded_files": len(scan.excluded), "generator": scan.generator}
 
 
 def _without_default_under_invalid(scan: CorpusScan, result: FileResult) -> FileResult:

@@ -8,8 +8,9 @@ from corpus.selectors import default_corpus
 from corpus.services import build_request, corpus_update
 from corpus.versions import behind, corpus_register
 from retrieval.errors import RetrievalError
+from retrieval.ingest.sitegen import label_for
 
-from ._findings import format_finding
+from ._findings import finding_lines, left_out_line
 
 
 class Command(BaseCommand):
@@ -42,6 +43,11 @@ class Command(BaseCommand):
                             "instructions and search_docs's description, e.g. 'Kubernetes documentation' "
                             "(default: the root manifest's description)")
         parser.add_argument("--full", action="store_true", help="rebuild from scratch (no reuse, no cache)")
+        parser.add_argument("--strict", action="store_true", default=None,
+                            help="fail the build on any error, for CI (default: the corpus's `strict` setting; "
+                            "otherwise a page with an error is left out and the rest is built)")
+        parser.add_argument("--warnings", action="store_true",
+                            help="list every warning (a warning repeated on many pages is otherwise told once)")
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **options):
@@ -82,12 +88,12 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         bars = StageBars(not options["no_progress"])
         try:
-            build = build_execute(build=build, echo=bars)
+            build = build_execute(build=build, echo=bars, strict=options["strict"])
         finally:
             bars.close()
-        for finding in build.findings:
-            if finding["severity"] == "error" or options["verbosity"] > 1:
-                self.stderr.write(format_finding(finding))
+        every = options["warnings"] or options["verbosity"] > 1
+        for line in finding_lines(build.findings, every_warning=every):
+            self.stderr.write(line)
         if build.status != BuildRun.COMPLETE:
             self.stderr.write(f"build {build.build_id} {build.status}: {build.error}")
             self.stderr.write("the previously active index (if any) keeps serving")
@@ -98,6 +104,12 @@ class Command(BaseCommand):
             f"{stats['total_chunks']} chunks ({stats['chunked_files']} files chunked, {stats['reused_files']} reused, "
             f"{stats['embedded_chunks']} chunks embedded), {stats['warnings']} warning(s), "
             f"{build.timings.get('total', 0):.2f}s\nindex: {build.index_path}")
+        if left_out_line(stats):
+            self.stdout.write(left_out_line(stats))
+        if stats.get("generator") or stats.get("excluded_files"):
+            read = f"read as {label_for(stats['generator'])}" if stats.get("generator") else "plain markdown"
+            self.stdout.write(f"{read}; {stats.get('excluded_files', 0)} path(s) excluded (defaults, "
+                              "the manifest's exclude, .docsmcpignore)")
         revision = stats.get("revision") or ""
         version = f"version {stats['version']}, " if stats.get("version") else ""
         self.stdout.write(f"serves {version}revision {revision}")

@@ -24,12 +24,16 @@ class Command(BaseCommand):
                                  "the corpus named after it")
         parser.add_argument("--profile", default=profiles.DEFAULT_PROFILE, choices=profiles.profile_names())
         parser.add_argument("--corpus", default=None, help="Serve this corpus (default: the default corpus).")
+        parser.add_argument("--strict", action="store_true",
+                            help="with PATH: any error in the folder fails the build (for CI); by default pages "
+                                 "with errors are left out and the rest is served")
 
     def handle(self, *args, **options):
         if options["path"]:
             with stdout_to_stderr():
                 try:
-                    options["corpus"] = prepare_folder(checked_folder(options["path"]), sys.stderr, "stdio")
+                    options["corpus"] = prepare_folder(checked_folder(options["path"]), sys.stderr, "stdio",
+                                                       strict=options["strict"])
                 except FolderError as exc:
                     raise CommandError(str(exc)) from exc
         # The protocol owns stdout: keep a private handle on it, then point fd 1 (print, C

@@ -60,6 +60,9 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=default_workers(settings.WEB_CONCURRENCY),
                             help="web worker processes (WEB_CONCURRENCY, default one per core plus one)")
         parser.add_argument("--threads", type=int, default=4, help="request threads per worker (default 4)")
+        parser.add_argument("--strict", action="store_true",
+                            help="with PATH: any error in the folder fails the build (for CI); by default pages "
+                                 "with errors are left out and the rest is served")
         parser.add_argument("--no-worker", action="store_true",
                             help="do not start a Celery worker (you run `celery -A common worker` yourself)")
 
@@ -69,7 +72,7 @@ class Command(BaseCommand):
         if options["path"]:
             try:
                 folder = checked_folder(options["path"])
-                corpus = prepare_folder(folder, self.stdout, "serve")
+                corpus = prepare_folder(folder, self.stdout, "serve", strict=options["strict"])
             except FolderError as exc:
                 raise CommandError(str(exc)) from exc
         if not is_loopback(host) and not settings.MCP_AUTH_REQUIRED:

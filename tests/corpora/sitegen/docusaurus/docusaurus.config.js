@@ -1,0 +1,1 @@
+module.exports = { title: 'Site', presets: [['classic', { docs: { path: 'docs' } }]] };

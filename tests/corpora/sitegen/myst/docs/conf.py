@@ -1,0 +1,2 @@
+project = "Example"
+extensions = ["myst_parser", "sphinx_design"]
