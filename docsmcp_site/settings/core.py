@@ -102,9 +102,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Serving workers, the query log's writer thread and the task queue share one file. Write-ahead logging
     # lets a reader go on while another process commits, and with synchronous=NORMAL a commit waits for no
     # disk flush (a power cut may lose the last second of query log, never the file); IMMEDIATE takes the
-    # write lock when a transaction begins, so two writers queue instead of one failing with "locked".
+    # write lock when a transaction begins, so two writers queue instead of one failing with "locked"; they
+    # queue for up to 20 s (Python's default, 5 s, turned a burst of writes on a loaded host into 500s).
     DATABASES["default"]["OPTIONS"] = {"init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL",
-                                       "transaction_mode": "IMMEDIATE", **DATABASES["default"].get("OPTIONS", {})}
+                                       "transaction_mode": "IMMEDIATE", "timeout": 20,
+                                       **DATABASES["default"].get("OPTIONS", {})}
 keep_private(DOCSMCP_HOME, *sqlite_files(DATABASES["default"]))  # as made 0755/0644 by earlier versions
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
