@@ -47,6 +47,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Names each request (X-Request-ID) so a logged server error can be found from the response.
+    "docsmcp_site.request_log.request_id",
     # First: answers a Host outside ALLOWED_HOSTS on /mcp paths with a JSON 403 (DNS rebinding).
     "mcp_endpoint.security.host_guard",
     # Gives errors Django or ninja answer under /api/v1/ (404, 405, 413...) the REST API's JSON shape.
@@ -126,10 +128,14 @@ DOCSMCP_LOG_LEVEL = env_str("DOCSMCP_LOG_LEVEL") or "INFO"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Lines logged while a request is served end with its ID (docsmcp_site/request_log.py).
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s%(request_suffix)s"}},
+    "filters": {"request_id": {"()": "docsmcp_site.request_log.RequestIdFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_id"]}},
     "loggers": {
         "docsmcp": {"handlers": ["console"], "level": DOCSMCP_LOG_LEVEL},
         "retrieval": {"handlers": ["console"], "level": DOCSMCP_LOG_LEVEL},
+        # Every 5xx (and its traceback), whatever DEBUG is (docsmcp_site/request_log.py); 4xx stay out.
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }
