@@ -29,7 +29,9 @@ in the shape of the surface asked: a JSON-RPC error envelope under /mcp, the RES
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import errno
 import json
 import selectors
 import threading
@@ -40,7 +42,7 @@ from typing import Any
 
 from gunicorn import http, util
 from gunicorn.http2 import negotiation
-from gunicorn.workers.gthread import ThreadWorker
+from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from docsmcp_site.arrival import Arrival, Limits, Refusal
 from docsmcp_site.departure import RESPONSE_HOLD_LIMIT, HeldSocket, OutboundBudget
@@ -85,6 +87,29 @@ def error_response(status: int, message: str, path: str | None) -> bytes:
     return head.encode("latin-1") + payload
 
 
+# Seconds between two log lines about one address's refused connections (a flood would fill the log).
+REFUSAL_LOG_SECONDS = 60.0
+# Said before closing a connection past the cap: the path is not known yet, so in the REST API's shape.
+TOO_MANY_CONNECTIONS = "too many open connections from your address (DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS)"
+
+
+class CountedConn(TConn):
+    """A connection that gives its place back to its address's count when it closes."""
+
+    def __init__(self, cfg, sock, client, server, counts: collections.Counter, address: str) -> None:
+        super().__init__(cfg, sock, client, server)
+        self._counts, self._address = counts, address
+        counts[address] += 1
+
+    def close(self, graceful: bool = False) -> None:
+        if self._counts is not None:
+            self._counts[self._address] -= 1
+            if self._counts[self._address] <= 0:
+                del self._counts[self._address]
+            self._counts = None
+        super().close(graceful)
+
+
 # The path of the request a thread is answering, for the JSON body of gunicorn's own error pages.
 _answering = threading.local()
 
@@ -117,9 +142,43 @@ class BufferingThreadWorker(ThreadWorker):
         from django.conf import settings
 
         self.send_timeout = settings.DOCSMCP_SEND_TIMEOUT
+        # Open connections per client address (DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS), and when each address's
+        # refusals were last logged.
+        self.per_address_cap = settings.DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS
+        self.connections_from: collections.Counter = collections.Counter()
+        self.refusals_logged: dict[str, float] = {}
         self.last_heartbeat = float("-inf")
         util.write_error = write_json_error
         super().init_process()
+
+    def accept(self, listener) -> None:
+        """gthread's accept, holding each client address to DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS open connections:
+        past it a connection is answered 503 and closed at once, so one address cannot take every place this
+        worker has (worker_connections) with connections that send nothing."""
+        try:
+            client_sock, client_addr = listener.accept()
+        except OSError as e:
+            if e.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                raise
+            return
+        address = client_addr[0] if isinstance(client_addr, tuple) else ""
+        if self.per_address_cap and self.connections_from[address] >= self.per_address_cap:
+            with contextlib.suppress(OSError):
+                client_sock.setblocking(False)
+                client_sock.send(error_response(503, TOO_MANY_CONNECTIONS, None))
+            util.close(client_sock)
+            now = time.monotonic()
+            if now - self.refusals_logged.get(address, float("-inf")) >= REFUSAL_LOG_SECONDS:
+                if len(self.refusals_logged) > 10_000:
+                    self.refusals_logged.clear()
+                self.refusals_logged[address] = now
+                self.log.warning("refusing connections from %s: it holds %d (DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS)",
+                                 address, self.connections_from[address])
+            return
+        self.nr_conns += 1
+        client_sock.setblocking(True)
+        conn = CountedConn(self.cfg, client_sock, client_addr, listener.getsockname(), self.connections_from, address)
+        self.enqueue_req(conn)
 
     def notify(self) -> None:
         now = time.monotonic()

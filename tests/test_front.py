@@ -31,6 +31,8 @@ SEARCH = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 THREADS = 2
 # DOCSMCP_SEND_TIMEOUT of the server: seconds a client may take none of its response.
 SEND_TIMEOUT = 6
+# DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS of the server: above what the other tests open at once.
+PER_ADDRESS = 12
 
 
 # A response larger than the socket buffers on both sides (4 MB on this kernel): a corpus of three 2 MB pages,
@@ -82,7 +84,8 @@ def served(django_db_setup, django_db_blocker, sample_build_dir, big_build_dir, 
     environment.update(DJANGO_SETTINGS_MODULE="docsmcp_site.settings", DATABASE_URL=_database_url(),
                        DOCSMCP_SECRET_KEY_FILE=str(tmp / "secret_key"), DOCSMCP_INDEX_ROOT=str(tmp / "idx"),
                        MCP_RATE_LIMIT_REDIS_URL="", DOCSMCP_DEFAULT_CORPUS="sample",
-                       DOCSMCP_HEADER_TIMEOUT="5", DOCSMCP_BODY_TIMEOUT="5", DOCSMCP_SEND_TIMEOUT=str(SEND_TIMEOUT))
+                       DOCSMCP_HEADER_TIMEOUT="5", DOCSMCP_BODY_TIMEOUT="5", DOCSMCP_SEND_TIMEOUT=str(SEND_TIMEOUT),
+                       DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS=str(PER_ADDRESS))
     log = tmp / "serve.log"
     with log.open("wb") as out:
         server = subprocess.Popen([sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port),
@@ -174,7 +177,7 @@ def _read_response(sock: socket.socket) -> tuple[bytes, bytes]:
 
 def test_clients_reading_a_large_response_slowly_leave_the_threads_to_searches(served):
     """More clients than threads ask for a 6 MB response and read none of it: searches are answered, and a
-    reader that then reads gets the whole response and can ask again on the same connection."""
+    reader that then reads gets the whole response."""
     readers = [_slow_reader(served) for _ in range(THREADS + 2)]
     try:
         response = httpx.post(f"http://127.0.0.1:{served}/mcp/", json=SEARCH, timeout=30,
@@ -185,8 +188,6 @@ def test_clients_reading_a_large_response_slowly_leave_the_threads_to_searches(s
         assert len(expected) > 6_000_000
         head, body = _read_response(readers[0])
         assert body == expected
-        readers[0].sendall(b"GET /health/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        assert readers[0].recv(12) == b"HTTP/1.1 200"
     finally:
         for sock in readers:
             sock.close()
@@ -200,6 +201,23 @@ def test_a_client_that_takes_none_of_its_response_for_the_send_timeout_is_discon
         assert 0 < len(body) < 6_000_000  # cut off: the server closed the connection
     finally:
         reader.close()
+
+
+def test_one_address_holding_its_share_of_connections_is_refused_more_and_others_are_served(served):
+    """Connections that send nothing, from one address, up to the cap: the next from it is answered 503 at once,
+    and a client at another address is served."""
+    idle = [socket.create_connection(("127.0.0.1", served), timeout=30) for _ in range(PER_ADDRESS)]
+    try:
+        with socket.create_connection(("127.0.0.1", served), timeout=30) as over:
+            answer = over.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 503") and b"DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS" in answer
+        with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=30) as other:
+            response = other.post(f"http://127.0.0.1:{served}/mcp/", json=SEARCH,
+                                  headers={"Accept": ACCEPT, "MCP-Protocol-Version": "2025-11-25"})
+        assert response.status_code == 200 and response.json()["result"]["structuredContent"]["hits"]
+    finally:
+        for sock in idle:
+            sock.close()
 
 
 def test_a_request_whose_head_does_not_arrive_in_time_is_answered_408(served):
