@@ -214,10 +214,32 @@ class RevokeTokenView(ClientAuthenticationThrottle, LibraryRevokeTokenView):
     """The library's revocation endpoint, throttled like the token endpoint (it checks client secrets too)."""
 
 
+LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
+
+
+def _plain_http_redirects(body: bytes) -> list[str]:
+    """The redirect URIs of a registration that use plain http off loopback (a body the library cannot read
+    is left to it to refuse)."""
+    try:
+        uris = json.loads(body).get("redirect_uris") or []
+    except (ValueError, AttributeError):
+        return []
+    found = []
+    for uri in uris if isinstance(uris, list) else []:
+        try:
+            parts = urlsplit(uri) if isinstance(uri, str) else None
+        except ValueError:
+            continue
+        if parts is not None and parts.scheme.lower() == "http" and (parts.hostname or "") not in LOOPBACK_HOSTS:
+            found.append(uri)
+    return found
+
+
 class RegistrationView(DynamicClientRegistrationView):
     """Dynamic client registration (RFC 7591), held to what /mcp/ holds a caller to: a JSON body (a web page
     cannot send one cross-site without a CORS preflight), an allowed Origin (MCP_ALLOWED_ORIGINS), and
-    DOCSMCP_OAUTH_REGISTRATION_MAX registrations per address in the login throttle's window."""
+    DOCSMCP_OAUTH_REGISTRATION_MAX registrations per address in the login throttle's window. Plain-http
+    redirect URIs only to loopback (OAuth 2.1 section 8.4.2)."""
 
     def post(self, request: HttpRequest, *args, **kwargs):
         if not security.origin_allowed(request.headers.get("Origin")):
@@ -225,6 +247,10 @@ class RegistrationView(DynamicClientRegistrationView):
         if not security.is_json_content_type(request):
             return _oauth_error("invalid_client_metadata", "send the client metadata as JSON, with "
                                                            "Content-Type: application/json", 415)
+        plain = _plain_http_redirects(request.body)
+        if plain:
+            return _oauth_error("invalid_redirect_uri", f"a redirect URI over plain http must point at this machine "
+                                                        f"(127.0.0.1, [::1] or localhost; OAuth 2.1): {plain[0]}", 400)
         address = security.client_ip(request)
         wait = login_throttle.seconds_blocked(None, address, kind=login_throttle.REGISTRATION)
         if wait:

@@ -36,6 +36,15 @@ def test_registration_a_web_page_could_send_cross_site_is_refused(client, db):
     assert _register(client, HTTP_ORIGIN="http://localhost:6274").status_code == 201  # a local inspector
 
 
+def test_a_plain_http_redirect_uri_is_registered_only_for_loopback(client, db):
+    for uri in ("http://127.0.0.1:33418/callback", "http://localhost/cb", "http://[::1]:9/cb", "https://app.example/cb"):
+        assert _register(client, json.dumps({**METADATA, "redirect_uris": [uri]})).status_code == 201, uri
+    refused = _register(client, json.dumps({**METADATA, "redirect_uris": ["https://ok.example/cb",
+                                                                          "http://app.example/cb"]}))
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_redirect_uri"
+    assert "http://app.example/cb" in refused.json()["error_description"]
+
+
 def test_registrations_from_one_address_are_throttled_and_other_addresses_are_not(client, db, settings):
     settings.DOCSMCP_OAUTH_REGISTRATION_MAX = 3
     for _ in range(3):
