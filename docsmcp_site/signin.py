@@ -96,6 +96,10 @@ class SignInForm(ThrottledAdminAuthenticationForm):
     """The admin's throttled login, open to every active user (not staff only): the user signs in to
     authorize a client, and what their token may do follows their account (corpus.oauth)."""
 
+    # The admin's says "a staff account", which sends a user who is not staff looking for one.
+    error_messages = {**ThrottledAdminAuthenticationForm.error_messages,
+                      "invalid_login": AuthenticationForm.error_messages["invalid_login"]}
+
     def confirm_login_allowed(self, user) -> None:
         AuthenticationForm.confirm_login_allowed(self, user)
 

@@ -155,3 +155,11 @@ def test_a_registration_flood_on_sqlite_gets_no_server_error(tmp_path):
         assert statuses[201] > 0 and set(statuses) == {201}, (statuses, log.read_text(errors="replace")[-3000:])
     finally:
         stop(server)
+
+
+def test_the_sign_in_page_does_not_ask_a_user_for_a_staff_account(client, db):
+    from django.contrib.auth.models import User
+
+    User.objects.create_user("reader", password="pw-reader-1")
+    page = client.post("/accounts/login/", {"username": "reader", "password": "wrong"}).content.decode()
+    assert "correct username and password" in page and "staff" not in page
