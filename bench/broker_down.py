@@ -1,11 +1,12 @@
 """How long queueing a task takes to fail when the broker (Redis) is unreachable: what a build or
 eval run request waits before it answers 503 task_queue_unavailable.
 
-    python bench/broker_down.py [--repeat 5] [--outages refused,silent] [--ask-result]
+    python bench/broker_down.py [--repeat 5] [--outages refused,silent,mute] [--ask-result]
 
-Two kinds of outage, both on loopback: `refused`, a port nothing listens on (Redis stopped), and
+Three kinds of outage, all on loopback: `refused`, a port nothing listens on (Redis stopped),
 `silent`, a listening socket whose accept queue is full, so connections hang as they do to a host
-that is down or firewalled. Broker and result backend are both that URL, as in a Redis
+that is down or firewalled, and `mute`, a server that accepts connections and reads commands but never
+answers (a wedged Redis, or a proxy whose backend is gone). Broker and result backend are both that URL, as in a Redis
 deployment. `--ask-result` publishes as the code did before tasks stopped asking for a result
 (the result backend's retries then decide; with a `silent` outage they wait minutes, for the
 backend has no connect timeout of its own). Prints min / median / max seconds per outage and the
@@ -20,6 +21,7 @@ import os
 import socket
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -49,10 +51,30 @@ def silent_port() -> tuple[int, list[socket.socket]]:
     return port, held
 
 
+def mute_port() -> int:
+    """A port that accepts every connection and reads what is sent, answering nothing."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+
+    def swallow(conn: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while conn.recv(65536):
+                pass
+
+    def accept() -> None:
+        while True:
+            conn, _ = listener.accept()
+            threading.Thread(target=swallow, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return listener.getsockname()[1]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--outages", default="refused,silent")
+    parser.add_argument("--outages", default="refused,silent,mute")
     parser.add_argument("--ask-result", action="store_true", help="publish asking for a result (the old way)")
     args = parser.parse_args()
 
@@ -70,7 +92,7 @@ def main() -> int:
 
     app.loader.import_default_modules()
     silent, held = silent_port()
-    ports = {"refused": refused_port(), "silent": silent}
+    ports = {"refused": refused_port(), "silent": silent, "mute": mute_port()}
     for outage in args.outages.split(","):
         port = ports[outage]
         url = f"redis://127.0.0.1:{port}/0"

@@ -16,6 +16,12 @@ declared body over the cap 413 before any of it is read (MCP_MAX_BODY_BYTES with
 Authorization header; with one, also CITELOOM_MAX_BODY_BYTES). A chunked body is decoded here and
 passed on with a Content-Length, so every view reads it like any other body.
 
+The way out is the same in reverse (docsmcp_site/departure.py): a thread writes its response through
+a `HeldSocket` that keeps what the client does not take at once, and the event loop sends the rest
+as the client reads it before the connection carries another request, so a client reading a large
+response a byte a second holds memory, no thread; DOCSMCP_SEND_TIMEOUT bounds how long it may read
+nothing.
+
 What the server answers itself (these refusals, and gunicorn's own 400/414/431/500 pages) is JSON
 in the shape of the surface asked: a JSON-RPC error envelope under /mcp, the REST API's
 `{"error": {...}}` elsewhere.
@@ -23,19 +29,23 @@ in the shape of the surface asked: a JSON-RPC error envelope under /mcp, the RES
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import errno
 import json
 import selectors
 import threading
 import time
+from concurrent import futures
 from functools import partial
 from typing import Any
 
 from gunicorn import http, util
 from gunicorn.http2 import negotiation
-from gunicorn.workers.gthread import ThreadWorker
+from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from docsmcp_site.arrival import Arrival, Limits, Refusal
+from docsmcp_site.departure import RESPONSE_HOLD_LIMIT, HeldSocket, OutboundBudget
 
 # Bytes taken from a socket per readiness event.
 RECV_BYTES = 256 * 1024
@@ -77,6 +87,29 @@ def error_response(status: int, message: str, path: str | None) -> bytes:
     return head.encode("latin-1") + payload
 
 
+# Seconds between two log lines about one address's refused connections (a flood would fill the log).
+REFUSAL_LOG_SECONDS = 60.0
+# Said before closing a connection past the cap: the path is not known yet, so in the REST API's shape.
+TOO_MANY_CONNECTIONS = "too many open connections from your address (DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS)"
+
+
+class CountedConn(TConn):
+    """A connection that gives its place back to its address's count when it closes."""
+
+    def __init__(self, cfg, sock, client, server, counts: collections.Counter, address: str) -> None:
+        super().__init__(cfg, sock, client, server)
+        self._counts, self._address = counts, address
+        counts[address] += 1
+
+    def close(self, graceful: bool = False) -> None:
+        if self._counts is not None:
+            self._counts[self._address] -= 1
+            if self._counts[self._address] <= 0:
+                del self._counts[self._address]
+            self._counts = None
+        super().close(graceful)
+
+
 # The path of the request a thread is answering, for the JSON body of gunicorn's own error pages.
 _answering = threading.local()
 
@@ -102,9 +135,50 @@ class BufferingThreadWorker(ThreadWorker):
     def init_process(self) -> None:
         self.limits = Limits.from_settings(request_line=self.cfg.limit_request_line or 4094)
         self.arrivals: dict[Any, Arrival] = {}
+        # Connections whose response the loop is still sending (docsmcp_site/departure.py), with
+        # what their thread answered (keep the connection alive or not).
+        self.departures: dict[Any, bool] = {}
+        self.outbound = OutboundBudget(RESPONSE_HOLD_LIMIT)
+        from django.conf import settings
+
+        self.send_timeout = settings.DOCSMCP_SEND_TIMEOUT
+        # Open connections per client address (DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS), and when each address's
+        # refusals were last logged.
+        self.per_address_cap = settings.DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS
+        self.connections_from: collections.Counter = collections.Counter()
+        self.refusals_logged: dict[str, float] = {}
         self.last_heartbeat = float("-inf")
         util.write_error = write_json_error
         super().init_process()
+
+    def accept(self, listener) -> None:
+        """gthread's accept, holding each client address to DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS open connections:
+        past it a connection is answered 503 and closed at once, so one address cannot take every place this
+        worker has (worker_connections) with connections that send nothing."""
+        try:
+            client_sock, client_addr = listener.accept()
+        except OSError as e:
+            if e.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                raise
+            return
+        address = client_addr[0] if isinstance(client_addr, tuple) else ""
+        if self.per_address_cap and self.connections_from[address] >= self.per_address_cap:
+            with contextlib.suppress(OSError):
+                client_sock.setblocking(False)
+                client_sock.send(error_response(503, TOO_MANY_CONNECTIONS, None))
+            util.close(client_sock)
+            now = time.monotonic()
+            if now - self.refusals_logged.get(address, float("-inf")) >= REFUSAL_LOG_SECONDS:
+                if len(self.refusals_logged) > 10_000:
+                    self.refusals_logged.clear()
+                self.refusals_logged[address] = now
+                self.log.warning("refusing connections from %s: it holds %d (DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS)",
+                                 address, self.connections_from[address])
+            return
+        self.nr_conns += 1
+        client_sock.setblocking(True)
+        conn = CountedConn(self.cfg, client_sock, client_addr, listener.getsockname(), self.connections_from, address)
+        self.enqueue_req(conn)
 
     def notify(self) -> None:
         now = time.monotonic()
@@ -210,14 +284,69 @@ class BufferingThreadWorker(ThreadWorker):
                 self._refuse(conn, arrival.timed_out())
             else:
                 self._drop(conn)
+        for conn in [conn for conn in self.departures if conn.held.stalled(now)]:
+            self.log.info("closed the connection of %s: it read nothing of its response for %g s "
+                          "(DOCSMCP_SEND_TIMEOUT)", conn.client, self.send_timeout)
+            self._abandon(conn)
 
     def handle(self, conn):
         _answering.path = getattr(conn, "request_path", None)
         return super().handle(conn)
 
     def handle_request(self, req, conn):
+        """Answers through a HeldSocket: the thread is free as soon as the response is written, and
+        the event loop sends what the client has not taken yet (finish_request)."""
         _answering.path = getattr(req, "path", None)
-        return super().handle_request(req, conn)
+        if not self._buffers(conn):
+            return super().handle_request(req, conn)
+        raw = conn.sock
+        conn.held = conn.sock = HeldSocket(raw, self.outbound, self.send_timeout)
+        try:
+            return super().handle_request(req, conn)
+        except BaseException:
+            conn.held.discard()
+            raise
+        finally:
+            conn.sock = raw
+
+    def finish_request(self, conn, fs):
+        """In the event loop, after a thread's answer: a response the client has not taken whole is sent
+        from here as the client reads it; then the connection is kept alive or closed as the thread said."""
+        held = getattr(conn, "held", None)
+        if held is not None and held.pending_bytes and not fs.cancelled() and fs.exception() is None:
+            self.departures[conn] = bool(fs.result())
+            with contextlib.suppress(OSError):
+                conn.sock.setblocking(False)
+            self.poller.register(conn.sock, selectors.EVENT_WRITE, partial(self._on_writable, conn))
+            return
+        if held is not None:
+            held.discard()
+            conn.held = None
+        super().finish_request(conn, fs)
+
+    def _on_writable(self, conn, sock) -> None:
+        try:
+            done = conn.held.drain()
+        except OSError:
+            self._abandon(conn)
+            return
+        if done:
+            keepalive = self.departures.pop(conn)
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self.poller.unregister(conn.sock)
+            conn.held = None
+            answered: futures.Future = futures.Future()
+            answered.set_result(keepalive)
+            super().finish_request(conn, answered)
+
+    def _abandon(self, conn) -> None:
+        """The client has gone, or took nothing for DOCSMCP_SEND_TIMEOUT: what is kept is dropped."""
+        self.departures.pop(conn, None)
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self.poller.unregister(conn.sock)
+        conn.held.discard()
+        conn.held = None
+        self._drop(conn)
 
     def handle_error(self, req, client, addr, exc):
         if req is not None:

@@ -1,12 +1,16 @@
-"""Admin login throttling: too many failed logins for one username, or from one address, and the
-login page refuses every attempt (the right password too) until the oldest failure is older than
-the window.
+"""Throttles on signing in: too many failed logins for one username, or from one address, and the login
+page refuses every attempt (the right password too) until the oldest failure is older than the window.
 
 Both counts matter: per username stops a slow guess at one account from many addresses, per
 address stops one machine trying many accounts. Failures live in the database (LoginFailure), so
 every worker and every web node counts them together. A username is counted whether or not the
 account exists, so the refusal says nothing about which accounts there are. A successful login
 clears its username's failures.
+
+The OAuth endpoints anyone may call are held the same way, each kind counted apart: failed client
+authentications at /oauth/token/ (per client ID and per address; a client secret check is a
+password check), and dynamic client registrations per address (DOCSMCP_OAUTH_REGISTRATION_MAX in the
+window), which any web page could otherwise drive in a loop.
 """
 
 from __future__ import annotations
@@ -22,9 +26,12 @@ from django.utils import timezone
 from mcp_endpoint.models import LoginFailure
 from mcp_endpoint.security import client_ip
 
+LOGIN, CLIENT, REGISTRATION = LoginFailure.LOGIN, LoginFailure.CLIENT, LoginFailure.REGISTRATION
 
-def _limits() -> tuple[int, timedelta]:
-    failures = settings.DOCSMCP_ADMIN_LOGIN_MAX_FAILURES
+
+def _limits(kind: str = LOGIN) -> tuple[int, timedelta]:
+    failures = (settings.DOCSMCP_OAUTH_REGISTRATION_MAX if kind == REGISTRATION
+                else settings.DOCSMCP_ADMIN_LOGIN_MAX_FAILURES)
     minutes = settings.DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES
     return failures, timedelta(minutes=max(1, minutes))
 
@@ -33,16 +40,19 @@ def _key(username: str, address: str) -> tuple[str, str]:
     return (username or "").strip().lower()[:150], (address or "unknown")[:100]
 
 
-def seconds_blocked(username: str, address: str) -> int:
-    """0 when a login may be tried, else the seconds until one may."""
-    limit, window = _limits()
+def seconds_blocked(username: str | None, address: str, kind: str = LOGIN) -> int:
+    """0 when an attempt may be made, else the seconds until one may. A None username counts the address only."""
+    limit, window = _limits(kind)
     if limit <= 0:
         return 0
-    username, address = _key(username, address)
+    key_username, address = _key(username or "", address)
     now = timezone.now()
-    recent = LoginFailure.objects.filter(at__gt=now - window)
+    recent = LoginFailure.objects.filter(kind=kind, at__gt=now - window)
+    counted = [recent.filter(address=address)]
+    if username is not None:
+        counted.append(recent.filter(username=key_username))
     wait = 0
-    for failures in (recent.filter(username=username), recent.filter(address=address)):
+    for failures in counted:
         if failures.count() >= limit:
             # the attempt that brings the count back under the limit: when the oldest that matters expires
             oldest = failures.order_by("-at").values_list("at", flat=True)[limit - 1]
@@ -50,16 +60,16 @@ def seconds_blocked(username: str, address: str) -> int:
     return max(wait, 0)
 
 
-def record_failure(username: str, address: str) -> None:
-    _limit, window = _limits()
+def record_failure(username: str, address: str, kind: str = LOGIN) -> None:
+    _limit, window = _limits(kind)
     username, address = _key(username, address)
     now = timezone.now()
     LoginFailure.objects.filter(at__lte=now - window).delete()
-    LoginFailure.objects.create(username=username, address=address, at=now)
+    LoginFailure.objects.create(kind=kind, username=username, address=address, at=now)
 
 
-def forget_failures(username: str) -> None:
-    LoginFailure.objects.filter(username=_key(username, "")[0]).delete()
+def forget_failures(username: str, kind: str = LOGIN) -> None:
+    LoginFailure.objects.filter(kind=kind, username=_key(username, "")[0]).delete()
 
 
 class ThrottledAdminAuthenticationForm(AdminAuthenticationForm):

@@ -8,7 +8,11 @@ into callers.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+import base64
+import binascii
+import json
+import math
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
@@ -18,12 +22,19 @@ from django.http.request import validate_host
 from oauth2_provider.cimd import is_cimd_client_id
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.models import get_application_model
-from oauth2_provider.views import AuthorizationView, OAuthProtectedResourceMetadataView
+from oauth2_provider.views import (
+    AuthorizationView,
+    DynamicClientRegistrationView,
+    OAuthProtectedResourceMetadataView,
+)
+from oauth2_provider.views import RevokeTokenView as LibraryRevokeTokenView
 from oauth2_provider.views import TokenView as LibraryTokenView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
 from corpus.oauth import external_issuer_only, is_own_resource, issuer_scopes
+from docsmcp_site import login_throttle
 from docsmcp_site.login_throttle import ThrottledAdminAuthenticationForm
+from mcp_endpoint import security
 
 
 def _foreign_resources(request: HttpRequest, resources: list[str]) -> tuple[list[str], str]:
@@ -85,6 +96,10 @@ class SignInForm(ThrottledAdminAuthenticationForm):
     """The admin's throttled login, open to every active user (not staff only): the user signs in to
     authorize a client, and what their token may do follows their account (corpus.oauth)."""
 
+    # The admin's says "a staff account", which sends a user who is not staff looking for one.
+    error_messages = {**ThrottledAdminAuthenticationForm.error_messages,
+                      "invalid_login": AuthenticationForm.error_messages["invalid_login"]}
+
     def confirm_login_allowed(self, user) -> None:
         AuthenticationForm.confirm_login_allowed(self, user)
 
@@ -138,8 +153,57 @@ class ConsentView(AuthorizationView):
         return context
 
 
-class TokenView(LibraryTokenView):
-    """The library's token endpoint, refusing a `resource` that is not this server (invalid_target)."""
+def _oauth_error(error: str, description: str, status: int, retry_after: int = 0) -> JsonResponse:
+    response = JsonResponse({"error": error, "error_description": description}, status=status,
+                            headers={"Cache-Control": "no-store"})
+    if retry_after:
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
+def _throttled(wait: int, what: str) -> JsonResponse:
+    return _oauth_error("invalid_request" if what == "registrations" else "invalid_client",
+                        f"too many {what} from this address or for this client; retry in {wait} seconds "
+                        f"(about {max(1, math.ceil(wait / 60))} minute(s))", 429, retry_after=wait)
+
+
+def _client_id(request: HttpRequest) -> str:
+    """The client a token or revocation request authenticates as: HTTP Basic (RFC 6749 2.3.1), else the body."""
+    scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "basic":
+        try:
+            return unquote(base64.b64decode(credentials.strip(), validate=True).decode().partition(":")[0])
+        except (binascii.Error, UnicodeDecodeError):
+            return ""
+    return request.POST.get("client_id", "")
+
+
+class ClientAuthenticationThrottle:
+    """Failed client authentications (a client secret check costs what a password check does) are counted per
+    client and per address like failed logins; past the limit every attempt is refused 429 until the window
+    has moved on."""
+
+    def post(self, request: HttpRequest, *args, **kwargs):
+        client_id, address = _client_id(request), security.client_ip(request)
+        wait = login_throttle.seconds_blocked(client_id, address, kind=login_throttle.CLIENT)
+        if wait:
+            return _throttled(wait, "failed client authentications")
+        response = super().post(request, *args, **kwargs)
+        if response.status_code in (400, 401) and _error_code(response) == "invalid_client":
+            login_throttle.record_failure(client_id, address, kind=login_throttle.CLIENT)
+        return response
+
+
+def _error_code(response) -> str:
+    try:
+        return json.loads(response.content).get("error", "")
+    except (ValueError, AttributeError):
+        return ""
+
+
+class TokenView(ClientAuthenticationThrottle, LibraryTokenView):
+    """The library's token endpoint, refusing a `resource` that is not this server (invalid_target), and
+    throttled on failed client authentications."""
 
     def post(self, request: HttpRequest, *args, **kwargs):
         foreign, origin = _foreign_resources(request, request.POST.getlist("resource"))
@@ -148,3 +212,54 @@ class TokenView(LibraryTokenView):
             return JsonResponse({"error": error.error, "error_description": error.description}, status=400,
                                 headers={"Cache-Control": "no-store"})
         return super().post(request, *args, **kwargs)
+
+
+class RevokeTokenView(ClientAuthenticationThrottle, LibraryRevokeTokenView):
+    """The library's revocation endpoint, throttled like the token endpoint (it checks client secrets too)."""
+
+
+LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
+
+
+def _plain_http_redirects(body: bytes) -> list[str]:
+    """The redirect URIs of a registration that use plain http off loopback (a body the library cannot read
+    is left to it to refuse)."""
+    try:
+        uris = json.loads(body).get("redirect_uris") or []
+    except (ValueError, AttributeError):
+        return []
+    found = []
+    for uri in uris if isinstance(uris, list) else []:
+        try:
+            parts = urlsplit(uri) if isinstance(uri, str) else None
+        except ValueError:
+            continue
+        if parts is not None and parts.scheme.lower() == "http" and (parts.hostname or "") not in LOOPBACK_HOSTS:
+            found.append(uri)
+    return found
+
+
+class RegistrationView(DynamicClientRegistrationView):
+    """Dynamic client registration (RFC 7591), held to what /mcp/ holds a caller to: a JSON body (a web page
+    cannot send one cross-site without a CORS preflight), an allowed Origin (MCP_ALLOWED_ORIGINS), and
+    DOCSMCP_OAUTH_REGISTRATION_MAX registrations per address in the login throttle's window. Plain-http
+    redirect URIs only to loopback (OAuth 2.1 section 8.4.2)."""
+
+    def post(self, request: HttpRequest, *args, **kwargs):
+        if not security.origin_allowed(request.headers.get("Origin")):
+            return _oauth_error("access_denied", "this Origin may not register clients (MCP_ALLOWED_ORIGINS)", 403)
+        if not security.is_json_content_type(request):
+            return _oauth_error("invalid_client_metadata", "send the client metadata as JSON, with "
+                                                           "Content-Type: application/json", 415)
+        plain = _plain_http_redirects(request.body)
+        if plain:
+            return _oauth_error("invalid_redirect_uri", f"a redirect URI over plain http must point at this machine "
+                                                        f"(127.0.0.1, [::1] or localhost; OAuth 2.1): {plain[0]}", 400)
+        address = security.client_ip(request)
+        wait = login_throttle.seconds_blocked(None, address, kind=login_throttle.REGISTRATION)
+        if wait:
+            return _throttled(wait, "registrations")
+        response = super().post(request, *args, **kwargs)
+        if response.status_code == 201:
+            login_throttle.record_failure("", address, kind=login_throttle.REGISTRATION)
+        return response

@@ -5,7 +5,14 @@ from django.views.generic import RedirectView
 
 from docsmcp_site.api.assembly import api
 from docsmcp_site.login_throttle import ThrottledAdminAuthenticationForm
-from docsmcp_site.signin import ConsentView, ResourceMetadataView, SignInView, TokenView
+from docsmcp_site.signin import (
+    ConsentView,
+    RegistrationView,
+    ResourceMetadataView,
+    RevokeTokenView,
+    SignInView,
+    TokenView,
+)
 
 admin.autodiscover()  # the admin app is SimpleAdminConfig (settings.INSTALLED_APPS)
 admin.site.login_form = ThrottledAdminAuthenticationForm  # repeated failed logins are refused for a while
@@ -34,8 +41,8 @@ if settings.DOCSMCP_OAUTH_SERVER:
                  name="oauth-server-metadata"),
             path("oauth/authorize/", ConsentView.as_view(), name="authorize"),
             path("oauth/token/", TokenView.as_view(), name="token"),
-            path("oauth/revoke/", oauth_views.RevokeTokenView.as_view(), name="revoke-token"),
-            path("oauth/register/", oauth_views.DynamicClientRegistrationView.as_view(), name="dcr-register"),
+            path("oauth/revoke/", RevokeTokenView.as_view(), name="revoke-token"),
+            path("oauth/register/", RegistrationView.as_view(), name="dcr-register"),
             path("oauth/register/<str:client_id>/", oauth_views.DynamicClientRegistrationManagementView.as_view(),
                  name="dcr-register-management"),
         ], "oauth2_provider"))),

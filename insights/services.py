@@ -80,11 +80,18 @@ def _check_pages(corpus: Corpus, files: list[str], what: str) -> list[str]:
 
 
 def _suite(corpus: Corpus, name: str) -> EvalSuite:
+    """The suite `name` of `corpus`, created for it when new. A suite written for another corpus, or for none
+    (every corpus's callers see those), is refused without saying whose it is: the agents' questions a case
+    carries must reach only the callers who may read this corpus, and a caller of this corpus must not write
+    into another's suite."""
     if not SUITE_NAME.match(name or ""):
         raise InsightsError(f"suite must be a slug (letters, digits, '-', '_'), not {name!r}")
-    suite, created = EvalSuite.objects.get_or_create(
+    suite, created = EvalSuite.objects.select_for_update().get_or_create(
         name=name, defaults={"corpus": corpus.family, "description": "Questions agents asked that the docs missed "
                                                                      "(made from the insights pages)."})
+    if not created and suite.corpus_id not in (corpus.family.pk, corpus.pk):
+        raise InsightsError(f"the suite name {name!r} is taken by a suite that is not this corpus's; choose "
+                            f"another name (for example {corpus.family.name}-{name})")
     return suite
 
 

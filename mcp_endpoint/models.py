@@ -1,12 +1,20 @@
-"""The MCP endpoint's records: failed admin logins (API keys live with corpus access, in corpus.models)."""
+"""The MCP endpoint's records: attempts counted by the login, client-authentication and registration throttles
+(API keys live with corpus access, in corpus.models)."""
 
 from django.db import models
 
 
 class LoginFailure(models.Model):
-    """One failed admin login, kept for DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES to throttle guessing
-    (docsmcp_site/login_throttle.py). In the database, so every worker and host counts the same."""
+    """One attempt that counts toward a throttle, kept for DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES
+    (docsmcp_site/login_throttle.py): a failed login (admin or sign-in), a failed OAuth client
+    authentication at the token endpoint, or a dynamic client registration. In the database, so every
+    worker and host counts the same."""
 
+    LOGIN, CLIENT, REGISTRATION = "login", "client", "registration"
+    KINDS = [(LOGIN, "failed login"), (CLIENT, "failed client authentication"),
+             (REGISTRATION, "client registration")]
+
+    kind = models.CharField(max_length=20, choices=KINDS, default=LOGIN)
     username = models.CharField(max_length=150, db_index=True)
     address = models.CharField(max_length=100, db_index=True)
     at = models.DateTimeField(db_index=True)

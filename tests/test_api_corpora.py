@@ -282,3 +282,19 @@ def test_the_admin_refuses_a_source_dir_outside_the_allowed_roots(admin_client, 
     assert not Corpus.objects.exists()
     admin_client.post("/admin/corpus/corpus/add/", {**form, "source_dir": str(docs_root / "alpha")})
     assert Corpus.objects.get(name="x").source_dir == str((docs_root / "alpha").resolve())
+
+
+def test_a_read_only_caller_is_not_told_where_the_server_reads_a_corpus(client, db, docs_root):
+    from django.test import Client
+
+    from corpus.apikeys import create_api_key
+
+    assert create(client, "payments-docs", docs_root / "alpha").status_code == 201
+    _row, reader = create_api_key("reader", ["read"])
+    for asking, key in ((client, reader), (Client(), None)):  # a read-only key, and an anonymous caller
+        listed = call(asking, "get", "/corpora", key=key).json()["items"][0]
+        assert listed["name"] == "payments-docs" and listed["source_dir"] == ""
+        assert call(asking, "get", "/corpora/payments-docs", key=key).json()["source_dir"] == ""
+    _row, builder = create_api_key("builder", ["read", "build"])
+    built = call(client, "get", "/corpora/payments-docs", key=builder).json()
+    assert built["source_dir"].endswith("alpha")

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -28,31 +29,63 @@ SEARCH = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
           "params": {"name": "search_docs", "arguments": {"query": "refund a payment", "limit": 3}}}
 # serve's request threads: fewer than the slow connections the tests open.
 THREADS = 2
+# DOCSMCP_SEND_TIMEOUT of the server: seconds a client may take none of its response.
+SEND_TIMEOUT = 6
+# DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS of the server: above what the other tests open at once.
+PER_ADDRESS = 12
+
+
+# A response larger than the socket buffers on both sides (4 MB on this kernel): a corpus of three 2 MB pages,
+# whose llms-full.txt a slow reader asks for.
+BIG_PAGE = "The worker sends each response from its event loop while the client reads it slowly. " * 12
 
 
 @pytest.fixture(scope="module")
-def served(django_db_setup, django_db_blocker, sample_build_dir, tmp_path_factory):
-    """`manage.py serve` (one worker, THREADS threads) over the test database's `sample` corpus."""
-    if connection.vendor != "postgresql":
-        pytest.skip("the server subprocess needs PostgreSQL (set DATABASE_URL) to share the test database")
+def big_build_dir(tmp_path_factory) -> tuple[Path, Path]:
+    from retrieval.embeddings import get_provider
+    from retrieval.ingest.build import BuildRequest, build_index
+
+    root = tmp_path_factory.mktemp("big")
+    source = root / "docs"
+    source.mkdir()
+    for n in range(3):
+        sections = "".join(f"## Part {k}\n\n{BIG_PAGE}\n\n" for k in range(2000))
+        (source / f"big{n}.md").write_text(f"# Big page {n}\n\n{sections}")
+    build_index(BuildRequest(source, root / "build", "big-build", "big", provider=get_provider("none"), workers=1))
+    return source, root / "build"
+
+
+def _activate(name: str, source: Path, build_dir: Path, provider: str):
     from corpus.execution import build_activate
     from corpus.models import BuildRun, Corpus
     from retrieval.ingest.metadata import read_metadata
 
+    metadata = read_metadata(build_dir)
+    corpus = Corpus.objects.create(name=name, source_dir=str(source), settings={"embedding_provider": provider})
+    build = BuildRun.objects.create(corpus=corpus, build_id=metadata.build_id, kind=BuildRun.KIND_FULL,
+                                    status=BuildRun.COMPLETE, index_path=str(build_dir),
+                                    embedding_provider=provider, embedding=metadata.embedding, stats=metadata.stats)
+    build_activate(build=build)
+    return corpus
+
+
+@pytest.fixture(scope="module")
+def served(django_db_setup, django_db_blocker, sample_build_dir, big_build_dir, tmp_path_factory):
+    """`manage.py serve` (one worker, THREADS threads) over the test database's `sample` and `big` corpora."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the server subprocess needs PostgreSQL (set DATABASE_URL) to share the test database")
+    from corpus.models import Corpus
+
     with django_db_blocker.unblock():
-        metadata = read_metadata(sample_build_dir)
-        corpus = Corpus.objects.create(name="sample", source_dir=str(SAMPLE_DOCS), settings={"embedding_provider": "hash"})
-        build = BuildRun.objects.create(corpus=corpus, build_id=metadata.build_id, kind=BuildRun.KIND_FULL,
-                                        status=BuildRun.COMPLETE, index_path=str(sample_build_dir),
-                                        embedding_provider="hash", embedding=metadata.embedding, stats=metadata.stats)
-        build_activate(build=build)
+        corpora = [_activate("sample", SAMPLE_DOCS, sample_build_dir, "hash"), _activate("big", *big_build_dir, "none")]
     tmp = tmp_path_factory.mktemp("front")
     port = free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "DJANGO_", "MCP_"))}
     environment.update(DJANGO_SETTINGS_MODULE="docsmcp_site.settings", DATABASE_URL=_database_url(),
                        DOCSMCP_SECRET_KEY_FILE=str(tmp / "secret_key"), DOCSMCP_INDEX_ROOT=str(tmp / "idx"),
                        MCP_RATE_LIMIT_REDIS_URL="", DOCSMCP_DEFAULT_CORPUS="sample",
-                       DOCSMCP_HEADER_TIMEOUT="5", DOCSMCP_BODY_TIMEOUT="5")
+                       DOCSMCP_HEADER_TIMEOUT="5", DOCSMCP_BODY_TIMEOUT="5", DOCSMCP_SEND_TIMEOUT=str(SEND_TIMEOUT),
+                       DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS=str(PER_ADDRESS))
     log = tmp / "serve.log"
     with log.open("wb") as out:
         server = subprocess.Popen([sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port),
@@ -72,7 +105,7 @@ def served(django_db_setup, django_db_blocker, sample_build_dir, tmp_path_factor
     finally:
         stop(server)
         with django_db_blocker.unblock():
-            Corpus.objects.filter(pk=corpus.pk).delete()
+            Corpus.objects.filter(pk__in=[corpus.pk for corpus in corpora]).delete()
 
 
 def _search(port: int, **kwargs) -> httpx.Response:
@@ -110,6 +143,80 @@ def test_clients_trickling_their_requests_leave_the_threads_to_searches(served):
         assert response.json()["result"]["structuredContent"]["hits"]
     finally:
         for sock in slow:
+            sock.close()
+
+
+def _slow_reader(port: int):
+    """A client that asks for the large response and reads none of it (through a small receive buffer)."""
+    request = f"GET /c/big/llms-full.txt HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(60)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(request)
+    assert sock.recv(12) == b"HTTP/1.1 200"
+    return sock
+
+
+def _read_response(sock: socket.socket) -> tuple[bytes, bytes]:
+    """Reads the rest of one chunked response from `sock` (the first 12 bytes already read): head and decoded
+    body, which is short when the server closed the connection before the end."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, raw = data.partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head.lower(), head
+    while not raw.endswith(b"\r\n0\r\n\r\n") and (chunk := sock.recv(1 << 20)):
+        raw += chunk
+    body, pos = b"", 0
+    while (end := raw.find(b"\r\n", pos)) != -1 and (size := int(raw[pos:end], 16)):
+        body += raw[end + 2:end + 2 + size]
+        pos = end + 2 + size + 2
+    return head, body
+
+
+def test_clients_reading_a_large_response_slowly_leave_the_threads_to_searches(served):
+    """More clients than threads ask for a 6 MB response and read none of it: searches are answered, and a
+    reader that then reads gets the whole response."""
+    readers = [_slow_reader(served) for _ in range(THREADS + 2)]
+    try:
+        response = httpx.post(f"http://127.0.0.1:{served}/mcp/", json=SEARCH, timeout=30,
+                              headers={"Accept": ACCEPT, "MCP-Protocol-Version": "2025-11-25"})
+        assert response.status_code == 200, response.text
+        assert response.json()["result"]["structuredContent"]["hits"]
+        expected = httpx.get(f"http://127.0.0.1:{served}/c/big/llms-full.txt", timeout=30).content
+        assert len(expected) > 6_000_000
+        head, body = _read_response(readers[0])
+        assert body == expected
+    finally:
+        for sock in readers:
+            sock.close()
+
+
+def test_a_client_that_takes_none_of_its_response_for_the_send_timeout_is_disconnected(served):
+    reader = _slow_reader(served)
+    try:
+        time.sleep(SEND_TIMEOUT + 3)
+        head, body = _read_response(reader)
+        assert 0 < len(body) < 6_000_000  # cut off: the server closed the connection
+    finally:
+        reader.close()
+
+
+def test_one_address_holding_its_share_of_connections_is_refused_more_and_others_are_served(served):
+    """Connections that send nothing, from one address, up to the cap: the next from it is answered 503 at once,
+    and a client at another address is served."""
+    idle = [socket.create_connection(("127.0.0.1", served), timeout=30) for _ in range(PER_ADDRESS)]
+    try:
+        with socket.create_connection(("127.0.0.1", served), timeout=30) as over:
+            answer = over.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 503") and b"DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS" in answer
+        with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=30) as other:
+            response = other.post(f"http://127.0.0.1:{served}/mcp/", json=SEARCH,
+                                  headers={"Accept": ACCEPT, "MCP-Protocol-Version": "2025-11-25"})
+        assert response.status_code == 200 and response.json()["result"]["structuredContent"]["hits"]
+    finally:
+        for sock in idle:
             sock.close()
 
 

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from common.supervise import WORKER_NICENESS, Spec, run_together
 from corpus.apikeys import create_api_key
@@ -117,12 +121,12 @@ def test_serve_on_a_reachable_address_with_auth_required_does_not_warn(settings,
     assert "WARNING" not in capsys.readouterr().err
 
 
-@pytest.fixture
-def broker_down():
-    """This process publishes to a Redis port nothing listens on."""
+def _publishing_to(url: str):
+    """This process publishes to the Redis broker at `url`, with the transport options a Redis deployment gets."""
     from common.celery import app
+    from docsmcp_site.settings.celery import redis_transport_options
 
-    keys = ("task_always_eager", "broker_url")
+    keys = ("task_always_eager", "broker_url", "broker_transport_options")
     saved = {key: app.conf[key] for key in keys}
 
     def reset() -> None:
@@ -132,10 +136,38 @@ def broker_down():
         app.amqp._producer_pool = None
 
     reset()
-    app.conf.update(task_always_eager=False, broker_url="redis://127.0.0.1:1/0")
+    app.conf.update(task_always_eager=False, broker_url=url, broker_transport_options=redis_transport_options)
     yield
     reset()
     app.conf.update(saved)
+
+
+@pytest.fixture
+def broker_down():
+    """This process publishes to a Redis port nothing listens on."""
+    yield from _publishing_to("redis://127.0.0.1:1/0")
+
+
+@pytest.fixture
+def broker_mute():
+    """This process publishes to a server that accepts connections and reads commands, answering nothing."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                held.append(listener.accept()[0])  # never read, never answered
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield from _publishing_to(f"redis://127.0.0.1:{listener.getsockname()[1]}/0")
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -147,6 +179,27 @@ def test_a_build_the_broker_cannot_take_is_503_with_the_reason_and_does_not_bloc
     assert "CELERY_BROKER_URL" in response.json()["error"]["message"]
     build = BuildRun.objects.filter(corpus=sample_corpus).exclude(pk=sample_corpus.active_build_id).get()
     assert build.status == BuildRun.FAILED and "could not start the build" in build.error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_broker_that_never_answers_is_503_too_and_leaves_no_queued_build(
+        client, sample_corpus, index_root, broker_mute):
+    """Without a read timeout the publish waited as long as the connection lived (40 s and more)."""
+    _, key = create_api_key("builder", ["build"])
+    answered = []
+
+    def build() -> None:
+        try:
+            answered.append(call(client, "POST", "/corpora/sample/builds", {"kind": "validate"}, key=key))
+        finally:
+            connection.close()
+
+    request = threading.Thread(target=build, daemon=True)
+    request.start()
+    request.join(60)
+    assert answered, "the build request was still waiting on the broker after 60 s"
+    assert_error(answered[0], 503, "task_queue_unavailable", "task queue is unreachable")
+    assert not BuildRun.objects.filter(corpus=sample_corpus, status=BuildRun.QUEUED).exists()
 
 
 def test_serve_on_a_reachable_address_turns_oauth_registration_off_unless_chosen(settings, launched, capsys):

@@ -39,6 +39,11 @@ builds = Router(tags=["builds"])
 _TAXONOMY = Prefetch("taxonomy", queryset=TaxonomyKey.objects.order_by("key"))
 
 
+def _may_see_source(request: HttpRequest) -> bool:
+    principal = getattr(request, "auth", None)
+    return principal is not None and principal.has_scope("build")
+
+
 def _corpus(name: str):
     corpus = selectors.corpus_get(name)
     prefetch_related_objects([corpus], _TAXONOMY)
@@ -51,7 +56,7 @@ def list_corpora(request: HttpRequest, page: Query[PageParams]):
     corpora = selectors.corpus_list()
     result = paginate(corpora, page)
     prefetch_related_objects(result["items"], _TAXONOMY)
-    result["items"] = [corpus_out(c) for c in result["items"]]
+    result["items"] = [corpus_out(c, show_source=_may_see_source(request)) for c in result["items"]]
     return result
 
 
@@ -74,7 +79,7 @@ def create_corpus(request: HttpRequest, response: HttpResponse, payload: CorpusI
 @router.get("/corpora/{name}", response=CorpusOut, auth=READ, url_name="corpus")
 def get_corpus(request: HttpRequest, name: str):
     """One corpus, by name or alias."""
-    return corpus_out(_corpus(name))
+    return corpus_out(_corpus(name), show_source=_may_see_source(request))
 
 
 @router.patch("/corpora/{name}", response=CorpusOut, auth=ADMIN)

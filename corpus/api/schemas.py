@@ -76,7 +76,8 @@ class ActiveBuildOut(Schema):
 class CorpusOut(Schema):
     name: str
     kind: str
-    source_dir: str
+    source_dir: str = Field(description="The directory the server builds from; empty for callers without the "
+                                        "'build' scope (a path on the server is not theirs to know).")
     description: str
     version: str
     aliases: list[str]
@@ -195,10 +196,11 @@ def build_url(build: BuildRun) -> str:
     return reverse("api:build", kwargs={"name": build.corpus.name, "build_id": build.build_id})
 
 
-def corpus_out(corpus: Corpus) -> dict:
+def corpus_out(corpus: Corpus, *, show_source: bool = True) -> dict:
+    """`show_source`: whether the caller may see where the server reads the corpus (a path on the server)."""
     build = corpus.active_build
     return {
-        "name": corpus.name, "kind": corpus.kind, "source_dir": corpus.source_dir,
+        "name": corpus.name, "kind": corpus.kind, "source_dir": corpus.source_dir if show_source else "",
         "description": corpus.description, "version": corpus.version, "aliases": list(corpus.aliases or []),
         "settings": redact(corpus.settings or {}),
         "taxonomy": {t.key: list(t.values or []) for t in corpus.taxonomy.all()},

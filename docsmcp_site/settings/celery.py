@@ -8,6 +8,9 @@ from docsmcp_site.settings.env import env_bool, env_int, env_str
 # Without CELERY_BROKER_URL the broker is a directory under DOCSMCP_HOME (kombu's filesystem transport) and
 # `manage.py serve` starts a worker beside the web server.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://"
+# A Redis broker's: socket_timeout makes a broker that takes the connection and never answers fail a publish
+# after 1 s too, instead of holding the request for as long as the connection lives.
+redis_transport_options = {"socket_connect_timeout": 1, "socket_timeout": 1}
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or (
     None if CELERY_BROKER_URL == "filesystem://" else CELERY_BROKER_URL)
 if CELERY_BROKER_URL == "filesystem://":
@@ -19,7 +22,7 @@ if CELERY_BROKER_URL == "filesystem://":
         "control_folder": str(CELERY_QUEUE_DIR / "control"), "store_processed": False,
     }
 else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 1}
+    CELERY_BROKER_TRANSPORT_OPTIONS = redis_transport_options
 # Run tasks inside the caller (tests, one-off scripts); never for a server: a build takes minutes.
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
@@ -29,8 +32,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Threads, not forked processes: LanceDB does not support fork, and builds release the GIL in Arrow/Lance.
 CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
-# A web request that queues a task answers 503 within about two seconds when the broker is down
-# (two attempts of one second each), instead of hanging (corpus/queue.py).
+# A web request that queues a task answers 503 within about two seconds when the broker is down or does not
+# answer (two attempts of one second each), instead of hanging (corpus/queue.py).
 CELERY_BROKER_CONNECTION_TIMEOUT = 1
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
 # Nothing reads a task's result (a build's or run's outcome is its row), so queueing never waits on the

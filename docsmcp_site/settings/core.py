@@ -47,6 +47,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Names each request (X-Request-ID) so a logged server error can be found from the response.
+    "docsmcp_site.request_log.request_id",
     # First: answers a Host outside ALLOWED_HOSTS on /mcp paths with a JSON 403 (DNS rebinding).
     "mcp_endpoint.security.host_guard",
     # Gives errors Django or ninja answer under /api/v1/ (404, 405, 413...) the REST API's JSON shape.
@@ -102,9 +104,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Serving workers, the query log's writer thread and the task queue share one file. Write-ahead logging
     # lets a reader go on while another process commits, and with synchronous=NORMAL a commit waits for no
     # disk flush (a power cut may lose the last second of query log, never the file); IMMEDIATE takes the
-    # write lock when a transaction begins, so two writers queue instead of one failing with "locked".
+    # write lock when a transaction begins, so two writers queue instead of one failing with "locked"; they
+    # queue for up to 20 s (Python's default, 5 s, turned a burst of writes on a loaded host into 500s).
     DATABASES["default"]["OPTIONS"] = {"init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL",
-                                       "transaction_mode": "IMMEDIATE", **DATABASES["default"].get("OPTIONS", {})}
+                                       "transaction_mode": "IMMEDIATE", "timeout": 20,
+                                       **DATABASES["default"].get("OPTIONS", {})}
 keep_private(DOCSMCP_HOME, *sqlite_files(DATABASES["default"]))  # as made 0755/0644 by earlier versions
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -124,10 +128,14 @@ DOCSMCP_LOG_LEVEL = env_str("DOCSMCP_LOG_LEVEL") or "INFO"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Lines logged while a request is served end with its ID (docsmcp_site/request_log.py).
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s%(request_suffix)s"}},
+    "filters": {"request_id": {"()": "docsmcp_site.request_log.RequestIdFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_id"]}},
     "loggers": {
         "docsmcp": {"handlers": ["console"], "level": DOCSMCP_LOG_LEVEL},
         "retrieval": {"handlers": ["console"], "level": DOCSMCP_LOG_LEVEL},
+        # Every 5xx (and its traceback), whatever DEBUG is (docsmcp_site/request_log.py); 4xx stay out.
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }

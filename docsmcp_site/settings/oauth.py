@@ -2,6 +2,8 @@
 authorization server (django-oauth-toolkit), how clients register with it, and an external issuer whose
 tokens are checked against its JWKS. Static API keys work beside every choice (docs/security.md)."""
 
+from django.conf import global_settings
+
 from docsmcp_site.settings.env import env_bool, env_int, env_list, env_str
 from docsmcp_site.settings.mcp import (
     DOCSMCP_TRUST_X_FORWARDED_PROTO,
@@ -20,6 +22,9 @@ DOCSMCP_OAUTH_REFRESH_TOKEN_SECONDS = env_int("DOCSMCP_OAUTH_REFRESH_TOKEN_SECON
 DOCSMCP_OAUTH_REGISTRATION = env_bool(
     "DOCSMCP_OAUTH_REGISTRATION", MCP_SERVER_HOST in ("127.0.0.1", "localhost", "::1", "[::1]")
     and not (MCP_TRUST_X_FORWARDED_FOR or DOCSMCP_TRUST_X_FORWARDED_PROTO))
+# Registrations one address may make within DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES (docsmcp_site/login_throttle.py);
+# past it, 429 until the oldest is out of the window. 0: no limit.
+DOCSMCP_OAUTH_REGISTRATION_MAX = env_int("DOCSMCP_OAUTH_REGISTRATION_MAX", 20)
 # Whether the operator chose registration: `serve --host 0.0.0.0` turns only the default off.
 DOCSMCP_OAUTH_EXPLICIT = bool(env_str("DOCSMCP_OAUTH_REGISTRATION"))
 # Client ID Metadata Documents: an HTTPS URL as client_id, its document fetched (public hosts only,
@@ -36,6 +41,10 @@ DOCSMCP_OAUTH_JWKS_URL = env_str("DOCSMCP_OAUTH_JWKS_URL")
 DOCSMCP_OAUTH_SCOPE_MAP = env_list("DOCSMCP_OAUTH_SCOPE_MAP", "")
 
 LOGIN_URL = "/accounts/login/"
+
+# Client secrets are server-generated random strings, stored with a fast salted hash (docsmcp_site/client_secrets.py);
+# listed last, the hasher never hashes a user's password.
+PASSWORD_HASHERS = [*global_settings.PASSWORD_HASHERS, "docsmcp_site.client_secrets.ClientSecretHasher"]
 
 OAUTH2_PROVIDER = {
     "SCOPES": {
@@ -54,6 +63,7 @@ OAUTH2_PROVIDER = {
     "REFRESH_TOKEN_REUSE_PROTECTION": True,
     "PKCE_REQUIRED": True,
     "REQUEST_APPROVAL_PROMPT": "force",
+    "CLIENT_SECRET_HASHER": "docsmcp_secret_sha256",
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],

@@ -12,6 +12,13 @@ WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", 0)
 # connection has to send its request head, and then its body, before it is answered 408 and closed.
 DOCSMCP_HEADER_TIMEOUT = env_float("DOCSMCP_HEADER_TIMEOUT", 10)
 DOCSMCP_BODY_TIMEOUT = env_float("DOCSMCP_BODY_TIMEOUT", 30)
+# Seconds a client may take none of its response before its connection is closed. The worker's event loop
+# sends a response the client reads slowly (docsmcp_site/departure.py), so a slow reader holds memory, no thread.
+DOCSMCP_SEND_TIMEOUT = env_float("DOCSMCP_SEND_TIMEOUT", 60)
+# Connections one client address may hold open in one `serve` worker (each holds at most 1,000); past it a new one
+# is answered 503 and closed. Behind a proxy every client has the proxy's address: raise it above the proxy's
+# connections to this server, or 0 (no cap), and cap connections per client at the proxy (docs/deploy.md).
+DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS = env_int("DOCSMCP_MAX_CONNECTIONS_PER_ADDRESS", 200)
 # Where a web node keeps local copies of the active builds of an object-store root, so searches do not
 # wait on the store; unused when the root is a local path.
 DOCSMCP_INDEX_CACHE_DIR = Path(env_str("DOCSMCP_INDEX_CACHE_DIR") or DOCSMCP_HOME / "index-cache")
