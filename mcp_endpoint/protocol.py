@@ -193,7 +193,8 @@ def _with_extra(wire: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def handle_tools_list(call: Call) -> dict[str, Any]:
-    return _paged(call, "tools", call.profile.tools(call.context), lambda tool: tool_to_wire(tool, call.version))
+    context = replace(call.context, resolved={})  # the build as it is now, not as an earlier call saw it
+    return _paged(call, "tools", call.profile.tools(context), lambda tool: tool_to_wire(tool, call.version))
 
 
 def find_tool(call: Call, name: str) -> ToolDef:
