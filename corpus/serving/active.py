@@ -63,7 +63,7 @@ def _pointer(key: str | None, load: Any) -> Any:
     fresh, cached = STATE.fresh("pointer", key)
     if fresh:
         return cached
-    generation = STATE.generation
+    began = STATE.began()
     try:
         value = load()
     except DatabaseError as exc:
@@ -75,7 +75,7 @@ def _pointer(key: str | None, load: Any) -> Any:
             STATE.last_stale_warning = now
             logger.warning("database unavailable (%s); serving the last known active builds", exc)
         return cached
-    return STATE.remember("pointer", key, value, generation)
+    return STATE.remember("pointer", key, value, began)
 
 
 def _load_pointer(name: str) -> tuple[str, Thresholds | None]:
@@ -133,12 +133,12 @@ def version_choices(name: str | None) -> tuple[str, list[str]]:
     known = cached if cached and visible(cached[0]) else (name or "", [])
     if fresh:
         return known
-    generation = STATE.generation
+    began = STATE.began()
     try:
         value = version_labels(name)
     except (DatabaseError, CorpusNotFound):
         return known
-    return STATE.remember("versions", name, value, generation)
+    return STATE.remember("versions", name, value, began)
 
 
 def serving_name(name: str | None, version: str | None = None) -> str | None:
@@ -159,14 +159,14 @@ def check_served(name: str) -> None:
     fresh, _ = STATE.fresh("served", name)
     if fresh and visible(name):
         return
-    generation = STATE.generation
+    began = STATE.began()
     try:
         corpus_get(name)
     except DatabaseError:
         if not (visible(name) and STATE.known("pointer", name)):
             raise
         return
-    STATE.remember("served", name, True, generation)
+    STATE.remember("served", name, True, began)
 
 
 def build_location(index_path: str) -> Location:
@@ -240,7 +240,7 @@ def served_corpus_count() -> int:
     fresh, cached = STATE.fresh("count", None)
     if fresh:
         return cached
-    generation = STATE.generation
+    began = STATE.began()
     try:
         value = Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, version_of__isnull=True,
                                       active_build__isnull=False).count()
@@ -248,4 +248,4 @@ def served_corpus_count() -> int:
         if cached is None:
             raise
         return cached
-    return STATE.remember("count", None, value, generation)
+    return STATE.remember("count", None, value, began)

@@ -33,7 +33,9 @@ class ServingState:
 
     A lookup that raced an activation (its load started before `forget`) is not cached: `forget` bumps the
     generation and `remember` keeps a value only when the generation it started under is still current.
-    An entry's age counts from when its load ended, so a slow database query does not make it born old.
+    An entry's age counts from when its load began (`began()`), so it is never trusted longer than the
+    TTL after the database was asked; tests hold `clock` still to make a warm call's cache hits certain
+    however long the call takes.
     """
 
     def __init__(self) -> None:
@@ -70,10 +72,15 @@ class ServingState:
     def known(self, table: str, key: Any) -> bool:
         return (table, key) in self.entries
 
-    def remember(self, table: str, key: Any, value: T, generation: int) -> T:
+    def began(self) -> tuple[int, float]:
+        """(generation, now) before a load: what `remember` needs to keep its value, or not."""
+        return self.generation, self.clock()
+
+    def remember(self, table: str, key: Any, value: T, began: tuple[int, float]) -> T:
+        generation, at = began
         with self.lock:
             if generation == self.generation:
-                self.entries[(table, key)] = (self.clock(), value)
+                self.entries[(table, key)] = (at, value)
         return value
 
     def remember_if_old(self, table: str, key: Any, value: Any) -> None:
