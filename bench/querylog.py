@@ -39,10 +39,10 @@ def main() -> None:
     hits = [(f"guides/page-{i}.md#section-{i}", 0.9 - i / 100) for i in range(args.hits)]
 
     def one() -> None:
-        with querylog.call(surface=querylog.HTTP, tool="search_docs", client="agent/1.0", key_name="reader",
-                           profile="docs", query="how do I paginate results",
-                           filters={"limit": 10, "language": "python"}):
-            querylog.observe(corpus="sample", version="3.2", build_id="b1", hits=list(hits))
+        seen = querylog.found(corpus="sample", version="3.2", build_id="b1", hits=list(hits))
+        querylog.record(querylog.Call(surface=querylog.HTTP, tool="search_docs", client="agent/1.0", key_name="reader",
+                                      profile="docs", query="how do I paginate results",
+                                      filters={"limit": 10, "language": "python"}, observations=[seen]))
         querylog._buffer.clear()
 
     for mode in (querylog.FULL, querylog.NO_TEXT, querylog.OFF):

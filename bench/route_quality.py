@@ -62,7 +62,7 @@ def main() -> None:
     django.setup()
     from django.conf import settings
 
-    from corpus import serving
+    from corpus.serving import corpora as corpora_module
     from corpus.serving import corpora_search, corpus_search, readable_corpus_names
     from retrieval.search.engine import SearchRequest
     from retrieval.search.index import INDEXES
@@ -84,14 +84,14 @@ def main() -> None:
     figures["alone"] = {k: mrr(v) for k, v in alone.items()} | {"all": mrr(sum(alone.values(), []))}
 
     routed: list[list[str]] = []
-    route = serving._routed
+    route = corpora_module._routed
 
     def watched(*a, **k):  # which corpora each search ranked in full
         chosen = route(*a, **k)
         routed.append([a[2][i][0] for i in chosen])
         return chosen
 
-    serving._routed = watched
+    corpora_module._routed = watched
     for top in [int(t) for t in args.tops.split(",")]:
         settings.DOCSMCP_SEARCH_ROUTE_TOP = top
         across: dict[str, list[float]] = {}

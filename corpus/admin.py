@@ -13,7 +13,7 @@ from .models import BuildRun, Corpus, FixProposal, TaxonomyKey
 from .providers import corpus_embedding
 from .queue import enqueue
 from .reach import source_warnings
-from .services import build_cancel, build_start, check_corpus_settings, check_source_dir, expire_builds
+from .services import build_cancel, build_start, check_corpus_settings, check_source_dir
 
 
 def _dispatch(request, corpora, kind: str, change_embeddings: bool = False) -> None:
@@ -240,10 +240,6 @@ class BuildRunAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in BuildRun._meta.fields] + [
         "findings_list", "live_progress", "timings_table", "stats_table", "is_active_build", "duration"]
     actions = ["activate", "cancel", "delete_old"]
-
-    def changelist_view(self, request, extra_context=None):
-        expire_builds()  # a build whose worker died shows as failed, not running
-        return super().changelist_view(request, extra_context)
 
     def has_add_permission(self, request):
         return False

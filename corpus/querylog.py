@@ -1,8 +1,10 @@
 """Recording agents' calls and feedback off the request path: a bounded buffer and one writer thread.
 
-A tool call opens a `call(...)` scope (the transport does, for every search and read tool); the code
-that searched or read calls `observe(...)` with what it found; when the scope closes, one
-QueryRecord per corpus observed is appended to an in-process buffer. A daemon thread, started on
+The surface that answered a search or read call (the MCP tools through mcp_endpoint/recording.py, the
+REST search endpoints) records it as a step of its own: `record(Call(...))` with the observations made
+from what the serving calls returned (`ServedSearch.seen`, `CorporaSearch.seen`, `observation(...)`);
+serving itself only reads. The call becomes one QueryRecord per corpus observed, appended to an
+in-process buffer. A daemon thread, started on
 first use, writes the buffer in batches (every FLUSH_SECONDS or BATCH_SIZE records) with
 bulk_create. A request never waits on the database for this and never fails because of it:
 
@@ -11,8 +13,9 @@ bulk_create. A request never waits on the database for this and never fails beca
 - while the database cannot be reached the writer keeps its batch and retries, so an outage shorter
   than what the buffer holds loses nothing.
 
-DOCSMCP_QUERY_LOG: `full` stores everything; `no-text` stores no query text and no feedback comment
-or query (filters, hit IDs and what a read opened are kept); `off` stores nothing. Records older than
+DOCSMCP_QUERY_LOG: `full` stores everything; `no-text` stores no query text, no feedback comment or
+query, and of what an agent named (a read's target, feedback's chunk ID and page) only what resolved to a
+chunk or page of the build (filters, hit IDs and what a read opened are kept); `off` stores nothing. Records older than
 DOCSMCP_QUERY_LOG_DAYS are deleted by the writer once an hour, by `manage.py prune_query_log`, and by
 the Celery task `corpus.prune_query_log`.
 """
@@ -27,9 +30,8 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
-from contextvars import ContextVar
+from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -78,11 +80,13 @@ def eval_token() -> str:
     return hmac.new(settings.SECRET_KEY.encode(), b"docsmcp-eval-v1", hashlib.sha256).hexdigest()
 
 
-# --- the per-call scope -----------------------------------------------------------------------------
+# --- one call, as the surface that answered it records it ------------------------------------------
 
 
 @dataclass
 class Observation:
+    """What one call found in one corpus (made by corpus.serving's results: `.seen`)."""
+
     corpus: str
     version: str
     build_id: str
@@ -96,7 +100,7 @@ class Observation:
 
 @dataclass
 class Call:
-    """One recorded call while it runs: who asked what, and what the search or read code saw."""
+    """One recorded call: who asked what, and what the search or read found (its observations)."""
 
     surface: str
     tool: str
@@ -108,80 +112,50 @@ class Call:
     corpus: str = ""  # the corpus named by the caller: the record's corpus when nothing was observed
     query: str = ""
     filters: dict[str, Any] = field(default_factory=dict)
-    target: str = ""
+    target: str = ""  # what the caller asked to read: stored only as an observation resolved it, in no-text mode
     is_error: bool = False
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
     started: float = field(default_factory=time.perf_counter)
     observations: list[Observation] = field(default_factory=list)
-    closed: bool = False
     latency_ms: float = 0.0
     text: bool = True  # DOCSMCP_QUERY_LOG was `full` when the call ended
 
 
-_current: ContextVar[Call | None] = ContextVar("docsmcp_querylog_call", default=None)
-
-
-def current() -> Call | None:
-    return _current.get()
-
-
-@contextmanager
-def call(*, surface: str, tool: str, kind: str = SEARCH, client: str = "", key_name: str = "",
-         is_eval: bool = False, profile: str = "", corpus: str | None = None, query: str = "",
-         filters: dict[str, Any] | None = None, target: str = "") -> Iterator[Call | None]:
-    """The scope of one search or read call; yields None (and records nothing) when logging is off.
-
-    Set `.is_error` on the yielded call for a failure reported as a result; an exception raised
-    through the scope marks it too, and is re-raised untouched.
-    """
-    if mode() == OFF:
-        yield None
-        return
-    scope = Call(surface=surface, tool=tool, kind=kind, client=client, key_name=key_name, is_eval=is_eval,
-                 profile=profile, corpus=corpus or "", query=query, filters=filters or {}, target=target)
-    token = _current.set(scope)
-    try:
-        yield scope
-    except BaseException:
-        scope.is_error = True
-        raise
-    finally:
-        _current.reset(token)
-        scope.closed = True
-        try:
-            _enqueue_records(scope)
-        except Exception:  # recording must never cost the call
-            logger.exception("query log: a call could not be recorded")
-
-
-def observe(*, corpus: str, version: str = "", build_id: str = "", hits: Iterable[tuple[str, float | None]] = (),
-            total: int | None = None, target: str | None = None, query: str | None = None,
-            filters: dict[str, Any] | None = None, coverage: Any = None) -> None:
-    """What the current call found in one corpus (a no-op outside a recorded call).
-
-    `hits`: (id, score) pairs, best first; `total`: how many hits there were (default: len(hits));
-    `coverage`: a search's verdict (retrieval.search.coverage.Coverage).
-    A search over several corpora, or several queries (a batch), observes once for each, and each
-    becomes its own record; `query` and `filters` then say which query and filters this one was.
-    """
-    scope = _current.get()
-    if scope is None or scope.closed:
-        return
-    hits = hits if isinstance(hits, list) else list(hits)  # shaped into rows by the writer, off the request
-    scope.observations.append(Observation(corpus=corpus, version=version, build_id=build_id, hits=hits[:TOP_HITS],
-                                          total=len(hits) if total is None else int(total),
-                                          target=target, query=query, filters=filters,
-                                          coverage=None if coverage is None else (coverage.verdict, coverage.score)))
-
-
-def observe_index(index: Any, hits: Iterable[tuple[str, float | None]] = (), **fields: Any) -> None:
-    """`observe` for a hit list from an opened index (retrieval.search.index.Index): its corpus,
-    version and build come from the index's metadata."""
-    if _current.get() is None:
-        return
+def observation(index: Any, hits: Iterable[tuple[str, float | None]] = (), *, total: int | None = None,
+                target: str | None = None, query: str | None = None, filters: dict[str, Any] | None = None,
+                coverage: Any = None) -> Observation:
+    """What a call found in one opened build (retrieval.search.index.Index): its corpus, version and build
+    from the index's metadata. `hits`: (id, score) pairs, best first; `total`: how many hits there were
+    (default: len(hits)); `coverage`: a search's verdict (retrieval.search.coverage.Coverage). A search of
+    several corpora or queries makes one for each, and `query`/`filters` then say which this one was."""
     metadata = index.metadata
-    observe(corpus=metadata.corpus, version=str(metadata.stats.get("version") or ""),
-            build_id=str(index.build_id), hits=hits, **fields)
+    return found(corpus=metadata.corpus, version=str(metadata.stats.get("version") or ""),
+                 build_id=str(index.build_id), hits=hits, total=total, target=target, query=query,
+                 filters=filters, coverage=coverage)
+
+
+def found(*, corpus: str, version: str = "", build_id: str = "", hits: Iterable[tuple[str, float | None]] = (),
+          total: int | None = None, target: str | None = None, query: str | None = None,
+          filters: dict[str, Any] | None = None, coverage: Any = None) -> Observation:
+    """`observation` for what is not an opened build (the CiteLoom chunk store)."""
+    hits = hits if isinstance(hits, list) else list(hits)  # shaped into rows by the writer, off the request
+    return Observation(corpus=corpus, version=version, build_id=build_id, hits=hits[:TOP_HITS],
+                       total=len(hits) if total is None else int(total), target=target, query=query,
+                       filters=filters, coverage=None if coverage is None else (coverage.verdict, coverage.score))
+
+
+def record(call: Call) -> bool:
+    """Queue one finished call (its latency counted from `call.started` to now); False when it was not
+    queued (logging off, or the buffer full). Never raises: recording must never cost the call."""
+    if mode() == OFF:
+        return False
+    try:
+        call.latency_ms = (time.perf_counter() - call.started) * 1000.0
+        call.text = mode() == FULL
+        return _enqueue("call", call)
+    except Exception:
+        logger.exception("query log: a call could not be recorded")
+        return False
 
 
 def filters_of(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -206,20 +180,16 @@ def _clean(value: Any, name: str) -> Any:
     return value
 
 
-def _enqueue_records(scope: Call) -> None:
-    """The closed call itself goes into the buffer: the writer thread makes its rows."""
-    scope.latency_ms = (time.perf_counter() - scope.started) * 1000.0
-    scope.text = mode() == FULL
-    _enqueue("call", scope)
-
-
 def _call_rows(scope: Call) -> list[dict[str, Any]]:
     """The QueryRecord rows of a closed call: one per corpus (and query) observed, else one."""
     base = {"at": scope.at, "profile": scope.profile, "tool": scope.tool, "surface": scope.surface,
             "latency_ms": round(scope.latency_ms, 3), "is_error": scope.is_error, "client": scope.client,
             "key_name": scope.key_name, "is_eval": scope.is_eval}
+    # Nothing found (an error, an unknown ID): the record says what was asked; in no-text mode only what
+    # resolved, so a read's target (free text an agent sent) is kept only as an observation named it.
+    asked = scope.target if scope.text else ""
     observations = scope.observations or [Observation(corpus=scope.corpus, version="", build_id="", hits=[],
-                                                      total=0, target=None, query=None, filters=None)]
+                                                      total=0, target=asked, query=None, filters=None)]
     rows = []
     for seen in observations:
         head, _, pinned = seen.corpus.partition("@")
@@ -228,7 +198,7 @@ def _call_rows(scope: Call) -> list[dict[str, Any]]:
         row = {**base, "corpus": head, "version": seen.version or pinned, "build_id": seen.build_id,
                "query": query if (scope.text and scope.kind == SEARCH) else "",
                "filters": seen.filters if seen.filters is not None else scope.filters,
-               "target": (seen.target if seen.target is not None else scope.target) if scope.kind == READ else "",
+               "target": (seen.target if seen.target is not None else asked) if scope.kind == READ else "",
                "hits": seen.total, "top": top,
                "top_score": max((s for _, s in top if s is not None), default=None),
                "coverage": seen.coverage[0] if seen.coverage else "",
@@ -239,15 +209,16 @@ def _call_rows(scope: Call) -> list[dict[str, Any]]:
 
 def record_feedback(*, surface: str, corpus: str, verdict: str, version: str = "", build_id: str = "",
                     profile: str = "", tool: str = "", chunk_id: str = "", query: str = "", comment: str = "",
-                    client: str = "", key_name: str = "") -> bool:
-    """Queue one Feedback row; False when it was not queued (logging off, or the buffer full)."""
+                    client: str = "", key_name: str = "", filepath: str | None = None) -> bool:
+    """Queue one Feedback row; False when it was not queued (logging off, or the buffer full).
+    `filepath` defaults to chunk_id's page; in no-text mode the caller passes only IDs that resolved."""
     if mode() == OFF:
         return False
     text = mode() == FULL
     head, _, pinned = corpus.partition("@")
     row = {"at": datetime.now(UTC), "corpus": head, "version": version or pinned, "build_id": build_id,
            "profile": profile, "tool": tool, "surface": surface, "verdict": verdict, "chunk_id": chunk_id,
-           "filepath": chunk_id.partition("#")[0], "query": query if text else "",
+           "filepath": chunk_id.partition("#")[0] if filepath is None else filepath, "query": query if text else "",
            "comment": comment if text else "", "client": client, "key_name": key_name}
     return _enqueue("feedback", {k: _clean(v, k) for k, v in row.items()})
 

@@ -132,7 +132,24 @@ def check_corpus_settings(values: dict) -> dict:
         raise CorpusError(f"settings.strict must be true or false, not {values['strict']!r}")
     if "embedding_options" in values:
         check_embedding_options(provider, values["embedding_options"])
+    if "coverage" in values:
+        check_coverage_setting(values["coverage"])
     return values
+
+
+def check_coverage_setting(value: object) -> None:
+    """settings.coverage: the scores at which this corpus's searches say `covered` and `partial`."""
+    example = '{"covered": 0.5, "partial": 0.3}'
+    if not isinstance(value, dict) or set(value) != {"covered", "partial"}:
+        raise CorpusError(f"settings.coverage must be an object with exactly the keys covered and partial, e.g. "
+                          f"{example}; got {value!r}")
+    for key in ("covered", "partial"):
+        number = value[key]
+        if isinstance(number, bool) or not isinstance(number, int | float) or not 0.0 <= number <= 1.0:
+            raise CorpusError(f"settings.coverage.{key} must be a number from 0 to 1, e.g. {example}; got {number!r}")
+    if value["partial"] > value["covered"]:
+        raise CorpusError(f"settings.coverage.partial ({value['partial']}) must not exceed settings.coverage.covered "
+                          f"({value['covered']}): a score is partial from `partial` up to `covered`")
 
 
 def corpus_update(*, corpus: Corpus, description: str | None = None, version: str | None = None,
@@ -191,8 +208,8 @@ def lease_expired(build: BuildRun) -> bool:
 def expire_builds(corpus: Corpus | None = None) -> int:
     """Mark failed the builds whose worker stopped (lease expired) or that never started; returns how many.
 
-    Called whenever someone asks about builds (a new build, a list, health), so a dead worker blocks
-    a corpus for one lease, not until someone notices.
+    Run by every Celery worker's reaper (corpus/reaping.py) and by a new build request for its corpus,
+    so a dead worker blocks a corpus for one lease, not until someone notices; never by a read.
     """
     now = timezone.now()
     lease = timedelta(seconds=settings.DOCSMCP_BUILD_LEASE_SECONDS)

@@ -1,4 +1,4 @@
-from celery.signals import task_postrun
+from celery.signals import task_postrun, worker_ready
 
 from common.celery import app
 
@@ -21,6 +21,22 @@ def prune_query_log() -> dict:
     from . import querylog
 
     return querylog.prune()
+
+
+@app.task(name="corpus.reap_builds")
+def reap_builds() -> int:
+    """Marks dead builds failed (corpus/reaping.py): on Celery beat's schedule where beat runs."""
+    from .reaping import reap_once
+
+    return reap_once()
+
+
+@worker_ready.connect(weak=False, dispatch_uid="docsmcp-build-reaper")
+def _reap_in_worker(sender=None, **kwargs) -> None:
+    """Every worker reaps dead builds on a timer, so no GET has to (the directory queue has no beat)."""
+    from .reaping import start_reaper
+
+    start_reaper()
 
 
 @app.task(name="corpus.run_fix")

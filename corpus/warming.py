@@ -7,8 +7,9 @@ per serving process (gunicorn's post_worker_init hook, before the worker accepts
 opens the active build of every corpus, loads it and the embedding model it needs, runs a search on
 it, and then starts a watcher thread that looks up the active builds every POINTER_TTL seconds.
 When one changed, `IndexCache` opens and warms the new build in the background and swaps it in only
-once warm; until then requests finish on the previous build. This module holds the state /health/
-reports, and what the gunicorn master tells its workers.
+once warm; until then requests finish on the previous build. This module reads and moves the state
+/health/ reports (kept on corpus.serving.state.STATE, which forgets it with every other serving state),
+and holds what the gunicorn master tells its workers.
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ import contextlib
 import os
 from pathlib import Path
 
-LAZY, WARMING, READY = "lazy", "warming", "ready"
-_state = {"state": LAZY, "corpora": {}}
-
+from corpus.serving.state import LAZY, READY, STATE, WARMING  # noqa: F401 (the states, named here too)
 
 # Set by the gunicorn master before it forks, so every worker inherits it (serve_with): a
 # directory where each warm worker leaves a file named by its pid, and how many workers the server runs.
@@ -44,10 +43,10 @@ def warm_state() -> dict:
     load balancer (or a client polling /health/) does not send a burst of traffic to the first
     warm worker while the others still take the CPU to warm.
     """
-    state = _state["state"]
+    state = STATE.warming["state"]
     if state == READY and not _all_workers_warm():
         state = WARMING
-    return {"state": state, "corpora": dict(_state["corpora"])}
+    return {"state": state, "corpora": dict(STATE.warming["corpora"])}
 
 
 def _all_workers_warm() -> bool:
@@ -72,17 +71,17 @@ def _alive(pid: int) -> bool:
 
 
 def begin() -> None:
-    _state["state"] = WARMING
+    STATE.warming["state"] = WARMING
 
 
 def record(name: str, outcome: dict) -> None:
     """How warming corpus `name` went: {"state": "ok", "seconds": ...} or {"state": "error", "error": ...}."""
-    _state["corpora"][name] = outcome
+    STATE.warming["corpora"][name] = outcome
 
 
 def ready() -> None:
     """This process is warm; it says so to its server's other workers."""
-    _state["state"] = READY
+    STATE.warming["state"] = READY
     _announce_warm()
 
 

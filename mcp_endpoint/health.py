@@ -39,7 +39,6 @@ from common.callers import AuthUnavailable, InvalidApiKey
 from corpus.access import limited_to, visible
 from corpus.apikeys import authenticate
 from corpus.selectors import health_summary
-from corpus.services import expire_builds
 from corpus.serving import known_active_paths
 from corpus.warming import WARMING, warm_state
 from mcp_endpoint.protocol import LATEST_VERSION, SUPPORTED_VERSIONS
@@ -103,9 +102,6 @@ def _corpora(database: bool) -> tuple[list[dict[str, Any]], bool]:
     """
     if database:
         try:
-            # load balancers ask every few seconds: a build whose worker died is failed within one
-            # lease even when nobody is looking at builds
-            expire_builds()
             corpora = list(health_summary())
         except Exception:
             logger.exception("health: corpus summary failed")

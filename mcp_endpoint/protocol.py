@@ -10,6 +10,7 @@ identity. Handlers raise `jsonrpc.JsonRpcError` subclasses; `transport.py` puts 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,7 +19,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from common.callers import InsufficientScope, allows
-from mcp_endpoint import budget, schema
+from mcp_endpoint import budget, recording, schema
 from mcp_endpoint import headers as mcp_headers
 from mcp_endpoint.jsonrpc import InvalidParams, MethodNotFound
 from mcp_endpoint.pagination import paginate
@@ -33,7 +34,6 @@ from mcp_endpoint.profiles import (
     ToolError,
     ToolResult,
 )
-from mcp_endpoint.recording import recorded
 from retrieval.errors import RetrievalError
 
 logger = logging.getLogger("docsmcp.mcp")
@@ -193,7 +193,8 @@ def _with_extra(wire: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def handle_tools_list(call: Call) -> dict[str, Any]:
-    return _paged(call, "tools", call.profile.tools(call.context), lambda tool: tool_to_wire(tool, call.version))
+    context = replace(call.context, resolved={})  # the build as it is now, not as an earlier call saw it
+    return _paged(call, "tools", call.profile.tools(context), lambda tool: tool_to_wire(tool, call.version))
 
 
 def find_tool(call: Call, name: str) -> ToolDef:
@@ -214,6 +215,7 @@ def handle_tools_call(call: Call) -> dict[str, Any]:
         arguments = {}
     if not isinstance(arguments, dict):
         raise InvalidParams("Invalid params: params.arguments must be an object")
+    call = replace(call, context=replace(call.context, resolved={}))  # this call's build, resolved once
     tool = find_tool(call, name)
     if call.modern and call.context.request is not None:
         mcp_headers.check_param_headers(tool.input_schema, arguments, call.context.request.headers)
@@ -248,11 +250,15 @@ def argument_errors_are_results(version: str) -> bool:
 def run_tool(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> ToolResult:
     """Run a handler; failures it reports become isError results, never JSON-RPC errors.
 
-    A search or read tool's call is recorded in the query log as it ends (mcp_endpoint/recording.py)."""
-    with recorded(tool, context, arguments) as logged:
+    A search or read tool's call is then recorded in the query log from what its result says it found
+    (mcp_endpoint/recording.py): the handler and the serving calls below it only read."""
+    started = time.perf_counter()
+    try:
         result = _run_handler(tool, context, arguments)
-        if logged is not None:
-            logged.is_error = result.is_error
+    except BaseException:
+        recording.record(tool, context, arguments, None, started)
+        raise
+    recording.record(tool, context, arguments, result, started)
     return result
 
 

@@ -9,14 +9,12 @@ that only this server's own eval runner (or a key allowed to start eval runs) ca
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from common.callers import allows
 from corpus import querylog
-from mcp_endpoint.profiles import Context, ToolDef
+from mcp_endpoint.profiles import Context, ToolDef, ToolResult
 
 TARGET_ARGUMENTS = ("chunk_id", "document_id", "document")
 CORPUS_ARGUMENTS = ("corpus", "project", "collection", "doc_type")  # a profile's corpus argument, for a failed call
@@ -61,19 +59,21 @@ def _eval_header(context: Context) -> bool:
     return context.principal is not None and allows(context.principal, "build")
 
 
-@contextmanager
-def recorded(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> Iterator[querylog.Call | None]:
-    """The query-log scope of one tools/call; None for a tool that is not a search or a read."""
-    if tool.record not in (querylog.SEARCH, querylog.READ):
-        yield None
+def record(tool: ToolDef, context: Context, arguments: dict[str, Any], result: ToolResult | None,
+           started: float) -> None:
+    """Records one finished tools/call of a tool declared with `record` (search or read) in the query log,
+    from what its result says it found (`ToolResult.seen`); `result` None is a call that raised. Other
+    tools are not recorded. A new tool is logged by declaring `record` and returning what it saw."""
+    if tool.record not in (querylog.SEARCH, querylog.READ) or querylog.mode() == querylog.OFF:
         return
     who = caller(context)
     query = arguments.get("query")
     target = next((arguments[k] for k in TARGET_ARGUMENTS if isinstance(arguments.get(k), str)), "")
     named = next((arguments[k] for k in CORPUS_ARGUMENTS if isinstance(arguments.get(k), str)), None)
     corpus = context.corpus or (named if named != "all" else None)
-    with querylog.call(surface=who.surface, tool=tool.name, kind=tool.record, client=who.client,
-                       key_name=who.key_name, is_eval=who.is_eval, profile=context.profile,
-                       corpus=corpus, query=query if isinstance(query, str) else "",
-                       filters=querylog.filters_of(arguments), target=target) as scope:
-        yield scope
+    querylog.record(querylog.Call(
+        surface=who.surface, tool=tool.name, kind=tool.record, client=who.client, key_name=who.key_name,
+        is_eval=who.is_eval, profile=context.profile, corpus=corpus or "",
+        query=query if isinstance(query, str) else "", filters=querylog.filters_of(arguments), target=target,
+        is_error=result is None or result.is_error, started=started,
+        observations=[] if result is None else list(result.seen)))

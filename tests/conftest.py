@@ -70,11 +70,11 @@ def s3_index_root(s3_endpoint, settings, monkeypatch, tmp_path) -> str:
     root = s3_server.new_root()
     settings.DOCSMCP_INDEX_ROOT = root
     settings.DOCSMCP_INDEX_CACHE_DIR = tmp_path / "index-cache"
-    from corpus.serving import build_cache
+    from corpus.serving import STATE
 
-    build_cache.cache_clear()
+    STATE.forget(process=True)
     yield root
-    build_cache.cache_clear()
+    STATE.forget(process=True)
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -166,3 +166,17 @@ def writer_client(db):
 
     _row, key = create_api_key("test-writer", ["admin"])
     return Client(headers={"Authorization": f"Bearer {key}"})
+
+
+@pytest.fixture
+def held_clock():
+    """The serving state's clock, held still unless a test moves it: a cached pointer's age is then what the
+    test says, however long a call takes on a loaded machine."""
+    from corpus.serving import STATE
+
+    now = [1000.0]
+    STATE.forget(process=True)
+    STATE.clock = lambda: now[0]
+    yield now
+    STATE.clock = time.monotonic
+    STATE.forget(process=True)

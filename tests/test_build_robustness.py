@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import shutil
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -81,24 +82,61 @@ def test_a_build_within_its_lease_still_blocks_the_corpus(index_root, copy_sampl
     assert running.status == BuildRun.RUNNING
 
 
-def test_listing_builds_over_rest_reports_an_orphaned_build_as_failed(index_root, copy_sample_docs, settings,
-                                                                      client):
+def test_reads_of_builds_and_health_leave_an_orphaned_build_as_it_is(index_root, copy_sample_docs, settings,
+                                                                     client, django_user_model):
+    """Reads never write (#48): the REST build list and detail, /health/ and the admin's build list show
+    the row as it is; the reaper (below) marks it failed."""
     settings.DOCSMCP_BUILD_LEASE_SECONDS = 30
     orphan = _orphan(hash_corpus("lease", copy_sample_docs), 120)
-    response = client.get("/api/v1/corpora/lease/builds")
-    assert response.status_code == 200, response.content
-    listed = {b["build_id"]: b for b in response.json()["items"]}
-    assert listed[orphan.build_id]["status"] == "failed"
-    assert "its worker stopped" in listed[orphan.build_id]["error"]
-
-
-def test_a_health_check_fails_an_orphaned_build_without_anyone_asking_about_builds(index_root, copy_sample_docs,
-                                                                                 settings, client):
-    settings.DOCSMCP_BUILD_LEASE_SECONDS = 30
-    orphan = _orphan(hash_corpus("lease", copy_sample_docs), 120)
+    listed = client.get("/api/v1/corpora/lease/builds")
+    assert listed.status_code == 200, listed.content
+    assert {b["build_id"]: b["status"] for b in listed.json()["items"]}[orphan.build_id] == "running"
+    assert client.get(f"/api/v1/corpora/lease/builds/{orphan.build_id}").json()["status"] == "running"
     assert client.get("/health/").status_code == 200
+    client.force_login(django_user_model.objects.create_superuser("admin", "admin@example.com", "pw"))
+    assert client.get("/admin/corpus/buildrun/").status_code == 200
     orphan.refresh_from_db()
-    assert orphan.status == "failed" and "its worker stopped" in orphan.error
+    assert orphan.status == BuildRun.RUNNING
+
+
+def test_the_reaper_fails_an_orphaned_build_and_leaves_a_live_one(index_root, copy_sample_docs, settings):
+    from corpus.reaping import reap_once
+
+    settings.DOCSMCP_BUILD_LEASE_SECONDS = 30
+    orphan = _orphan(hash_corpus("lease", copy_sample_docs), 120)
+    live = _orphan(hash_corpus("alive", copy_sample_docs), 5)
+    assert reap_once() == 1
+    orphan.refresh_from_db()
+    live.refresh_from_db()
+    assert orphan.status == BuildRun.FAILED and "its worker stopped" in orphan.error
+    assert live.status == BuildRun.RUNNING
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_reaper_thread_fails_an_orphaned_build_without_any_request(index_root, copy_sample_docs, settings):
+    """What every Celery worker starts when it is ready (corpus/tasks.py), the embedded one of serve too."""
+    from corpus import reaping
+
+    settings.DOCSMCP_BUILD_LEASE_SECONDS = 30
+    orphan = _orphan(hash_corpus("lease", copy_sample_docs), 120)
+    thread = reaping.start_reaper(interval=0.2)
+    try:
+        assert thread is not None and thread.is_alive() and reaping.start_reaper(interval=0.2) is thread
+        deadline = time.monotonic() + 20
+        while BuildRun.objects.get(pk=orphan.pk).status != BuildRun.FAILED:
+            assert time.monotonic() < deadline, "the reaper did not fail the orphaned build"
+            time.sleep(0.1)
+    finally:
+        reaping.stop_reaper()
+    assert not thread.is_alive()
+
+
+def test_celery_beat_schedules_the_reaper(settings):
+    from common.celery import app
+    from corpus.tasks import reap_builds
+
+    entry = app.conf.beat_schedule["reap-dead-builds"]
+    assert entry["task"] == reap_builds.name == "corpus.reap_builds" and entry["schedule"] > 0
 
 
 @pytest.mark.django_db(transaction=True)

@@ -86,6 +86,7 @@ def _start_worker(command: list[str], queue: str, index_root: Path, log: Path, *
         "DATABASE_CONN_MAX_AGE": "0",
         "DOCSMCP_INDEX_ROOT": str(index_root),
         "DOCSMCP_BUILD_LEASE_SECONDS": str(LEASE_SECONDS),
+        "DOCSMCP_BUILD_REAP_SECONDS": "1",
         **env,
     }
     program = [str(Path(sys.executable).with_name("celery"))] if command[0] == "-A" else [sys.executable, "-m"]
@@ -253,3 +254,19 @@ def test_a_worker_validates_a_corpus_of_more_than_two_hundred_files(web_side_use
     done = _wait_for(build_start(corpus=corpus, kind=BuildRun.KIND_VALIDATE, requested_by="celery-test"))
     assert done.status == BuildRun.COMPLETE, done.error
     assert done.stats["total_files"] == 210
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_reaps_a_dead_build_while_nobody_asks(web_side_uses_the_broker, tmp_path):
+    """Reads never write (#48): the worker's own timer fails a build whose worker died, no request needed."""
+    from django.utils import timezone
+
+    corpus = Corpus.objects.create(name="reaped", source_dir=str(tmp_path))
+    now = timezone.now()
+    dead = BuildRun.objects.create(corpus=corpus, build_id="dead-worker", status=BuildRun.RUNNING,
+                                   started_at=now - timezone.timedelta(minutes=10),
+                                   heartbeat_at=now - timezone.timedelta(minutes=10))
+    deadline = time.monotonic() + 30
+    while BuildRun.objects.get(pk=dead.pk).status != BuildRun.FAILED:
+        assert time.monotonic() < deadline, web_side_uses_the_broker["log"].read_text(errors="replace")[-2000:]
+        time.sleep(0.2)

@@ -193,7 +193,7 @@ def test_a_source_under_a_declared_shared_root_is_not_warned_about(copy_sample_d
 
 def test_a_warm_host_keeps_serving_while_the_object_store_is_unreachable(s3_index_root, copy_sample_docs,
                                                                            monkeypatch):
-    from retrieval.search.index import INDEXES
+    from corpus.serving import STATE
     from tests import s3_server
 
     build = build_corpus("skyline", copy_sample_docs)
@@ -201,8 +201,7 @@ def test_a_warm_host_keeps_serving_while_the_object_store_is_unreachable(s3_inde
     build_cache().wait(60)
     dead = s3_server.options(f"http://127.0.0.1:{s3_server.free_port()}")  # nothing listens there
     monkeypatch.setattr(uri, "_configured", {"DOCSMCP_STORAGE_OPTIONS": json.dumps(dead)})
-    INDEXES.clear()  # as a process that starts after the store went down
-    forget_active()
+    STATE.forget(process=True)  # as a process that starts after the store went down
     index = active_index("skyline")
     assert index.build_id == build.build_id and not storage.is_remote(index.path)
     assert index.contents([0])[0]

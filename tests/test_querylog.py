@@ -435,3 +435,58 @@ def test_a_routed_search_across_corpora_records_only_the_corpus_it_searched(logg
     shown = {hit["corpus"] for hit in routed["structuredContent"]["hits"]}
     assert shown == {"postgresql"}
     assert [(r.tool, r.corpus) for r in records()] == [("search_docs", "postgresql")]
+
+
+def test_no_text_stores_a_read_target_only_when_it_names_a_chunk(logging_on, docs_server):
+    """#47: free text sent as get_doc's chunk_id is not kept in no-text mode; a real chunk ID is."""
+    logging_on.DOCSMCP_QUERY_LOG = querylog.NO_TEXT
+    url = f"{docs_server}/mcp/"
+    with httpx.Client(timeout=60) as http:
+        chunk_id = _tool(http, url, "search_docs", {"query": "install"})["structuredContent"]["hits"][0]["chunk_id"]
+        assert _tool(http, url, "get_doc", {"chunk_id": "my customer's card 4111.md#x"})["isError"]
+        assert not _tool(http, url, "get_doc", {"chunk_id": chunk_id})["isError"]
+        assert http.get(f"{docs_server}/api/v1/corpora/sample/chunk",
+                        params={"chunk_id": "secret plan.md#x"}).status_code in (400, 404)
+    _search, typed, read, rest = records()
+    assert (typed.tool, typed.is_error, typed.target) == ("get_doc", True, "")
+    assert (read.target, read.is_error) == (chunk_id, False)
+    assert (rest.surface, rest.is_error, rest.target) == ("rest", True, "")
+    assert "4111" not in str([vars(r) for r in records()]) and "secret plan" not in str([vars(r) for r in records()])
+
+
+def test_full_mode_still_keeps_what_a_failed_read_asked_for(logging_on, docs_server):
+    with httpx.Client(timeout=60) as http:
+        assert _tool(http, f"{docs_server}/mcp/", "get_doc", {"chunk_id": "guides/nope.md#typed"})["isError"]
+    (row,) = records()
+    assert row.target == "guides/nope.md#typed"
+
+
+def test_no_text_feedback_keeps_only_ids_that_resolve(logging_on, docs_server):
+    logging_on.DOCSMCP_QUERY_LOG = querylog.NO_TEXT
+    url = f"{docs_server}/mcp/"
+    with httpx.Client(timeout=60) as http:
+        chunk_id = _tool(http, url, "search_docs", {"query": "install"})["structuredContent"]["hits"][0]["chunk_id"]
+        page = chunk_id.partition("#")[0]
+        for sent in (chunk_id, f"{page}#my password is hunter2", "my private notes.md#x"):
+            assert not _tool(http, url, "docs_feedback", {"verdict": "wrong", "chunk_id": sent})["isError"]
+    assert querylog.flush()
+    kept = [(f.chunk_id, f.filepath) for f in Feedback.objects.order_by("at", "pk")]
+    assert kept == [(chunk_id, page), ("", page), ("", "")]
+
+
+def test_a_search_record_keeps_the_coverage_verdict_the_agent_saw(logging_on, docs_server):
+    with httpx.Client(timeout=60) as http:
+        found = _tool(http, f"{docs_server}/mcp/", "search_docs", {"query": "install"})["structuredContent"]
+    (row,) = records()
+    assert (row.coverage, row.coverage_score) == (found["coverage"]["verdict"], found["coverage"]["score"])
+
+
+def test_the_serving_calls_record_nothing_themselves(logging_on, sample_corpus):
+    """The query log is the surface's step: a search or read through corpus.serving alone writes no record."""
+    from corpus.serving import corpus_read, corpus_search
+    from retrieval.search.engine import SearchRequest
+
+    served = corpus_search("sample", SearchRequest(query="install"))
+    corpus_read("sample", served.result.hits[0].chunk_id)
+    assert records() == [] and querylog.stats()["queued"] == 0
+    assert served.seen.corpus == "sample" and served.seen.coverage[0] == served.result.coverage.verdict

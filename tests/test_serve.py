@@ -237,3 +237,39 @@ def test_a_supervisor_killed_outright_leaves_no_server_behind(tmp_path):
         time.sleep(0.05)
     os.kill(pid, 9)
     raise AssertionError("the child outlived its supervisor")
+
+
+def _access_line(arguments: list[str], tmp_path) -> str:
+    """The line gunicorn's own access logger writes for a REST search, under serve's access-log options."""
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from gunicorn.config import Config
+    from gunicorn.glogging import Logger
+
+    config = Config()
+    log_file = tmp_path / f"access-{len(arguments)}.log"
+    config.set("accesslog", str(log_file))
+    if arguments:
+        config.set("access_log_format", arguments[arguments.index("--access-logformat") + 1])
+    environ = {"REQUEST_METHOD": "GET", "RAW_URI": "/api/v1/corpora/sample/search?query=my+card+4111",
+               "PATH_INFO": "/api/v1/corpora/sample/search", "QUERY_STRING": "query=my+card+4111",
+               "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1",
+               "HTTP_REFERER": "https://portal.example/help?q=my+card+4111", "HTTP_USER_AGENT": "agent/1.0"}
+    request = SimpleNamespace(headers=[("REFERER", environ["HTTP_REFERER"])])
+    Logger(config).access(SimpleNamespace(status="200 OK", headers=[], sent=120), request, environ,
+                          timedelta(milliseconds=12))
+    return log_file.read_text()
+
+
+def test_no_text_access_log_lines_carry_no_query_string(settings, tmp_path):
+    """#47: in no-text mode serve's access log writes the path without what an agent typed."""
+    from corpus import querylog
+    from mcp_endpoint.management.commands.serve import access_log_arguments
+
+    settings.DOCSMCP_QUERY_LOG = querylog.FULL
+    assert "4111" in _access_line(access_log_arguments(), tmp_path)  # gunicorn's default line keeps it
+    for mode in (querylog.NO_TEXT, querylog.OFF):
+        settings.DOCSMCP_QUERY_LOG = mode
+        line = _access_line(access_log_arguments(), tmp_path)
+        assert '"GET /api/v1/corpora/sample/search HTTP/1.1" 200 120' in line and "4111" not in line, line

@@ -32,14 +32,9 @@ def corpora(sample_corpus, sample_build_dir):
 
 @pytest.fixture
 def cold_process():
-    INDEXES.clear()
-    forget_active()
+    serving.STATE.forget(process=True)
     yield
-    INDEXES.configure(budget_bytes=None, pinned=frozenset(), max_open=8)
-    INDEXES.warmer = None
-    INDEXES.clear()
-    forget_active()
-    warming._state.update(state=warming.LAZY, corpora={})
+    serving.STATE.forget(process=True)
     gc.unfreeze()
 
 
@@ -81,7 +76,7 @@ def test_a_server_of_many_corpora_starts_with_none_loaded_and_opens_each_on_firs
 @pytest.mark.django_db(transaction=True)  # serve_warm closes the thread's connection
 def test_pinned_corpora_load_at_start_and_the_budget_closes_the_others(corpora, cold_process, settings):
     size = estimated_bytes(Index(corpus_search("sample", SearchRequest(query="x")).index.path))
-    INDEXES.clear()
+    serving.STATE.forget(process=True)
     settings.DOCSMCP_PINNED_CORPORA = "alpha"
     settings.DOCSMCP_SERVING_MEMORY_MB = 1
     assert 2 * size > 1024 * 1024 >= size, size  # the budget holds one sample index, not two

@@ -19,10 +19,10 @@ import pytest
 from corpus import serving, warming
 from corpus.execution import build_activate
 from corpus.models import BuildRun
-from corpus.serving import active_index, forget_active
+from corpus.serving import active_index
 from retrieval.embeddings import get_provider
 from retrieval.ingest.build import BuildRequest, build_index
-from retrieval.search.index import INDEXES, IndexCache
+from retrieval.search.index import IndexCache
 from tests.conftest import ROOT, SAMPLE_DOCS
 from tests.test_celery_worker import _database_url
 from tests.test_deploy_e2e import free_port, stop
@@ -129,13 +129,9 @@ def test_a_build_that_fails_to_warm_is_opened_by_the_next_request(two_builds):
 
 @pytest.fixture
 def cold_process():
-    INDEXES.clear()
-    forget_active()
+    serving.STATE.forget(process=True)
     yield
-    INDEXES.warmer = None
-    INDEXES.clear()
-    forget_active()
-    warming._state.update(state=warming.LAZY, corpora={})
+    serving.STATE.forget(process=True)
     gc.unfreeze()
 
 
@@ -150,12 +146,12 @@ def test_a_serving_process_loads_every_corpus_before_its_first_request(sample_co
 
 
 def test_health_is_503_starting_while_the_process_warms(sample_corpus, cold_process, client):
-    warming._state["state"] = warming.WARMING
+    serving.STATE.warming["state"] = warming.WARMING
     response = client.get("/health/")
     assert response.status_code == 503
     body = response.json()
     assert (body["health"], body["ready"], body["checks"]["warm"]) == ("starting", False, "warming")
-    warming._state["state"] = warming.READY
+    serving.STATE.warming["state"] = warming.READY
     body = client.get("/health/").json()
     assert (body["health"], body["ready"], body["checks"]["warm"]) == ("ok", True, "ready")
 

@@ -121,7 +121,6 @@ def start_build(request: HttpRequest, response: HttpResponse, name: str, payload
 def list_builds(request: HttpRequest, name: str, filters: Query[BuildListParams], page: Query[PageParams]):
     """A corpus's builds, newest first."""
     corpus = selectors.corpus_get(name)
-    services.expire_builds(corpus)  # a build whose worker died is reported failed, not running
     return paginate(selectors.build_list(corpus=corpus, status=filters.status), page,
                     build_out)
 
@@ -130,7 +129,6 @@ def list_builds(request: HttpRequest, name: str, filters: Query[BuildListParams]
 def get_build(request: HttpRequest, name: str, build_id: str):
     """Status, progress and the first findings of a build."""
     corpus = selectors.corpus_get(name)
-    services.expire_builds(corpus)
     return build_detail_out(selectors.corpus_build_get(corpus=corpus, build_id=build_id))
 
 

@@ -8,7 +8,9 @@ SearchResult (`hits`, `next_cursor`, `hint`).
 from __future__ import annotations
 
 import json
-from typing import Literal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
@@ -129,9 +131,11 @@ def _parse_filters(raw: str | None) -> dict[str, str]:
     return value
 
 
-def _search(name: str, query: str, limit: int | None, cursor: str | None, filters: dict[str, str]) -> dict:
+def _search(logged: querylog.Call, name: str, query: str, limit: int | None, cursor: str | None,
+            filters: dict[str, str]) -> dict:
     # Resolves aliases and key limits; no database query once warm.
     served = corpus_search(name, SearchRequest(query=query, filters=filters, limit=limit, cursor=cursor))
+    logged.observations.append(served.seen)
     result, fresh = served.result, served.freshness
     return {
         "coverage": result.coverage.as_dict(),
@@ -153,28 +157,37 @@ def search_get(request: HttpRequest, name: str, params: Query[SearchQuery]):
     """Hybrid search of the corpus's active build (like search_docs); filters as a JSON query parameter."""
     with _recorded(request, "search_docs", name, query=params.query) as logged:
         filters = _parse_filters(params.filters)
-        if logged is not None:
-            logged.filters = filters
-        return _search(name, params.query, params.limit, params.cursor, filters)
+        logged.filters = filters
+        return _search(logged, name, params.query, params.limit, params.cursor, filters)
 
 
 @router.post("/corpora/{name}/search", response=SearchOut, auth=READ)
 def search_post(request: HttpRequest, name: str, payload: SearchIn):
     """Hybrid search of the corpus's active build (like search_docs); filters as an object."""
-    with _recorded(request, "search_docs", name, query=payload.query, filters=payload.filters):
-        return _search(name, payload.query, payload.limit, payload.cursor, payload.filters)
+    with _recorded(request, "search_docs", name, query=payload.query, filters=payload.filters) as logged:
+        return _search(logged, name, payload.query, payload.limit, payload.cursor, payload.filters)
 
 
-def _recorded(request: HttpRequest, tool: str, name: str, **fields):
-    """The query-log scope of one REST search or read, named like the MCP tool it stands for."""
+@contextmanager
+def _recorded(request: HttpRequest, tool: str, name: str, **fields: Any) -> Iterator[querylog.Call]:
+    """One REST search or read, recorded in the query log like the MCP tool it stands for, from what the
+    serving call returned (the endpoint appends it); a raised error records the call as failed."""
     principal = getattr(request, "auth", None)
     key_name = getattr(principal, "name", "")
-    return querylog.call(surface=querylog.REST, tool=tool, client=request.headers.get("User-Agent", ""),
-                         key_name="" if key_name == "anonymous" else key_name, corpus=name, **fields)
+    logged = querylog.Call(surface=querylog.REST, tool=tool, client=request.headers.get("User-Agent", ""),
+                           key_name="" if key_name == "anonymous" else key_name, corpus=name, **fields)
+    try:
+        yield logged
+    except BaseException:
+        logged.is_error = True
+        raise
+    finally:
+        querylog.record(logged)
 
 
-def _chunk(name: str, chunk_id: str, context: int) -> dict:
+def _chunk(logged: querylog.Call, name: str, chunk_id: str, context: int) -> dict:
     served = corpus_read(name, chunk_id, context)
+    logged.observations.append(served.seen)
     window = served.window
     target = window.target.chunk_index
     return {
@@ -187,12 +200,12 @@ def _chunk(name: str, chunk_id: str, context: int) -> dict:
 @router.get("/corpora/{name}/chunks/{path:chunk_id}", response=ChunkWindowOut, auth=READ, url_name="chunk")
 def chunk_by_path(request: HttpRequest, name: str, chunk_id: str, params: Query[ChunkParams]):
     """A chunk with `context` neighbours (like get_doc). URL-encode the chunk ID's '#' as %23."""
-    with _recorded(request, "get_doc", name, kind=querylog.READ, target=chunk_id):
-        return _chunk(name, chunk_id, params.context)
+    with _recorded(request, "get_doc", name, kind=querylog.READ, target=chunk_id) as logged:
+        return _chunk(logged, name, chunk_id, params.context)
 
 
 @router.get("/corpora/{name}/chunk", response=ChunkWindowOut, auth=READ)
 def chunk_by_query(request: HttpRequest, name: str, params: Query[ChunkQuery]):
     """The same, with the chunk ID as a query parameter (`?chunk_id=guides/retries.md%23backoff`)."""
-    with _recorded(request, "get_doc", name, kind=querylog.READ, target=params.chunk_id):
-        return _chunk(name, params.chunk_id, params.context)
+    with _recorded(request, "get_doc", name, kind=querylog.READ, target=params.chunk_id) as logged:
+        return _chunk(logged, name, params.chunk_id, params.context)

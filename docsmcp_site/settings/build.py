@@ -19,8 +19,10 @@ OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 DOCSMCP_KEEP_BUILDS = env_int("DOCSMCP_KEEP_BUILDS", 3)
 # A running build's worker renews its lease every third of this; a build whose lease lapsed is
-# marked failed (its worker stopped) the next time anyone asks, so a dead worker blocks a corpus this long.
+# marked failed (its worker stopped) by the reaper or the next build request, so a dead worker blocks a corpus this long.
 DOCSMCP_BUILD_LEASE_SECONDS = env_int("DOCSMCP_BUILD_LEASE_SECONDS", 40)
+# Seconds between two passes of every Celery worker's reaper over dead builds (corpus/reaping.py); 0 turns it off.
+DOCSMCP_BUILD_REAP_SECONDS = env_int("DOCSMCP_BUILD_REAP_SECONDS", 20)
 # Directories a corpus registered through the REST API or the admin may read its markdown from
 # (comma-separated). Narrow by default: sources/ under DOCSMCP_HOME and the bundled sample. `manage.py build_index`,
 # run by the operator, may register any directory.

@@ -39,3 +39,6 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "inte
 # Nothing reads a task's result (a build's or run's outcome is its row), so queueing never waits on the
 # result backend, whose own retries would hold a request for 20 s when Redis is down.
 CELERY_TASK_IGNORE_RESULT = True
+# Where Celery beat runs (`celery -A common beat`), it queues the dead-build reaper too; every worker also
+# runs it on a timer (corpus/reaping.py), so beat is optional.
+CELERY_BEAT_SCHEDULE = {"reap-dead-builds": {"task": "corpus.reap_builds", "schedule": 60.0}}

@@ -42,6 +42,9 @@ class Context:
     # Which transport carries the call, for the query log: "" derives it (http with a request, else
     # stdio); the eval runner's in-process target says "eval".
     surface: str = ""
+    # What a profile resolved for this call (the active build, by version), so the tool lookup and the
+    # handler of one tools/call look the build up once; the protocol gives each tools/call a fresh one.
+    resolved: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -79,9 +82,16 @@ class ToolResult:
     # Set by a handler that fitted the result to the response budget itself, where it knows what can go
     # (shorter snippets, fewer hits with a cursor to the rest); see mcp_endpoint/budget.py.
     fitted: bool = False
+    # What the call found, for the query log (corpus.querylog.Observation, from the serving call's `.seen`):
+    # a tool declared with `record` is recorded from these by the protocol layer (mcp_endpoint/recording.py).
+    seen: tuple[Any, ...] = ()
 
     def as_fitted(self) -> ToolResult:
         return replace(self, fitted=True)
+
+    def saw(self, *seen: Any) -> ToolResult:
+        """This result, with what its serving calls found (their `.seen`) for the query log."""
+        return replace(self, seen=self.seen + seen)
 
     @classmethod
     def text(cls, text: str, structured: Any = None) -> ToolResult:
@@ -114,7 +124,8 @@ class ToolDef:
     title: str | None = None
     scope: str = "read"  # API-key scope a caller needs when it presents a key
     extra: dict[str, Any] = field(default_factory=dict)  # extra tools/list fields; never replace the spec's
-    # "search" or "read": every call is recorded in the query log (corpus/querylog.py); "" is not.
+    # "search" or "read": every call is recorded in the query log (corpus/querylog.py) by the protocol layer,
+    # from the result's `seen`; "" is not recorded.
     record: str = ""
 
 

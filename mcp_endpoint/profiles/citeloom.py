@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -130,7 +131,7 @@ def _timed(tool: str, project: str | None, work: Callable[[], dict[str, Any]]) -
         raise CiteloomError("TIMEOUT", f"{tool} exceeded its {timeout:g} s time limit", details) from None
 
 
-def _handler(tool: str, work: Callable[[dict[str, Any]], dict[str, Any]]):
+def _handler(tool: str, work: Callable[[dict[str, Any]], Any]):
     """Runs `work(args)` under the tool's timeout and maps failures to the citeloom contract's codes."""
 
     def handle(context: Context, args: dict[str, Any]) -> ToolResult:
@@ -153,9 +154,19 @@ def _handler(tool: str, work: Callable[[dict[str, Any]], dict[str, Any]]):
             log.exception("citeloom %s failed", tool)
             message = f"{tool} failed with an internal error; the server log has details"
             return CiteloomError("INTERNAL_ERROR", message, {"tool": tool, "project_id": project}).result()
+        if isinstance(payload, Found):  # a search: recorded in the query log from what it found
+            return ToolResult.json(payload.payload).saw(payload.seen)
         return ToolResult.json(payload)
 
     return handle
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search's payload, and what it found for the query log (corpus/querylog.py)."""
+
+    payload: dict[str, Any]
+    seen: Any
 
 
 # --- output shaping ------------------------------------------------------------------------------
@@ -229,7 +240,7 @@ def _query_vector(corpus: Corpus, args: dict[str, Any], dims: int) -> np.ndarray
     return np.asarray(embedder.embed_query(args["query"]), dtype=np.float32)
 
 
-def _retrieve(args: dict[str, Any], hybrid: bool) -> dict[str, Any]:
+def _retrieve(args: dict[str, Any], hybrid: bool) -> Found:
     corpus = project_get(args["project"])
     if hybrid and not hybrid_enabled(corpus):
         raise CiteloomError(
@@ -250,7 +261,7 @@ def _retrieve(args: dict[str, Any], hybrid: bool) -> dict[str, Any]:
             hits = store.hybrid_search(args["query"], vector, top_k, where)
         else:
             hits = store.vector_search(vector, top_k, where)
-    querylog.observe(corpus=corpus.name, hits=[(h.id, h.score) for h in hits])
+    seen = querylog.found(corpus=corpus.name, hits=[(h.id, h.score) for h in hits])
     items = [_item(h, max_chars, args["include_full_text"]) for h in hits]
     items, notice = budget.fit_items(
         items, ("full_text", "render_text"),
@@ -261,7 +272,7 @@ def _retrieve(args: dict[str, Any], hybrid: bool) -> dict[str, Any]:
         payload["notice"] = notice
     if hybrid:
         payload["hybrid_enabled"] = True
-    return payload
+    return Found(payload, seen)
 
 
 def _inspect_collection(args: dict[str, Any]) -> dict[str, Any]:
@@ -293,7 +304,7 @@ def _list_projects(args: dict[str, Any]) -> dict[str, Any]:
 
 def tools(context: Context) -> list[ToolDef]:
     search = search_schema()
-    specs: list[tuple[str, dict[str, Any], Callable[[dict[str, Any]], dict[str, Any]], ToolAnnotations, str]] = [
+    specs: list[tuple[str, dict[str, Any], Callable[[dict[str, Any]], Any], ToolAnnotations, str]] = [
         ("store_chunks", store_schema(), _store_chunks,
          ToolAnnotations(read_only=False, destructive=True, idempotent=True), "write"),
         ("find_chunks", search, lambda a: _retrieve(a, hybrid=False), ToolAnnotations(), "read"),

@@ -6,19 +6,19 @@ rebuild that adds a taxonomy value (a new SDK language) shows in the next listin
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
 from corpus.selectors import describe_versions
 from corpus.serving import (
+    STATE,
+    Active,
     ServedSearch,
-    active_index,
     check_served,
     corpus_read,
     corpus_search,
     freshness,
-    serving_name,
+    resolve,
     version_choices,
 )
 from mcp_endpoint import budget
@@ -59,9 +59,19 @@ VERSION_DESCRIPTION = ("Which version of the documentation to {action}: one of t
                        "build. Omit for the default version ({default}).")
 
 
+def _active(context: Context, version: str | None = None) -> Active:
+    """The active build of the context's corpus, or of one of its versions when `version` is given: resolved
+    once per tools/call (the tool lookup and the handler share it), then handed to the serving call."""
+    key = (context.corpus, version)  # a context copied for another corpus shares the dict: keyed by both
+    active = context.resolved.get(key)
+    if active is None:
+        active = context.resolved[key] = resolve(context.corpus, version)
+    return active
+
+
 def _index(context: Context, version: str | None = None) -> Index:
     """The active index of the context's corpus, or of one of its versions when `version` is given."""
-    return active_index(serving_name(context.corpus, version))
+    return _active(context, version).index
 
 
 def check_context(context: Context) -> None:
@@ -315,27 +325,28 @@ def _search_page(context: Context, arguments: dict[str, Any]) -> tuple[ToolResul
         limit=arguments.get("limit"),
         cursor=arguments.get("cursor"),
     )
-    served = corpus_search(context.corpus, request, version=arguments.get("version") if versions else None)
+    # The build is resolved once here and handed to the search (its coverage thresholds with it).
+    served = corpus_search(_active(context, arguments.get("version") if versions else None), request)
     result, fresh, searched = served.result, served.freshness, served.index.metadata.corpus
     payload = search_result_json(result, fresh=fresh)
     limit = budget.budget_chars()
     # The common case, a page within budget, encodes the payload once: that text is also the reply.
     text = _text(payload)
     if len(text) + budget.NOTICE_ROOM <= limit:
-        return ToolResult.text(text, structured=payload).as_fitted(), searched
+        return ToolResult.text(text, structured=payload).as_fitted().saw(served.seen), searched
     # Over budget: shorter snippets first, since get_doc returns any chunk in full...
     for chars in SNIPPET_STEPS:
         payload = search_result_json(result, chars, fresh)
         if _size(payload) <= limit:
             payload["notice"] = TRIMMED.format(chars=chars)
-            return ToolResult.json(payload).as_fitted(), searched
+            return ToolResult.json(payload).as_fitted().saw(served.seen), searched
     # ...then fewer hits: the page ends early and its next_cursor starts at the first hit left out,
     # so paging on loses nothing (and the search is not run again).
     keep = max(1, len(result.hits) - 1)
     while True:
         payload = _first_hits(served, keep)
         if keep == 1 or _size(payload) <= limit:
-            return ToolResult.json(payload).as_fitted(), searched
+            return ToolResult.json(payload).as_fitted().saw(served.seen), searched
         keep -= 1
 
 
@@ -359,9 +370,10 @@ def _size(payload: dict[str, Any]) -> int:
 
 
 def _get_doc(context: Context, arguments: dict[str, Any]) -> ToolResult:
-    served = corpus_read(context.corpus, arguments["chunk_id"], int(arguments.get("context", 0)),
-                         version=arguments.get("version"))
-    return ToolResult.text(fit_window(served.window, budget.budget_chars(), served.freshness)).as_fitted()
+    served = corpus_read(_active(context, arguments.get("version")), arguments["chunk_id"],
+                         int(arguments.get("context", 0)))
+    return ToolResult.text(fit_window(served.window, budget.budget_chars(), served.freshness)).as_fitted() \
+        .saw(served.seen)
 
 
 def fit_window(window: ChunkWindow, limit: int, fresh: dict[str, Any] | None = None) -> str:
@@ -407,22 +419,11 @@ def tools(context: Context) -> list[ToolDef]:
     return made
 
 
-# Every tools/call looks its tool up in this list, so it is made once per build and version list,
-# not per request.
-_tools_made: dict[tuple[str, tuple[str, ...]], list[ToolDef]] = {}
-_tools_lock = threading.Lock()
-
-
 def _tools(index: Index | None, versions: tuple[str, ...]) -> list[ToolDef]:
+    """Every tools/call looks its tool up in this list, so it is made once per build and version list (kept
+    on the serving state, which forgets it with the builds), not per request."""
     key = (str(index.path) if index is not None else "", versions)
-    made = _tools_made.get(key)
-    if made is None:
-        made = _make_tools(index, list(versions))
-        with _tools_lock:
-            if len(_tools_made) > 64:
-                _tools_made.clear()
-            _tools_made[key] = made
-    return list(made)
+    return list(STATE.memo("docs-tools", key, lambda: _make_tools(index, list(versions))))
 
 
 def _make_tools(index: Index | None, versions: list[str]) -> list[ToolDef]:

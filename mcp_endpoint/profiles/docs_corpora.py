@@ -199,7 +199,7 @@ def _search_docs(one_corpus):
         if len(found.ranked) < len(names):
             routed = ROUTED.format(names=", ".join(found.ranked), count=len(names))
             notice = f"{notice} {routed}" if notice else routed
-        return docs_resources.with_links(context, _fit(found, notice), None)
+        return docs_resources.with_links(context, _fit(found, notice).saw(*found.seen), None)
     return handler
 
 

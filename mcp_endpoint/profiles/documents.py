@@ -179,12 +179,13 @@ def _hit_item(collection: Collection, hit: SearchHit, fresh: dict[str, Any] | No
 
 def _search(
     queries: list[tuple[str, list[Collection]]], limit: int, max_distance: float | None, hybrid: bool
-) -> list[tuple[list[dict[str, Any]], Coverage]]:
+) -> tuple[list[tuple[list[dict[str, Any]], Coverage]], list[Any]]:
     """Each query over its collections: one engine call per corpus (search_batch shares the query
     embedding when a corpus gets several queries), hits merged across corpora by score, with the best
-    coverage verdict of its corpora."""
+    coverage verdict of its corpora; and what each search found, for the query log."""
     per_query: list[list[list[CorpusHit]]] = [[] for _ in queries]
     verdicts: list[list[Coverage]] = [[] for _ in queries]
+    seen = []
     by_corpus: dict[str, list[tuple[int, int, Collection]]] = {}
     for qi, (_query, collections) in enumerate(queries):
         for position, collection in enumerate(collections):
@@ -194,6 +195,7 @@ def _search(
         served = corpus_search_batch(wanted[0][2].serving_name, requests, hybrid=hybrid)
         for (qi, position, collection), one in zip(wanted, served, strict=True):
             verdicts[qi].append(one.result.coverage)
+            seen.append(one.seen)
             per_query[qi].append(
                 [
                     CorpusHit(collection.corpus, hit, (position, rank), one.freshness)
@@ -207,7 +209,7 @@ def _search(
         merged = merge_hits(per_query[qi], limit)
         out.append(([_hit_item(shown[h.corpus.name], h.hit, h.freshness) for h in merged],
                     best_coverage(verdicts[qi])))
-    return out
+    return out, seen
 
 
 SEARCH_TOOLS = ("documents_search", "documents_search_batch")
@@ -238,14 +240,14 @@ def _list_collections(context: Context, args: dict[str, Any]) -> ToolResult:
 
 def _search_documents(context: Context, args: dict[str, Any]) -> ToolResult:
     targets = _targets(args.get("collections"))
-    ((results, coverage),) = _search(
+    ((results, coverage),), seen = _search(
         [(args["query"], targets)], args["limit"], args.get("maxDistance"), args["hybridSearch"]
     )
     if not results:
-        return ToolResult.text(NO_RESULTS, structured={"coverage": coverage_json(coverage), "results": []})
+        return ToolResult.text(NO_RESULTS, structured={"coverage": coverage_json(coverage), "results": []}).saw(*seen)
     results, notice = _fit_hits(results)
     payload = {"coverage": coverage_json(coverage), "results": results}
-    return _with_notice(_with_coverage(_json(results, payload), coverage), notice).as_fitted()
+    return _with_notice(_with_coverage(_json(results, payload), coverage), notice).as_fitted().saw(*seen)
 
 
 def _with_coverage(result: ToolResult, coverage: Coverage) -> ToolResult:
@@ -264,7 +266,7 @@ def _search_batch(context: Context, args: dict[str, Any]) -> ToolResult:
     except ratelimit.RateLimited as exc:
         raise ToolError(str(exc)) from None
     queries = [(q["query"], _targets(q.get("collections"))) for q in args["queries"]]
-    found = _search(queries, args["limit"], args.get("maxDistance"), args["hybridSearch"])
+    found, seen = _search(queries, args["limit"], args.get("maxDistance"), args["hybridSearch"])
     share = max(1, budget.budget_chars() // max(1, len(found)))
     fitted, notices = [], []
     for hits, _coverage in found:
@@ -280,13 +282,13 @@ def _search_batch(context: Context, args: dict[str, Any]) -> ToolResult:
     notice = next((n for n in notices if n), None)
     if notice:
         payload["notice"] = f"Each query gets an equal share of the response budget. {notice}"
-    return _json(payload, payload).as_fitted()
+    return _json(payload, payload).as_fitted().saw(*seen)
 
 
 def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
     collection, index = _open_document(args)
     document = get_document(index, args["document"])
-    querylog.observe_index(index, [(document.filepath, None)], target=document.filepath)
+    seen = querylog.observation(index, [(document.filepath, None)], target=document.filepath)
     payload: dict[str, Any] = {
         **collection.label(),
         "document": document.filepath,
@@ -299,7 +301,7 @@ def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
         payload["notice"] = budget.rest_of_document(
             entries, next_line, None, "Read them with documents_get_section, one section at a time."
         )
-    return _json(payload, payload).as_fitted()
+    return _json(payload, payload).as_fitted().saw(seen)
 
 
 def _list_documents(context: Context, args: dict[str, Any]) -> ToolResult:
@@ -333,7 +335,7 @@ def _get_section(context: Context, args: dict[str, Any]) -> ToolResult:
         section = get_section(index, document, args["section"], args["includeSubsections"])
     except NotFound:
         return ToolResult.error(f'Section "{args["section"]}" not found in document "{document}".')
-    querylog.observe_index(index, [(section.filepath, None)], target=f"{section.filepath}#{section.heading}")
+    seen = querylog.observation(index, [(section.filepath, None)], target=f"{section.filepath}#{section.heading}")
     payload: dict[str, Any] = {
         **collection.label(),
         "document": section.filepath,
@@ -350,7 +352,7 @@ def _get_section(context: Context, args: dict[str, Any]) -> ToolResult:
             entries, next_line, section.end_line,
             "Read them with documents_get_section, or this section with includeSubsections: false.",
         )
-    return _json(payload, payload).as_fitted()
+    return _json(payload, payload).as_fitted().saw(seen)
 
 
 def _find_related(context: Context, args: dict[str, Any]) -> ToolResult:

@@ -88,8 +88,9 @@ def _limited(context: Context) -> None:
                         f"{decision.retry_after} seconds, or send one report per question.")
 
 
-def _served(name: str | None) -> tuple[str, str, str]:
-    """(corpus, version, build) of the active build serving `name`; what is known when it cannot be opened."""
+def _served(name: str | None) -> tuple[str, str, str, Any]:
+    """(corpus, version, build, index) of the active build serving `name`; what is known when it cannot be
+    opened (index None)."""
     from corpus.errors import CorpusError
     from corpus.serving import active_index
     from retrieval.errors import RetrievalError
@@ -98,20 +99,38 @@ def _served(name: str | None) -> tuple[str, str, str]:
         index = active_index(name)
     except (RetrievalError, CorpusError, OSError) as exc:  # a report is never refused for a missing build
         log.info("feedback for %r without its build: %s", name, exc)
-        return name or "", "", ""
-    return index.metadata.corpus, str(index.metadata.stats.get("version") or ""), index.build_id
+        return name or "", "", "", None
+    return index.metadata.corpus, str(index.metadata.stats.get("version") or ""), index.build_id, index
+
+
+def _resolved(index: Any, chunk_id: str) -> tuple[str, str]:
+    """(chunk ID, page) of a report, each kept only when it names a chunk or page of the build: in no-text
+    mode nothing an agent typed is stored unless it resolves to what the build holds."""
+    from retrieval.errors import RetrievalError
+    from retrieval.search.documents import get_chunk
+
+    if index is None or not chunk_id:
+        return "", ""
+    page = chunk_id.partition("#")[0]
+    page = page if page in index.metadata.files else ""
+    try:
+        get_chunk(index, chunk_id)
+    except (RetrievalError, OSError):
+        return "", page
+    return chunk_id, page
 
 
 def _report(tool_name: str, context: Context, args: dict[str, Any], resolve: Resolver) -> ToolResult:
     _limited(context)
     if querylog.mode() == querylog.OFF:
         return ToolResult.text(NOT_RECORDED)
-    corpus, version, build_id = _served(resolve(context, args))
+    corpus, version, build_id, index = _served(resolve(context, args))
     who = caller(context)
     chunk_id = args.get("chunk_id") or ""
+    stored, filepath = (chunk_id, None) if querylog.mode() == querylog.FULL else _resolved(index, chunk_id)
     queued = querylog.record_feedback(
         surface=who.surface, corpus=corpus, version=version, build_id=build_id, profile=context.profile,
-        tool=tool_name, verdict=args["verdict"], chunk_id=chunk_id, query=args.get("query") or "",
+        tool=tool_name, verdict=args["verdict"], chunk_id=stored, filepath=filepath, query=args.get("query") or "",
         comment=args.get("comment") or "", client=who.client, key_name=who.key_name)
     if not queued:
         return ToolResult.text(BUSY)

@@ -139,10 +139,11 @@ def _search_documentation(context: Context, args: dict[str, Any]) -> ToolResult:
         corpora = [c for c in [_served(args["doc_type"])] if c is not None]
     elif args["doc_type"] != ALL:
         corpora = [c for c in corpora if c.name == args["doc_type"]]
-    per_corpus, verdicts = [], []
+    per_corpus, verdicts, seen = [], [], []
     pinned = args["doc_type"] if "@" in args["doc_type"] else None
     for position, corpus in enumerate(corpora):
         served = corpus_search(pinned or corpus.name, SearchRequest(query=query, limit=limit))
+        seen.append(served.seen)
         per_corpus.append([CorpusHit(corpus, hit, (position, rank), served.freshness)
                            for rank, hit in enumerate(served.result.hits)])
         verdicts.append(served.result.coverage)
@@ -153,7 +154,7 @@ def _search_documentation(context: Context, args: dict[str, Any]) -> ToolResult:
     if coverage.notice:  # the model reads the content: a verdict other than covered is said there too
         items.append({"type": "text", "text": f"[coverage: {coverage.verdict} ({coverage.score}). {coverage.notice}]",
                       "coverage": coverage.as_dict()})
-    return ToolResult(content=items).as_fitted()
+    return ToolResult(content=items).as_fitted().saw(*seen)
 
 
 def _size(items: list[dict[str, Any]]) -> int:
@@ -228,7 +229,7 @@ def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
         return _tool_error(str(exc), NOT_FOUND)
     index = active_index(name)
     document = get_document(index, path)
-    querylog.observe_index(index, [(document.filepath, None)], target=f"{name}/{document.filepath}")
+    seen = querylog.observation(index, [(document.filepath, None)], target=f"{name}/{document.filepath}")
     text, next_line = _fit_document(document.content)
     if next_line is not None:
         entries = get_outline(index, path, 6).entries
@@ -245,7 +246,7 @@ def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
             "chunks": document.chunk_count,
         },
     }
-    return ToolResult(content=[item]).as_fitted()
+    return ToolResult(content=[item]).as_fitted().saw(seen)
 
 
 def _fit_document(content: str) -> tuple[str, int | None]:

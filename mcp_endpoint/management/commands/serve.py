@@ -87,7 +87,7 @@ class Command(BaseCommand):
                "--worker-class", "docsmcp_site.front.BufferingThreadWorker", "--threads", str(options["threads"]), "--bind", f"{host}:{port}",
                "--workers", str(options["workers"]), "--access-logfile", "-", "--timeout", "60",
                "--graceful-timeout", "30", "--no-control-socket",
-               "--config", "python:docsmcp_site.gunicorn_conf"]
+               "--config", "python:docsmcp_site.gunicorn_conf", *access_log_arguments()]
         if not is_loopback(host) and settings.OAUTH2_PROVIDER["DCR_ENABLED"] and not settings.DOCSMCP_OAUTH_EXPLICIT:
             # Registration is on by default only on loopback: --host decides here, not MCP_SERVER_HOST.
             web += ["--env", "DOCSMCP_OAUTH_REGISTRATION=false"]
@@ -118,6 +118,25 @@ def reachable(host: str) -> str:
     if host == "::":
         return "[::1]"
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+# gunicorn's access log line without the query string (%(U)s is the path alone) nor the referrer (whose
+# URL may carry one): what DOCSMCP_QUERY_LOG=no-text writes, since a REST search's query is free text.
+PATH_ONLY_ACCESS_LOG = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
+
+
+def access_log_arguments() -> list[str]:
+    """gunicorn's access-log options: its default line, or in no-text mode one without query strings."""
+    from corpus import querylog
+
+    if querylog.mode() == querylog.FULL:
+        return []
+    return ["--access-logformat", PATH_ONLY_ACCESS_LOG]
+
+
+# How much lower than the web server's the CPU priority of serve's Celery worker is: on a small host
+# its start-up and its builds share the cores with searches, and a search should not wait for them.
+WORKER_NICENESS = 10
 
 
 def banner(url: str) -> str:
