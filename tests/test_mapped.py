@@ -131,7 +131,11 @@ def test_a_build_made_before_chunk_counts_is_ranked_by_its_pages(sample_build, t
 
 
 def _workers(server: subprocess.Popen) -> list[int]:
-    return [int(p) for p in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
+    """The gunicorn workers: serve supervises gunicorn, so they are its child's children."""
+    workers = []
+    for master in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split():
+        workers += [int(p) for p in Path(f"/proc/{master}/task/{master}/children").read_text().split()]
+    return workers
 
 
 def _until_every_worker_maps(base: str, server: subprocess.Popen, build: Path, log: Path) -> list[set[str]]:

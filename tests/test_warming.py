@@ -281,9 +281,11 @@ def test_the_workers_of_serve_share_the_embedding_model_their_master_loaded(tmp_
             time.sleep(0.25)
         for _ in range(8):  # fresh connections: both workers answer some
             assert _search(base, "refund a payment")["structuredContent"]["hits"]
-        workers = [int(p) for p in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
+        # serve supervises gunicorn: its one child is the gunicorn master, whose children are the workers
+        (master,) = [int(p) for p in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
+        workers = [int(p) for p in Path(f"/proc/{master}/task/{master}/children").read_text().split()]
         assert len(workers) == 2
-        assert "onnxruntime" in Path(f"/proc/{server.pid}/maps").read_text(), "the master did not load the model"
+        assert "onnxruntime" in Path(f"/proc/{master}/maps").read_text(), "the master did not load the model"
         memory = [_memory_kb(pid) for pid in workers]
         # Pages a worker inherited from the master and never wrote count in its Shared_* and only half in its Pss.
         assert sum(m["Pss"] for m in memory) < 0.75 * sum(m["Rss"] for m in memory), memory
