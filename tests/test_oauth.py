@@ -121,15 +121,31 @@ def test_sign_in_token_reads_refreshes_with_rotation_and_revokes(client, sample_
 
 def test_a_token_does_only_what_its_scopes_and_its_user_allow(client, sample_corpus, auth_required, reader):
     client_id = register(client)
-    # The user consents to admin, but a plain account holds read only: a write is refused.
+    # The user consents to admin, but a plain account holds read only: the token says so, and a write is refused.
     tokens = sign_in(client, reader, client_id, API, scope="read admin")
+    assert tokens["scope"] == "read"
     body = json.dumps({"name": "new-docs", "kind": "chunks"})
     refused = client.post("/api/v1/corpora", body, content_type="application/json", **bearer(tokens["access_token"]))
     assert refused.status_code == 403
     assert "'admin' scope" in refused.json()["error"]["message"]
+    # Granted admin later, the user signs in again for it; the old token never carried it.
     reader.groups.add(Group.objects.create(name="docsmcp-admin"))
-    allowed = client.post("/api/v1/corpora", body, content_type="application/json", **bearer(tokens["access_token"]))
+    still = client.post("/api/v1/corpora", body, content_type="application/json", **bearer(tokens["access_token"]))
+    assert still.status_code == 403
+    again = sign_in(client, reader, client_id, API, scope="read admin")
+    assert again["scope"] == "read admin"
+    allowed = client.post("/api/v1/corpora", body, content_type="application/json", **bearer(again["access_token"]))
     assert allowed.status_code == 201, allowed.content
+
+
+def test_a_refresh_says_only_the_scopes_the_user_still_holds(client, db, reader):
+    reader.groups.add(Group.objects.create(name="docsmcp-write"))
+    client_id = register(client)
+    tokens = sign_in(client, reader, client_id, API, scope="read write admin")
+    assert tokens["scope"] == "read write"
+    reader.groups.clear()
+    fresh = token(client, grant_type="refresh_token", refresh_token=tokens["refresh_token"], client_id=client_id)
+    assert fresh["status"] == 200 and fresh["scope"] == "read"
 
 
 def test_a_users_corpus_group_limits_the_token(client, sample_corpus, auth_required, reader):
