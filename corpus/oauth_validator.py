@@ -1,13 +1,42 @@
 """The built-in authorization server's checks (django-oauth-toolkit's validator), held tighter where this
-server's callers rely on it: a token says the scopes it carries, and no more."""
+server's callers rely on it: a token says the scopes it carries, and no more; an authorization code is
+good for one exchange, and one presented again takes the tokens of its first exchange with it."""
 
 from __future__ import annotations
 
+import hashlib
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
+from django.utils import timezone
+from oauth2_provider.models import get_grant_model, get_refresh_token_model
 from oauth2_provider.oauth2_validators import OAuth2Validator
+from oauthlib.oauth2.rfc6749 import errors
 
+from corpus.models import SpentAuthorizationCode
 from corpus.oauth import user_scopes
+
+
+def code_hash(code: str) -> str:
+    return hashlib.sha256(code.encode("utf-8")).hexdigest()
+
+
+def burn_code(client_id: str, code: str) -> None:
+    """A failed exchange (a wrong PKCE verifier, a wrong redirect URI) ends the code: whoever holds a stolen
+    code gets one guess, and the client learns to sign in again."""
+    if client_id and code:
+        get_grant_model().objects.filter(code=code, application__client_id=client_id).delete()
+
+
+def _revoke_spent(client_id: str, code: str) -> bool:
+    """Revoke the tokens a code was first exchanged for; whether it had been exchanged."""
+    spent = SpentAuthorizationCode.objects.filter(code_hash=code_hash(code), client_id=client_id,
+                                                  expires__gt=timezone.now()).first()
+    if spent is None:
+        return False
+    get_refresh_token_model().revoke_family(spent.token_family)
+    return True
 
 
 def _held(scopes: list[str], user: Any) -> list[str]:
@@ -29,3 +58,28 @@ class Validator(OAuth2Validator):
             token["scope"] = " ".join(_held(token["scope"].split(), request.user))
             request.scopes = token["scope"].split()
         return super().save_bearer_token(token, request, *args, **kwargs)
+
+    def _create_refresh_token(self, request, refresh_token_code, access_token, previous_refresh_token):
+        refresh_token = super()._create_refresh_token(request, refresh_token_code, access_token,
+                                                      previous_refresh_token)
+        request.docsmcp_token_family = refresh_token.token_family  # what a replay of the code revokes
+        return refresh_token
+
+    def validate_code(self, client_id, code, client, request, *args, **kwargs):
+        if super().validate_code(client_id, code, client, request, *args, **kwargs):
+            return True
+        _revoke_spent(client_id, code)  # RFC 6749 4.1.2: a code used twice revokes what it gave the first time
+        return False
+
+    def invalidate_authorization_code(self, client_id, code, request, *args, **kwargs):
+        family = getattr(request, "docsmcp_token_family", None)
+        deleted, _ = get_grant_model().objects.filter(code=code, application=request.client).delete()
+        if not deleted:  # exchanged at the same moment by another request: neither keeps its tokens
+            get_refresh_token_model().revoke_family(family)
+            _revoke_spent(client_id, code)
+            raise errors.InvalidGrantError(request=request)
+        now = timezone.now()
+        SpentAuthorizationCode.objects.filter(expires__lte=now).delete()
+        SpentAuthorizationCode.objects.create(
+            code_hash=code_hash(code), client_id=client_id, token_family=family,
+            expires=now + timedelta(seconds=settings.DOCSMCP_OAUTH_REFRESH_TOKEN_SECONDS))

@@ -324,6 +324,44 @@ def test_a_code_needs_its_verifier(client, db, reader):
     assert verifier
 
 
+def test_a_wrong_verifier_burns_the_code(client, db, reader):
+    client_id = register(client)
+    verifier, challenge = pkce()
+    client.force_login(reader)
+    code = consent(client, authorize_query(client_id, challenge, MCP))
+    client.logout()
+    wrong = token(client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                  code_verifier=pkce()[0], resource=MCP)
+    assert wrong["status"] == 400 and wrong["error"] == "invalid_grant"
+    # The right verifier afterwards gets nothing: whoever guessed had one try, and the code is gone.
+    right = token(client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                  code_verifier=verifier, resource=MCP)
+    assert right["status"] == 400 and right["error"] == "invalid_grant"
+
+
+def test_a_replayed_code_revokes_the_tokens_of_its_first_exchange(client, sample_corpus, auth_required, reader):
+    client_id = register(client)
+    verifier, challenge = pkce()
+    client.force_login(reader)
+    code = consent(client, authorize_query(client_id, challenge, API))
+    client.logout()
+    exchange = dict(grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                    code_verifier=verifier, resource=API)
+    first = token(client, **exchange)
+    assert first["status"] == 200
+    fresh = token(client, grant_type="refresh_token", refresh_token=first["refresh_token"], client_id=client_id)
+    assert fresh["status"] == 200
+    assert client.get("/api/v1/corpora", **bearer(fresh["access_token"])).status_code == 200
+
+    replay = token(client, **exchange)
+    assert replay["status"] == 400 and replay["error"] == "invalid_grant"
+    # RFC 6749 4.1.2: every token descended from the first exchange stops, refreshed ones included.
+    assert client.get("/api/v1/corpora", **bearer(fresh["access_token"])).status_code == 401
+    assert client.get("/api/v1/corpora", **bearer(first["access_token"])).status_code == 401
+    assert token(client, grant_type="refresh_token", refresh_token=fresh["refresh_token"],
+                 client_id=client_id)["status"] == 400
+
+
 def test_an_unregistered_redirect_uri_gets_no_redirect(client, db, reader):
     client_id = register(client)
     client.force_login(reader)
