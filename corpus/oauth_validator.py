@@ -1,6 +1,7 @@
 """The built-in authorization server's checks (django-oauth-toolkit's validator), held tighter where this
 server's callers rely on it: a token says the scopes it carries, and no more; an authorization code is
-good for one exchange, and one presented again takes the tokens of its first exchange with it."""
+good for one exchange, and one presented again takes the tokens of its first exchange with it; codes are
+stored as SHA-256 hashes, as tokens are (whoever reads the database cannot exchange a pending code)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def burn_code(client_id: str, code: str) -> None:
     """A failed exchange (a wrong PKCE verifier, a wrong redirect URI) ends the code: whoever holds a stolen
     code gets one guess, and the client learns to sign in again."""
     if client_id and code:
-        get_grant_model().objects.filter(code=code, application__client_id=client_id).delete()
+        get_grant_model().objects.filter(code=code_hash(code), application__client_id=client_id).delete()
 
 
 def _revoke_spent(client_id: str, code: str) -> bool:
@@ -46,11 +47,38 @@ def _held(scopes: list[str], user: Any) -> list[str]:
 
 
 class Validator(OAuth2Validator):
+    """Every lookup of a code goes through its hash: the row holds the hash, the client the code."""
+
     def _create_authorization_code(self, request, code, expires=None):
         # A code carries what the user holds, so its tokens and the token response say only that (the
         # scopes a client asked for beyond it were never granted; enforcement narrows them anyway).
         request.scopes = _held(list(request.scopes or []), request.user)
-        return super()._create_authorization_code(request, code, expires)
+        return super()._create_authorization_code(request, {**code, "code": code_hash(code["code"])}, expires)
+
+    def confirm_redirect_uri(self, client_id, code, redirect_uri, client, *args, **kwargs):
+        return super().confirm_redirect_uri(client_id, code_hash(code), redirect_uri, client, *args, **kwargs)
+
+    def get_code_challenge(self, code, request):
+        return super().get_code_challenge(code_hash(code), request)
+
+    def get_code_challenge_method(self, code, request):
+        return super().get_code_challenge_method(code_hash(code), request)
+
+    def get_authorization_code_scopes(self, client_id, code, redirect_uri, request):
+        return super().get_authorization_code_scopes(client_id, code_hash(code), redirect_uri, request)
+
+    def get_authorization_code_nonce(self, client_id, code, redirect_uri, request):
+        return super().get_authorization_code_nonce(client_id, code_hash(code), redirect_uri, request)
+
+    def _check_and_set_request_resource(self, request):
+        code = getattr(request, "code", None)
+        if not code:
+            return super()._check_and_set_request_resource(request)
+        request.code = code_hash(code)  # the library reads the grant's resource by request.code
+        try:
+            return super()._check_and_set_request_resource(request)
+        finally:
+            request.code = code
 
     def save_bearer_token(self, token, request, *args, **kwargs):
         # A refresh also says only what the user still holds (an account that lost staff since).
@@ -66,14 +94,14 @@ class Validator(OAuth2Validator):
         return refresh_token
 
     def validate_code(self, client_id, code, client, request, *args, **kwargs):
-        if super().validate_code(client_id, code, client, request, *args, **kwargs):
+        if super().validate_code(client_id, code_hash(code), client, request, *args, **kwargs):
             return True
         _revoke_spent(client_id, code)  # RFC 6749 4.1.2: a code used twice revokes what it gave the first time
         return False
 
     def invalidate_authorization_code(self, client_id, code, request, *args, **kwargs):
         family = getattr(request, "docsmcp_token_family", None)
-        deleted, _ = get_grant_model().objects.filter(code=code, application=request.client).delete()
+        deleted, _ = get_grant_model().objects.filter(code=code_hash(code), application=request.client).delete()
         if not deleted:  # exchanged at the same moment by another request: neither keeps its tokens
             get_refresh_token_model().revoke_family(family)
             _revoke_spent(client_id, code)

@@ -3,6 +3,7 @@ authorization server's flow and its refusals, tokens as callers beside API keys,
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import timedelta
 from types import SimpleNamespace
@@ -337,6 +338,23 @@ def test_a_wrong_verifier_burns_the_code(client, db, reader):
     right = token(client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
                   code_verifier=verifier, resource=MCP)
     assert right["status"] == 400 and right["error"] == "invalid_grant"
+
+
+def test_codes_are_stored_as_hashes(client, db, reader):
+    from oauth2_provider.models import Grant
+
+    client_id = register(client)
+    verifier, challenge = pkce()
+    client.force_login(reader)
+    code = consent(client, authorize_query(client_id, challenge, MCP))
+    client.logout()
+    # Whoever reads the table cannot exchange a pending code: it holds the code's SHA-256 only.
+    assert not Grant.objects.filter(code=code).exists()
+    assert Grant.objects.filter(code=hashlib.sha256(code.encode()).hexdigest()).count() == 1
+    answer = token(client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                   code_verifier=verifier, resource=MCP)
+    assert answer["status"] == 200, answer
+    assert not Grant.objects.exists()
 
 
 def test_a_replayed_code_revokes_the_tokens_of_its_first_exchange(client, sample_corpus, auth_required, reader):
