@@ -871,6 +871,7 @@ def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> 
     budget = settings.DOCSMCP_SERVING_MEMORY_MB
     INDEXES.configure(budget_bytes=budget * 1024 * 1024 if budget else None, pinned=frozenset(names),
                       max_open=None if budget else INDEXES.max_open)
+    _remember_default()
     for name in names:
         began = time.perf_counter()
         try:
@@ -898,6 +899,16 @@ def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> 
     return warming.warm_state()
 
 
+def _remember_default() -> None:
+    """Looks up the default corpus's name and its active build, as warming does every pinned corpus's, so a
+    worker that has not served it yet still answers /mcp/ from it through a database outage."""
+    try:
+        name = _pointer(None, lambda: default_corpus().name)
+        _pointer(name, lambda: active_index_path(name))
+    except Exception as exc:  # no database or no corpus yet: the first request asks again
+        logger.info("default corpus not looked up at start: %s", exc)
+
+
 _watcher: threading.Thread | None = None
 
 
@@ -922,6 +933,7 @@ def watch_once() -> None:
     from retrieval.search.index import INDEXES
 
     try:
+        _pointer(None, lambda: default_corpus().name)  # kept current where no request asked for it
         for name in served_corpus_names():
             if INDEXES.loaded(name):
                 active_index(name)
