@@ -331,3 +331,17 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class SpentAuthorizationCode(models.Model):
+    """An OAuth authorization code already exchanged, kept as its SHA-256 hash with the refresh token family
+    it was exchanged for: presenting it again revokes that family (RFC 6749 section 4.1.2), for as long as
+    those tokens could live."""
+
+    code_hash = models.CharField(max_length=64, unique=True)
+    client_id = models.CharField(max_length=255)
+    token_family = models.UUIDField(null=True)
+    expires = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"code for {self.client_id} ({self.code_hash[:8]}…)"

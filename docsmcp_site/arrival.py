@@ -50,6 +50,9 @@ class Refusal:
 
 
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+# Control characters a field value may not hold (RFC 9110 5.5: only HTAB among them); a value is trimmed
+# of spaces and tabs alone, so "Transfer-Encoding: \x0bchunked" is refused, not read as chunked.
+_CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @dataclass
@@ -137,21 +140,34 @@ class Arrival:
     def _frame(self, head: bytes) -> Refusal | bool:
         lines = head.split(b"\r\n")
         self._head_lines = lines
-        lengths, codings, expect, keyed = [], [], [], False
+        lengths, codings, expect, keyed, hosts = [], [], [], False, 0
+        version = lines[0].rpartition(b" ")[2]
         for line in lines[1:]:
             name, sep, value = line.partition(b":")
             name = name.lower()
             if not sep:
                 continue  # a malformed field: gunicorn refuses it before it reads any body
-            if name == b"content-length":
-                lengths.append(value.strip())
+            if _CONTROL.search(value):
+                shown = name.decode("latin-1")
+                return Refusal(400, f"the {shown} header holds a control character (a field value may hold "
+                                    "visible characters, spaces and tabs)", self.path)
+            value = value.strip(b" \t")
+            if name == b"host":
+                hosts += 1
+            elif name == b"content-length":
+                lengths.append(value)
             elif name == b"transfer-encoding":
-                codings.append(value.strip().lower())
+                codings.append(value.lower())
             elif name == b"expect":
-                expect.append(value.strip().lower())
-            elif name == b"authorization" and value.strip():
+                expect.append(value.lower())
+            elif name == b"authorization" and value:
                 keyed = _is_mcp(self.path)
         self._cap = self.limits.keyed_body_bytes if keyed else self.limits.anonymous_body_bytes
+        if version == b"HTTP/1.1" and hosts != 1:  # RFC 9112 3.2
+            return Refusal(400, "an HTTP/1.1 request must carry one Host header"
+                                f"{'' if hosts else ' (it has none)'}", self.path)
+        if codings and version != b"HTTP/1.1":  # RFC 9112 6.1: a 1.0 server cannot frame it
+            return Refusal(400, "Transfer-Encoding needs HTTP/1.1; send the body with Content-Length", self.path)
         if codings and lengths:
             return Refusal(400, "a request may not carry both Transfer-Encoding and Content-Length", self.path)
         if codings:
@@ -169,7 +185,7 @@ class Arrival:
         else:
             self._length = 0
         body_expected = self._chunked or bool(self._length)
-        self.continue_needed = body_expected and b"100-continue" in expect and lines[0].endswith(b"HTTP/1.1")
+        self.continue_needed = body_expected and b"100-continue" in expect and version == b"HTTP/1.1"
         self._pos = self.head_end
         return True
 

@@ -32,6 +32,7 @@ from oauth2_provider.views import TokenView as LibraryTokenView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
 from corpus.oauth import external_issuer_only, is_own_resource, issuer_scopes
+from corpus.oauth_validator import burn_code
 from docsmcp_site import login_throttle
 from docsmcp_site.login_throttle import ThrottledAdminAuthenticationForm
 from mcp_endpoint import security
@@ -203,7 +204,7 @@ def _error_code(response) -> str:
 
 class TokenView(ClientAuthenticationThrottle, LibraryTokenView):
     """The library's token endpoint, refusing a `resource` that is not this server (invalid_target), and
-    throttled on failed client authentications."""
+    throttled on failed client authentications. A code whose exchange fails (a wrong PKCE verifier) is burnt."""
 
     def post(self, request: HttpRequest, *args, **kwargs):
         foreign, origin = _foreign_resources(request, request.POST.getlist("resource"))
@@ -211,7 +212,11 @@ class TokenView(ClientAuthenticationThrottle, LibraryTokenView):
             error = _invalid_target(foreign, origin)
             return JsonResponse({"error": error.error, "error_description": error.description}, status=400,
                                 headers={"Cache-Control": "no-store"})
-        return super().post(request, *args, **kwargs)
+        response = super().post(request, *args, **kwargs)
+        if (request.POST.get("grant_type") == "authorization_code" and response.status_code == 400
+                and _error_code(response) in ("invalid_grant", "invalid_request")):
+            burn_code(_client_id(request), request.POST.get("code", ""))
+        return response
 
 
 class RevokeTokenView(ClientAuthenticationThrottle, LibraryRevokeTokenView):

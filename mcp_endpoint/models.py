@@ -21,3 +21,18 @@ class LoginFailure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.username} from {self.address} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class RateCount(models.Model):
+    """A caller's count in one minute's window for a limit every worker must share where no Redis is
+    configured (the feedback tools' limit, mcp_endpoint/ratelimit.py `shared_hit`)."""
+
+    identity = models.CharField(max_length=300)
+    window = models.BigIntegerField()
+    count = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["identity", "window"], name="ratecount_identity_window")]
+
+    def __str__(self) -> str:
+        return f"{self.identity}: {self.count} in window {self.window}"

@@ -110,6 +110,53 @@ def hit(identity: str, limit: int | None = None, cost: int = 1) -> Decision:
     return Decision(False, limit, 0, retry_after)
 
 
+def _database_hit(identity: str, window: int, cost: int) -> int | None:
+    """Count in the database (one row per caller and minute): the row lock of the UPDATE orders workers that
+    count at once. A database that cannot be reached fails open, as Redis does."""
+    from django.db import DatabaseError, IntegrityError, transaction
+    from django.db.models import F
+
+    from mcp_endpoint.models import RateCount
+
+    global _last_redis_warning
+    identity = identity[:300]
+    rows = RateCount.objects.filter(identity=identity, window=window)
+    try:
+        with transaction.atomic():
+            if not rows.update(count=F("count") + cost):
+                try:
+                    with transaction.atomic():
+                        RateCount.objects.create(identity=identity, window=window, count=cost)
+                    RateCount.objects.filter(window__lt=window - 1).delete()  # once per caller and minute
+                except IntegrityError:  # another worker created it first
+                    rows.update(count=F("count") + cost)
+            return rows.values_list("count", flat=True).first()
+    except DatabaseError as exc:
+        now = time.monotonic()
+        if now - _last_redis_warning > 60:
+            _last_redis_warning = now
+            logger.warning("rate limiter: database unavailable (%s); feedback is not being limited", exc)
+        return None
+
+
+def shared_hit(identity: str, limit: int, cost: int = 1) -> Decision:
+    """`hit` for a limit that must hold across every worker and host even without Redis (the feedback tools':
+    each worker counting alone multiplies the limit by the number of workers): counted in Redis when
+    MCP_RATE_LIMIT_REDIS_URL is set, else in the database."""
+    if limit <= 0:
+        return Decision(True, 0, 0, 0)
+    if settings.MCP_RATE_LIMIT_REDIS_URL:
+        return hit(identity, limit, cost)
+    now = _now()
+    window = int(now // WINDOW_SECONDS)
+    count = _database_hit(identity, window, cost)
+    if count is None:
+        return Decision(True, limit, limit, 0)
+    if count <= limit:
+        return Decision(True, limit, limit - count, 0)
+    return Decision(False, limit, 0, max(1, math.ceil((window + 1) * WINDOW_SECONDS - now)))
+
+
 def identity(request: HttpRequest, principal: Principal | None) -> str:
     """Whom a request is counted against: its key, or its address when it has none."""
     from mcp_endpoint.security import client_ip

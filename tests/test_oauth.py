@@ -3,6 +3,7 @@ authorization server's flow and its refusals, tokens as callers beside API keys,
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import timedelta
 from types import SimpleNamespace
@@ -121,15 +122,31 @@ def test_sign_in_token_reads_refreshes_with_rotation_and_revokes(client, sample_
 
 def test_a_token_does_only_what_its_scopes_and_its_user_allow(client, sample_corpus, auth_required, reader):
     client_id = register(client)
-    # The user consents to admin, but a plain account holds read only: a write is refused.
+    # The user consents to admin, but a plain account holds read only: the token says so, and a write is refused.
     tokens = sign_in(client, reader, client_id, API, scope="read admin")
+    assert tokens["scope"] == "read"
     body = json.dumps({"name": "new-docs", "kind": "chunks"})
     refused = client.post("/api/v1/corpora", body, content_type="application/json", **bearer(tokens["access_token"]))
     assert refused.status_code == 403
     assert "'admin' scope" in refused.json()["error"]["message"]
+    # Granted admin later, the user signs in again for it; the old token never carried it.
     reader.groups.add(Group.objects.create(name="docsmcp-admin"))
-    allowed = client.post("/api/v1/corpora", body, content_type="application/json", **bearer(tokens["access_token"]))
+    still = client.post("/api/v1/corpora", body, content_type="application/json", **bearer(tokens["access_token"]))
+    assert still.status_code == 403
+    again = sign_in(client, reader, client_id, API, scope="read admin")
+    assert again["scope"] == "read admin"
+    allowed = client.post("/api/v1/corpora", body, content_type="application/json", **bearer(again["access_token"]))
     assert allowed.status_code == 201, allowed.content
+
+
+def test_a_refresh_says_only_the_scopes_the_user_still_holds(client, db, reader):
+    reader.groups.add(Group.objects.create(name="docsmcp-write"))
+    client_id = register(client)
+    tokens = sign_in(client, reader, client_id, API, scope="read write admin")
+    assert tokens["scope"] == "read write"
+    reader.groups.clear()
+    fresh = token(client, grant_type="refresh_token", refresh_token=tokens["refresh_token"], client_id=client_id)
+    assert fresh["status"] == 200 and fresh["scope"] == "read"
 
 
 def test_a_users_corpus_group_limits_the_token(client, sample_corpus, auth_required, reader):
@@ -306,6 +323,61 @@ def test_a_code_needs_its_verifier(client, db, reader):
                    code_verifier=pkce()[0], resource=MCP)
     assert answer["status"] == 400 and answer["error"] == "invalid_grant"
     assert verifier
+
+
+def test_a_wrong_verifier_burns_the_code(client, db, reader):
+    client_id = register(client)
+    verifier, challenge = pkce()
+    client.force_login(reader)
+    code = consent(client, authorize_query(client_id, challenge, MCP))
+    client.logout()
+    wrong = token(client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                  code_verifier=pkce()[0], resource=MCP)
+    assert wrong["status"] == 400 and wrong["error"] == "invalid_grant"
+    # The right verifier afterwards gets nothing: whoever guessed had one try, and the code is gone.
+    right = token(client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                  code_verifier=verifier, resource=MCP)
+    assert right["status"] == 400 and right["error"] == "invalid_grant"
+
+
+def test_codes_are_stored_as_hashes(client, db, reader):
+    from oauth2_provider.models import Grant
+
+    client_id = register(client)
+    verifier, challenge = pkce()
+    client.force_login(reader)
+    code = consent(client, authorize_query(client_id, challenge, MCP))
+    client.logout()
+    # Whoever reads the table cannot exchange a pending code: it holds the code's SHA-256 only.
+    assert not Grant.objects.filter(code=code).exists()
+    assert Grant.objects.filter(code=hashlib.sha256(code.encode()).hexdigest()).count() == 1
+    answer = token(client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                   code_verifier=verifier, resource=MCP)
+    assert answer["status"] == 200, answer
+    assert not Grant.objects.exists()
+
+
+def test_a_replayed_code_revokes_the_tokens_of_its_first_exchange(client, sample_corpus, auth_required, reader):
+    client_id = register(client)
+    verifier, challenge = pkce()
+    client.force_login(reader)
+    code = consent(client, authorize_query(client_id, challenge, API))
+    client.logout()
+    exchange = dict(grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                    code_verifier=verifier, resource=API)
+    first = token(client, **exchange)
+    assert first["status"] == 200
+    fresh = token(client, grant_type="refresh_token", refresh_token=first["refresh_token"], client_id=client_id)
+    assert fresh["status"] == 200
+    assert client.get("/api/v1/corpora", **bearer(fresh["access_token"])).status_code == 200
+
+    replay = token(client, **exchange)
+    assert replay["status"] == 400 and replay["error"] == "invalid_grant"
+    # RFC 6749 4.1.2: every token descended from the first exchange stops, refreshed ones included.
+    assert client.get("/api/v1/corpora", **bearer(fresh["access_token"])).status_code == 401
+    assert client.get("/api/v1/corpora", **bearer(first["access_token"])).status_code == 401
+    assert token(client, grant_type="refresh_token", refresh_token=fresh["refresh_token"],
+                 client_id=client_id)["status"] == 400
 
 
 def test_an_unregistered_redirect_uri_gets_no_redirect(client, db, reader):

@@ -145,6 +145,25 @@ def test_a_serving_process_loads_every_corpus_before_its_first_request(sample_co
     assert gc.get_freeze_count() > 10 * len(gc.get_objects())
 
 
+@pytest.mark.django_db(transaction=True)  # serve_warm closes the thread's connection
+def test_a_worker_that_has_not_served_the_default_corpus_answers_from_it_during_an_outage(
+        sample_corpus, cold_process, settings, monkeypatch):
+    from django.db import connection
+
+    settings.DOCSMCP_PINNED_CORPORA = "another"  # nothing pinned: the worker opens the sample on first use
+    serving.serve_warm(watch=False)
+    assert not serving.STATE.indexes.loaded("sample")
+    # The database goes away (its port refuses connections) before the worker's first request.
+    monkeypatch.setattr(serving.STATE, "ttl", 0.0)  # every lookup asks the database again
+    connection.close()
+    monkeypatch.setitem(connection.settings_dict, "PORT", str(free_port()))
+    try:
+        index = active_index(None)
+    finally:
+        connection.close()
+    assert index.build_id and serving.STATE.indexes.loaded("sample")  # opened from disk, its build known without the database
+
+
 def test_health_is_503_starting_while_the_process_warms(sample_corpus, cold_process, client):
     serving.STATE.warming["state"] = warming.WARMING
     response = client.get("/health/")

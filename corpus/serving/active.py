@@ -87,6 +87,18 @@ def _load_pointer(name: str) -> tuple[str, Thresholds | None]:
     return build.index_path, thresholds_of(corpus)
 
 
+def remember_default(*, build: bool = True) -> None:
+    """Looks up the default corpus's name (and, with `build`, its active build), as warming does every
+    pinned corpus's, so a worker that has not served it yet still answers /mcp/ from it through a database
+    outage."""
+    try:
+        name = _pointer(None, lambda: default_corpus().name)
+        if build:
+            _pointer(name, lambda: _load_pointer(name))
+    except Exception as exc:  # no database or no corpus yet: the first request asks again
+        logger.info("default corpus not looked up at start: %s", exc)
+
+
 def resolve(name: str | None = None, version: str | None = None) -> Active:
     """The active build serving `name` (None: the default corpus; `<corpus>@<version>`, or `version`, one
     version), opened once per process. Every step of a call takes this `Active` rather than a name, so a

@@ -19,7 +19,7 @@ from retrieval.storage import load_engine
 from .. import warming
 from ..errors import CorpusError
 from ..selectors import active_index_path, served_corpus_names
-from .active import active_index, build_location, query_embedder
+from .active import active_index, build_location, query_embedder, remember_default
 from .state import POINTER_TTL, STATE
 
 if TYPE_CHECKING:
@@ -94,6 +94,7 @@ def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> 
     budget = settings.DOCSMCP_SERVING_MEMORY_MB
     INDEXES.configure(budget_bytes=budget * 1024 * 1024 if budget else None, pinned=frozenset(names),
                       max_open=None if budget else INDEXES.max_open)
+    remember_default()
     for name in names:
         began = time.perf_counter()
         try:
@@ -142,6 +143,7 @@ def _watch(interval: float) -> None:
 def watch_once() -> None:
     """One look at the active builds: a loaded corpus whose build changed starts warming the new one in the
     background (IndexCache); a corpus not loaded opens its new build on its first use, not here."""
+    remember_default(build=False)  # kept current where no request asked for it
     try:
         for name in served_corpus_names():
             if STATE.indexes.loaded(name):

@@ -57,6 +57,8 @@ OAUTH2_PROVIDER = {
     "ACCESS_TOKEN_EXPIRE_SECONDS": DOCSMCP_OAUTH_ACCESS_TOKEN_SECONDS,
     "REFRESH_TOKEN_EXPIRE_SECONDS": DOCSMCP_OAUTH_REFRESH_TOKEN_SECONDS,
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    # Tokens and codes carry only the scopes the user holds (corpus/oauth_validator.py).
+    "OAUTH2_VALIDATOR_CLASS": "corpus.oauth_validator.Validator",
     "ACCESS_TOKEN_GENERATOR": "corpus.oauth.generate_access_token",
     "REFRESH_TOKEN_GENERATOR": "corpus.oauth.generate_refresh_token",
     "ROTATE_REFRESH_TOKEN": True,

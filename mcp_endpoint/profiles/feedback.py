@@ -82,7 +82,8 @@ def _limited(context: Context) -> None:
     limit = settings.DOCSMCP_FEEDBACK_RATE_LIMIT_PER_MINUTE
     if context.request is None or limit <= 0:
         return
-    decision = ratelimit.hit("feedback:" + ratelimit.identity(context.request, context.principal), limit=limit)
+    # Shared by every worker (Redis, else the database): a per-process count multiplies the limit by the workers.
+    decision = ratelimit.shared_hit("feedback:" + ratelimit.identity(context.request, context.principal), limit)
     if not decision.allowed:
         raise ToolError(f"Feedback rate limit exceeded: {limit} reports per minute. Retry after "
                         f"{decision.retry_after} seconds, or send one report per question.")
