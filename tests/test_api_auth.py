@@ -34,6 +34,7 @@ ENDPOINTS = [
     ("get", "/corpora/sample/fixes/1/patch", None, "read"),
     ("post", "/corpora/sample/fixes/1/approve", None, "build"),
     ("post", "/corpora/sample/fixes/1/reject", {"reason": "not needed"}, "build"),
+    ("post", "/corpora/sample/fixes/1/text", {"heading": "Apple Pay", "body": "Not supported."}, "build"),
     ("post", "/evals/runs", {"corpus": "sample", "suite": "none"}, "build"),
     ("get", "/evals/runs", None, "read"),
     ("get", "/evals/runs/1", None, "read"),

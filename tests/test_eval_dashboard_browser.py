@@ -62,7 +62,7 @@ def test_overview_run_page_and_compare(page, runs, artifacts_dir):
     # overview: headline cards and server-side SVG charts
     page.goto("/evals/")
     page.wait_for_selector(".suite[data-suite=sample] .headline .card")
-    assert page.locator(".suite[data-suite=sample] .charts svg").count() == 6
+    assert page.locator(".suite[data-suite=sample] .charts svg").count() == 7  # six retrieval metrics and coverage precision and recall
     assert page.locator(".suite[data-suite=sample] .charts svg circle").count() >= 2 * 5
     page.screenshot(path=str(artifacts_dir / "evals-overview.png"), full_page=True)
 

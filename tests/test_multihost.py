@@ -205,12 +205,13 @@ def test_two_web_nodes_and_two_workers_share_only_the_object_store(hosts):
             hosts["processes"][name].send_signal(signal.SIGKILL)
             hosts["processes"][name].wait(30)
         assert storage.list_tree(written)
-        failed = eventually(lambda: _assert_failed(http, a, operator, killed.build_id), timeout=60)
+        # Reads never write: the build is marked failed by a worker's reaper, not by the GETs below.
+        hosts["processes"]["worker-a"] = start_worker(hosts["envs"]["worker-a"], tmp / "worker-a-2.log")
+        failed = eventually(lambda: _assert_failed(http, a, operator, killed.build_id), timeout=120)
         assert "its worker stopped" in failed["error"]
         answer = http.post(f"{a}/api/v1/corpora/fleet/builds/{killed.build_id}/activate",
                            headers={"Authorization": f"Bearer {operator}"})
         assert answer.status_code == 409, answer.text
-        hosts["processes"]["worker-a"] = start_worker(hosts["envs"]["worker-a"], tmp / "worker-a-2.log")
         third = wait_for_status(queue_build(http, b, operator, "fleet"), (BuildRun.COMPLETE, BuildRun.FAILED))
         assert third.status == BuildRun.COMPLETE, third.error
         builds_dir = storage.join(hosts["root"], "fleet", "builds")

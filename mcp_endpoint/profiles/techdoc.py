@@ -148,12 +148,12 @@ def _search_documentation(context: Context, args: dict[str, Any]) -> ToolResult:
                            for rank, hit in enumerate(served.result.hits)])
         verdicts.append(served.result.coverage)
     items, notice = budget.fit_items([_item(h, pinned) for h in merge_hits(per_corpus, limit)], ("text",), _size)
-    if notice:
-        items.append({"type": "text", "text": f"[{notice}]"})
     coverage = best_coverage(verdicts)
     if coverage.notice:  # the model reads the content: a verdict other than covered is said there too
         items.append({"type": "text", "text": f"[coverage: {coverage.verdict} ({coverage.score}). {coverage.notice}]",
                       "coverage": coverage.as_dict()})
+    if notice:
+        items.append({"type": "text", "text": f"[{notice}]"})
     return ToolResult(content=items).as_fitted().saw(*seen)
 
 

@@ -23,6 +23,7 @@ thresholds cut it into `covered` / `partial` / `not_covered`. A corpus may set i
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -134,8 +135,14 @@ def stem(word: str) -> str:
 
 
 def question_terms(query: str) -> list[str]:
-    """The question's informative terms, spelt as the lexicon spells a page's (words, then identifiers)."""
-    return list(dict.fromkeys(words(query) + identifier_terms(query)))
+    """The question's informative terms, spelt as the lexicon spells a page's (words, then identifiers); a
+    question made only of words the lexicon sets aside as too common in file names ("index", "docs") is
+    taken word for word, since it still names what it asks for."""
+    terms = list(dict.fromkeys(words(query) + identifier_terms(query)))
+    return terms or [w for w in dict.fromkeys(_PLAIN_WORD.findall(query.lower())) if len(w) >= 2]
+
+
+_PLAIN_WORD = re.compile(r"[a-z0-9][a-z0-9+#]*")
 
 
 def term_weights(terms: Sequence[str], lexicon: Lexicon | None) -> np.ndarray:

@@ -22,6 +22,7 @@ def warm_index(index: Index, embedder: EmbeddingProvider | None = None) -> None:
     index.catalog()
     index.documents  # noqa: B018 - opens the documents table, which get_doc and outlines read
     page_links(index)  # resolved here even when the warm queries below find nothing to rank
+    index.lexicon()  # the coverage verdict weighs a question's terms by it
     secret = b"docsmcp-warm"
     for query in WARM_QUERIES:
         search(index, SearchRequest(query=query, limit=10), embedder=embedder, cursor_secret=secret)
