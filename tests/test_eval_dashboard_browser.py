@@ -112,7 +112,7 @@ def test_overview_run_page_and_compare(page, runs, artifacts_dir):
     page.select_option(".filters select.status", "better")
     changed = page.eval_on_selector_all("#compare-cases tbody tr:not([hidden])", "rows => rows.map(r => r.dataset.status)")
     assert changed == ["better"] * better
-    assert page.locator("table.metric-delta").count() == 2  # chunk and file level
+    assert page.locator("table.metric-delta").count() == 3  # chunk and file level, and coverage
     page.screenshot(path=str(artifacts_dir / "evals-compare.png"), full_page=True)
     for name in ("evals-overview.png", "evals-run.png", "evals-run-sorted-filtered.png", "evals-compare.png"):
         assert (artifacts_dir / name).stat().st_size > 10_000
