@@ -87,8 +87,6 @@ class Evidence:
     terms: int  # the question's informative terms
 
 
-NO_EVIDENCE = Evidence(0.0, None, 0)
-
 
 def verdict_of(score: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
     if score >= thresholds.covered:
