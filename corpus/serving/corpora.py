@@ -99,7 +99,7 @@ def _builds_key(indexes: Sequence[tuple[str, Index]]) -> str:
 def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearch:
     """`request` (query, limit, cursor; no filters: taxonomies differ between corpora) on each corpus
     named, merged by score. Each hit keeps the chunk ID it has on its corpus's own endpoint."""
-    from retrieval.search.coverage import NOT_COVERED, Coverage
+    from retrieval.search.coverage import best_of
     from retrieval.search.cursor import decode_cursor
     from retrieval.search.engine import (
         DEFAULT_LIMIT,
@@ -183,10 +183,9 @@ def corpora_search(names: Sequence[str], request: SearchRequest) -> CorporaSearc
         seen.append(querylog.observation(index, [(h.chunk_id, h.score) for h in dressed],
                                          total=len(found[0].ranking.items) if found else 0,
                                          coverage=verdicts.get(position)))
-    best = max(verdicts.values(), key=lambda c: c.score, default=None)
     return CorporaSearch([hits[c.order] for c in page], request, offset, limit, builds, len(merged) > wanted,
                          tuple(indexes[position][0] for position in chosen),
-                         best or Coverage(NOT_COVERED, 0.0), tuple(seen))
+                         best_of(verdicts.values()), tuple(seen))
 
 
 def _remember_pointers(corpora: Sequence[Corpus]) -> None:

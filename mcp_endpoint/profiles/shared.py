@@ -77,8 +77,6 @@ def coverage_json(coverage: Any) -> dict[str, Any] | None:
 
 
 def best_coverage(verdicts: list[Any]) -> Any:
-    """A search over several corpora covers the question when one of them does: the best verdict, or
-    not covered when no corpus was searched."""
-    from retrieval.search.coverage import NOT_COVERED, Coverage
+    from retrieval.search.coverage import best_of
 
-    return max(verdicts, key=lambda c: c.score, default=None) or Coverage(NOT_COVERED, 0.0)
+    return best_of(verdicts)

@@ -88,6 +88,12 @@ class Evidence:
 
 
 
+def best_of(verdicts: Iterable[Coverage]) -> Coverage:
+    """A search over several corpora covers the question when one of them does: the best verdict, or
+    not covered when no corpus was searched."""
+    return max(verdicts, key=lambda c: c.score, default=None) or Coverage(NOT_COVERED, 0.0)
+
+
 def verdict_of(score: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
     if score >= thresholds.covered:
         return COVERED
