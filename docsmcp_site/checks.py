@@ -67,7 +67,7 @@ def _external_issuer_missing() -> str | None:
 
 
 @rule("docsmcp.E002", "`DOCSMCP_STORAGE_OPTIONS` is not a JSON object",
-      'give a JSON object of storage options, e.g. {"endpoint": "http://127.0.0.1:9000", "allow_http": "true"}')
+      'give a JSON object of storage options, e.g. {"endpoint": "https://minio.internal:9000", "region": "us-east-1"}')
 def _storage_options_unreadable() -> str | None:
     raw = settings.DOCSMCP_STORAGE_ENVIRONMENT.get("DOCSMCP_STORAGE_OPTIONS", "").strip()
     if not raw:

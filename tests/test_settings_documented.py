@@ -105,6 +105,23 @@ def test_the_variables_handed_to_a_spawned_server_are_registered():
     assert sorted(set(FORWARDED_ENV) - BY_NAME.keys()) == []
 
 
+# Names of the project's prefixes that are not the server's settings: the variable a client's configuration
+# reads an API key from (mcp_endpoint/client_files.py), and the directory `serve` hands its gunicorn.
+NOT_SETTINGS = {"DOCSMCP_API_KEY", "DOCSMCP_SERVE_WARM_DIR"}
+
+
+def test_every_variable_of_the_projects_prefixes_named_in_the_code_is_registered():
+    """A DOCSMCP_*, MCP_* or CITELOOM_* name anywhere in the code (an environment read outside the settings,
+    an error message telling the operator what to raise) is a setting of the registry."""
+    named = {node.value: str(path.relative_to(ROOT)) for app in (*APPS, "retrieval") for path in (ROOT / app).rglob("*.py")
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)
+             and re.fullmatch(r"(DOCSMCP|MCP|CITELOOM)_[A-Z0-9_]+", node.value)}
+    assert len(named) > 20  # the parse still sees the code
+    assert {name: path for name, path in named.items() if name not in BY_NAME and name not in NOT_SETTINGS} == {}
+    assert named.keys() >= NOT_SETTINGS  # no stale exception
+
+
 def test_the_settings_page_is_what_the_registry_gives():
     """docs/settings.md is generated (`manage.py settings_docs`): edit the registry or the checks, then
     regenerate; a hand edit or a new setting without the page fails here."""
