@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class SiteConfig(AppConfig):
-    """The site as an app: its system checks (checks.py) and `manage.py settings_docs`."""
+    """The site as an app, so that its system checks (checks.py) are registered when Django starts."""
 
     name = "docsmcp_site"
     label = "docsmcp_site"

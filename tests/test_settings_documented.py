@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -23,13 +24,21 @@ from django.conf import global_settings
 from django.core.exceptions import ImproperlyConfigured
 
 import docsmcp_site.settings as site_settings
-from docsmcp_site.management.commands import settings_docs
 from docsmcp_site.settings.env import env, env_bool, env_choice, env_float, env_int, env_list, env_str
 from docsmcp_site.settings.registry import BY_NAME, COMPUTED, KINDS, SECTIONS, SETTINGS
 
 # The module (the package's star imports bind `env` to the function).
 env_module = importlib.import_module("docsmcp_site.settings.env")
 ROOT = Path(__file__).resolve().parent.parent
+
+def _script(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+settings_docs = _script(ROOT / "scripts" / "settings_docs.py")
 APPS = ("common", "corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
 SETTINGS_DIR = ROOT / "docsmcp_site" / "settings"
 
@@ -75,6 +84,16 @@ def test_the_registry_holds_exactly_the_variables_the_settings_read():
     assert sorted(read - outside - BY_NAME.keys()) == []
     assert sorted(BY_NAME.keys() - read - outside) == []
     assert len(BY_NAME) == len(SETTINGS)  # no name twice
+
+
+def test_the_settings_modules_read_through_env_alone():
+    """env(NAME) is the one way in: a module calling env_int("X", 3) itself would repeat a default and read a
+    variable the registry may not hold."""
+    imported = {alias.name for path in SETTINGS_DIR.glob("*.py") if path.name != "env.py"
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.ImportFrom) and node.module == "docsmcp_site.settings.env"
+                for alias in node.names}
+    assert imported == {"env", "given"}
 
 
 def test_every_entry_is_complete_and_its_default_has_its_type():
@@ -123,7 +142,7 @@ def test_every_variable_of_the_projects_prefixes_named_in_the_code_is_registered
 
 
 def test_the_settings_page_is_what_the_registry_gives():
-    """docs/settings.md is generated (`manage.py settings_docs`): edit the registry or the checks, then
+    """docs/settings.md is generated (scripts/settings_docs.py): edit the registry or the checks, then
     regenerate; a hand edit or a new setting without the page fails here."""
     assert settings_docs.PAGE.read_text() == settings_docs.page()
 
@@ -138,17 +157,20 @@ def test_the_settings_page_lists_every_variable_and_check_once():
     assert "docs/settings.md" in (ROOT / "README.md").read_text()
 
 
-def test_settings_docs_check_fails_on_a_stale_page(tmp_path, monkeypatch):
-    from django.core.management import CommandError, call_command
-
+def test_settings_docs_check_fails_on_a_stale_page_and_writing_mends_it(tmp_path, capsys):
     stale = tmp_path / "settings.md"
     stale.write_text("# Settings\n")
-    monkeypatch.setattr(settings_docs, "PAGE", stale)
-    with pytest.raises(CommandError, match="run `manage.py settings_docs`"):
-        call_command("settings_docs", "--check")
-    call_command("settings_docs")
-    call_command("settings_docs", "--check")
+    assert settings_docs.main(["--check"], stale) == 1
+    assert "run `.venv/bin/python scripts/settings_docs.py`" in capsys.readouterr().err
+    assert settings_docs.main([], stale) == 0
+    assert settings_docs.main(["--check"], stale) == 0
     assert stale.read_text() == settings_docs.page()
+
+
+def test_settings_docs_runs_from_a_checkout(tmp_path):
+    run = subprocess.run([sys.executable, "scripts/settings_docs.py", "--check"], cwd=ROOT, capture_output=True,
+                         text=True, env={**os.environ, "DOCSMCP_HOME": str(tmp_path)})
+    assert run.returncode == 0, run.stderr
 
 
 def settings_read(source: str) -> set[str]:

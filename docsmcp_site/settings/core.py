@@ -44,7 +44,7 @@ INSTALLED_APPS = [
     "mcp_endpoint",
     "evals",
     "insights",
-    # The site's own system checks (docsmcp_site/checks.py) and `manage.py settings_docs`.
+    # The site's own system checks (docsmcp_site/checks.py).
     "docsmcp_site.apps.SiteConfig",
 ]
 

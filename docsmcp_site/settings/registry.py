@@ -1,7 +1,7 @@
 """Every environment variable the server reads, once: its type, default, section and what it does.
 
 The settings modules read each one through `env.env(NAME)`, which parses it by the type written here, and
-docs/settings.md is generated from this table (`manage.py settings_docs`; tests/test_settings_documented.py
+docs/settings.md is generated from this table (`scripts/settings_docs.py`; tests/test_settings_documented.py
 fails when the committed page is not what the table gives). A default that depends on another setting
 (a path under DOCSMCP_HOME, the broker's Redis) is COMPUTED here and handed in by the module that reads it;
 `shown` is what the page says of it.
@@ -364,7 +364,7 @@ def render_markdown(checks: list[tuple[str, str, str]]) -> str:
         "# Settings",
         "",
         "<!-- Generated from docsmcp_site/settings/registry.py and docsmcp_site/checks.py by "
-        "`manage.py settings_docs`; edit those, not this page. -->",
+        "`scripts/settings_docs.py`; edit those, not this page. -->",
         "",
         "docsmcp reads its settings from the environment only. A number or switch left empty means its default; "
         "a text or list left empty is a value (`MCP_RATE_LIMIT_REDIS_URL=` keeps rate-limit counters in memory). A "
