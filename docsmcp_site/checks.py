@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -152,8 +154,8 @@ def _store_with_local_state() -> str | None:
 
 @rule("docsmcp.W005", "`MCP_TRUST_X_FORWARDED_FOR` or `DOCSMCP_TRUST_X_FORWARDED_PROTO` is on and `MCP_SERVER_HOST` "
       "is not a loopback address",
-      "trust a proxy's headers only where the proxy alone reaches the server: bind 127.0.0.1 (or a private address "
-      "only the proxy reaches) and keep MCP_SERVER_HOST so")
+      "trust a proxy's headers only where the proxy alone reaches the server: bind 127.0.0.1 with the proxy on the "
+      "same host; where it runs elsewhere (a container network), make sure nothing but the proxy reaches the port")
 def _trusted_headers_reachable() -> str | None:
     trusted = [name for name in ("MCP_TRUST_X_FORWARDED_FOR", "DOCSMCP_TRUST_X_FORWARDED_PROTO")
                if getattr(settings, name)]
@@ -199,6 +201,24 @@ def _short_environment_key() -> str | None:
 def _openai_without_key() -> str | None:
     if settings.DOCSMCP_EMBEDDING_PROVIDER == "openai" and not (settings.OPENAI_API_KEY or settings.OPENAI_BASE_URL):
         return "DOCSMCP_EMBEDDING_PROVIDER is openai but neither OPENAI_API_KEY nor OPENAI_BASE_URL is set: builds of corpora without their own endpoint would fail"
+    return None
+
+
+@rule("docsmcp.W010", "`CELERY_TASK_ALWAYS_EAGER` is on",
+      "unset CELERY_TASK_ALWAYS_EAGER on a server: it is for tests and one-off scripts")
+def _tasks_inline() -> str | None:
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return ("CELERY_TASK_ALWAYS_EAGER is on: builds, eval runs and fix scans would run inside the web request "
+                "that asks for them, for minutes")
+    return None
+
+
+@rule("docsmcp.W011", "`DOCSMCP_GIT_SSH_KEY` names no readable file",
+      "give the path of the deploy key's private key file, readable by the account the workers run as")
+def _ssh_key_missing() -> str | None:
+    key = settings.DOCSMCP_GIT_SSH_KEY
+    if key and not os.access(Path(key).expanduser(), os.R_OK):
+        return f"DOCSMCP_GIT_SSH_KEY is {key}, which this account cannot read: every fetch of an SSH URL would fail"
     return None
 
 

@@ -26,6 +26,7 @@ def ids(deploy: bool) -> list[str]:
     return sorted(message.id for message in findings(deploy))
 
 
+@override_settings(CELERY_TASK_ALWAYS_EAGER=False)  # the site's default; the test settings run tasks inline
 def test_the_defaults_give_no_finding():
     """A fresh install (loopback, no auth, local disk) is what the checks expect: nothing to report."""
     assert ids(deploy=False) == [] and ids(deploy=True) == []
@@ -71,6 +72,8 @@ CASES = [
     ("docsmcp.W007", {"DOCSMCP_OAUTH_SERVER": False, "DOCSMCP_OAUTH_REGISTRATION": True, "DOCSMCP_OAUTH_EXPLICIT": True},
      {"DOCSMCP_OAUTH_SERVER": False, "DOCSMCP_OAUTH_REGISTRATION": True, "DOCSMCP_OAUTH_EXPLICIT": False}),
     ("docsmcp.W008", {"MCP_API_KEY": "secret"}, {"MCP_API_KEY": "k" * 32}),
+    ("docsmcp.W010", {"CELERY_TASK_ALWAYS_EAGER": True}, {"CELERY_TASK_ALWAYS_EAGER": False}),
+    ("docsmcp.W011", {"DOCSMCP_GIT_SSH_KEY": "/nonexistent/deploy_key"}, {"DOCSMCP_GIT_SSH_KEY": __file__}),
     ("docsmcp.W009", {"DOCSMCP_EMBEDDING_PROVIDER": "openai", "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""},
      {"DOCSMCP_EMBEDDING_PROVIDER": "openai", "OPENAI_API_KEY": "", "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}),
 ]
@@ -94,7 +97,7 @@ def test_every_rule_is_exercised_here():
 
 
 def test_errors_run_with_every_check_and_warnings_only_for_a_deployment():
-    with override_settings(MCP_SERVER_HOST="0.0.0.0", CITELOOM_BATCH_MIN=600):
+    with override_settings(MCP_SERVER_HOST="0.0.0.0", CITELOOM_BATCH_MIN=600, CELERY_TASK_ALWAYS_EAGER=False):
         plain = {m.id for m in run_checks(tags=["docsmcp"])}
         deploy = {m.id for m in run_checks(tags=["docsmcp"], include_deployment_checks=True)}
     assert plain == {"docsmcp.E003"}
