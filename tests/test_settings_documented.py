@@ -141,6 +141,17 @@ def test_every_variable_of_the_projects_prefixes_named_in_the_code_is_registered
     assert named.keys() >= NOT_SETTINGS  # no stale exception
 
 
+def test_every_variable_the_docs_name_exists():
+    """README.md and docs/ name only variables that something reads: a setting, a variable of the test
+    suite, a client's or serve's own; a renamed or removed setting left in prose fails here."""
+    read_by_tests = set().union(*(variables_read(path.read_text()) for path in (ROOT / "tests").rglob("*.py")))
+    known = BY_NAME.keys() | NOT_SETTINGS | read_by_tests | {name for name in dir(site_settings) if name.isupper()}
+    named = {name: path.name for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+             for name in re.findall(r"(?<![A-Za-z0-9_])((?:DOCSMCP|MCP|CITELOOM)_[A-Z0-9_]*[A-Z0-9])(?![A-Za-z0-9_])",
+                                    path.read_text())}
+    assert {name: path for name, path in named.items() if name not in known} == {}
+
+
 def test_the_settings_page_is_what_the_registry_gives():
     """docs/settings.md is generated (scripts/settings_docs.py): edit the registry or the checks, then
     regenerate; a hand edit or a new setting without the page fails here."""
