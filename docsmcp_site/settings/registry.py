@@ -115,8 +115,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CELERY_TASK_DEFAULT_QUEUE", "str", "celery", _QUEUE,
             "the queue tasks are sent to and a worker started by `manage.py serve` reads; give each deployment "
             "sharing one Redis its own", empty_is_default=True),
-    Setting("CELERY_WORKER_CONCURRENCY", "int", 2, _QUEUE, "tasks one worker runs at once (threads pool: no fork)",
-            minimum=1),
+    Setting("CELERY_WORKER_CONCURRENCY", "int", 2, _QUEUE, "tasks one worker runs at once (threads pool: no fork)"),
     # Builds and sources
     Setting("DOCSMCP_INDEX_ROOT", "str", COMPUTED, _BUILD,
             "where builds are written: `<root>/<corpus>/builds/<build id>/`; a local path, or `s3://bucket/prefix` "
@@ -135,7 +134,7 @@ SETTINGS: tuple[Setting, ...] = (
             shown="unset"),
     Setting("OPENAI_BASE_URL", "str", "", _BUILD, "any OpenAI-compatible endpoint (embeddings, LLM fixer)",
             shown="OpenAI's"),
-    Setting("DOCSMCP_KEEP_BUILDS", "int", 3, _BUILD, "complete builds kept per corpus for rollback", minimum=1),
+    Setting("DOCSMCP_KEEP_BUILDS", "int", 3, _BUILD, "complete builds kept per corpus for rollback (the active one is always kept)"),
     Setting("DOCSMCP_BUILD_LEASE_SECONDS", "int", 40, _BUILD,
             "a running build whose worker is silent this long is marked failed (worker stopped) by the reaper or the "
             "next build request; its worker renews the lease every third of it", minimum=1),
@@ -245,10 +244,10 @@ SETTINGS: tuple[Setting, ...] = (
             "believe `X-Forwarded-Proto`, so the URLs the server names (OAuth metadata, issuer, token audience, "
             "resource links) are `https://` behind a TLS-terminating proxy: only behind your own proxy"),
     Setting("MCP_LIST_PAGE_SIZE", "int", 100, _MCP, "page size of `tools/list`, `resources/list`, `prompts/list` "
-            "(cursor-paginated)", minimum=1),
+            "(cursor-paginated)"),
     Setting("MCP_RESPONSE_TOKEN_BUDGET", "int", 8000, _MCP,
             "most tokens (estimated as characters / 4) one tool result may hold; longer results are cut with a "
-            "notice saying how to read the rest (docs/mcp.md)", minimum=1),
+            "notice saying how to read the rest (docs/mcp.md)"),
     Setting("MCP_CACHE_TTL_MS", "int", 0, _MCP,
             "`ttlMs` on cacheable 2026-07-28 results; `0`: re-fetched each time (tool schemas follow the active "
             "build)"),
