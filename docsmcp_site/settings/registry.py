@@ -366,9 +366,9 @@ def render_markdown(checks: list[tuple[str, str, str]]) -> str:
         "`scripts/settings_docs.py`; edit those, not this page. -->",
         "",
         "docsmcp reads its settings from the environment only. A number or switch left empty means its default; "
-        "a text or list left empty is a value (`MCP_RATE_LIMIT_REDIS_URL=` keeps rate-limit counters in memory). A "
-        "value that does not parse, or a number out of its bounds, stops the process at start-up naming the "
-        "variable (`DOCSMCP_KEEP_BUILDS must be a whole number; got 'three'`). Switches take `1`, `true`, `yes`, "
+        "a text or list left empty is a value (`MCP_RATE_LIMIT_REDIS_URL=` keeps rate-limit counters in memory). Numbers "
+        "are 0 or more unless their type says otherwise. A value that does not parse, or a number out of its "
+        "bounds, stops the process at start-up naming the variable (`DOCSMCP_KEEP_BUILDS must be a whole number; got 'three'`). Switches take `1`, `true`, `yes`, "
         "`on`, `0`, `false`, `no`, `off`. Settings that contradict each other are reported by "
         "`manage.py check --deploy` ([checks below](#start-up-checks)).",
         "",
