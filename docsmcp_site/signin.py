@@ -260,11 +260,13 @@ class RegistrationView(DynamicClientRegistrationView):
         if plain:
             return _oauth_error("invalid_redirect_uri", f"a redirect URI over plain http must point at this machine "
                                                         f"(127.0.0.1, [::1] or localhost; OAuth 2.1): {plain[0]}", 400)
-        address = security.client_ip(request)
-        wait = login_throttle.seconds_blocked(None, address, kind=login_throttle.REGISTRATION)
+        wait, reservation = login_throttle.reserve(security.client_ip(request), kind=login_throttle.REGISTRATION)
         if wait:
             return _throttled(wait, "registrations")
-        response = super().post(request, *args, **kwargs)
-        if response.status_code == 201:
-            login_throttle.record_failure("", address, kind=login_throttle.REGISTRATION)
+        response = None
+        try:
+            response = super().post(request, *args, **kwargs)
+        finally:
+            if response is None or response.status_code != 201:  # only a registration made counts
+                login_throttle.release(reservation)
         return response
