@@ -133,3 +133,35 @@ def test_a_corpus_adds_to_its_own_suite(secret):
         eval_case_make(corpus=secret, suite="secret-gaps", name=f"q{n}", query=f"question {n}",
                        expected_files=["guides/retries.md"], category="gap", note={})
     assert EvalSuite.objects.get(name="secret-gaps").cases.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_upgrading_gives_every_suite_a_corpus_and_keeps_its_cases_and_runs(settings):
+    """Suites from before (a global name, maybe no corpus, maybe a version's) each end in one corpus."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    settings.DOCSMCP_DEFAULT_CORPUS = ""
+    before = [("evals", "0003_case_answerable_coverage")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    corpus_now = [node for node in executor.loader.graph.leaf_nodes() if node[0] == "corpus"]
+    old = executor.loader.project_state(before + corpus_now).apps
+    OldCorpus, OldSuite = old.get_model("corpus", "Corpus"), old.get_model("evals", "EvalSuite")
+    OldCase, OldRun = old.get_model("evals", "EvalCase"), old.get_model("evals", "EvalRun")
+    first = OldCorpus.objects.create(name="first", source_dir="/x")
+    version = OldCorpus.objects.create(name="first@v2", source_dir="/x", version_of=first)
+    other = OldCorpus.objects.create(name="other", source_dir="/y")
+    measured = OldSuite.objects.create(name="measured")
+    OldCase.objects.create(suite=measured, name="c", query="q")
+    OldRun.objects.create(suite=measured, corpus=other, status="complete")
+    OldSuite.objects.create(name="bare")
+    OldSuite.objects.create(name="versioned", corpus=version)
+    OldSuite.objects.create(name="kept", corpus=other)
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    homes = dict(EvalSuite.objects.values_list("name", "corpus__name"))
+    assert homes == {"measured": "other", "bare": "first", "versioned": "first", "kept": "other"}
+    assert EvalSuite.objects.get(name="measured").cases.count() == 1
+    assert EvalRun.objects.get().suite.name == "measured"
