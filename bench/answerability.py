@@ -5,6 +5,7 @@
     python bench/answerability.py --provider local --work /tmp/ans/local   # with the local model
     python bench/answerability.py ... --dump evidence.jsonl               # each question's evidence, for calibration
     python bench/answerability.py --fit none.jsonl local.jsonl             # fit the verdict's models to dumps
+    python bench/answerability.py --provider none --work /tmp/ans/held --held-out   # and PowerShell, not fitted on
 
 Builds (or reuses, with a kept `--work`) the three corpora of bench/cross_corpus.py: Kubernetes and the
 Python docs from ../shared/bench, and the sample corpus. Then asks each question of one corpus, in
@@ -28,10 +29,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -56,11 +59,16 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def question_sets() -> list[tuple[str, str, str, dict]]:
+# A corpus the models were not fitted on (--held-out): PowerShell 7.5's reference, with its known-item questions.
+HELD_OUT = ("powershell", SHARED / "scale" / "corpus-1", SHARED / "scale" / "queries.jsonl",
+            "PowerShell 7.5 documentation: cmdlet reference (parameters, examples) and conceptual articles")
+
+
+def question_sets(corpora=cross_corpus.CORPORA) -> list[tuple[str, str, str, dict]]:
     """(set, asked corpus, question, filters) for every question."""
     own: dict[str, list[tuple[str, dict]]] = {}
     near: dict[str, list[tuple[str, dict]]] = defaultdict(list)
-    for name, _source, cases, _description in cross_corpus.CORPORA:
+    for name, _source, cases, _description in corpora:
         if cases.suffix == ".json":
             suite = json.loads(cases.read_text(encoding="utf-8"))
             own[name] = [(c["query"], c.get("filters") or {}) for c in suite
@@ -98,17 +106,33 @@ def _logistic(features: np.ndarray, labels: np.ndarray, weights: np.ndarray, rid
 
 
 def _design(rows: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Features (lexical share, and the cosine when the dump has one), labels (1: answerable) and weights
-    that give answerable and unanswerable questions equal say, and near-miss questions as much as
+    """Features (coverage.features_of: with the cosine when the dump has one), labels (1: answerable) and
+    weights that give answerable and unanswerable questions equal say, and near-miss questions as much as
     out-of-domain ones (they are far fewer)."""
+    from retrieval.search.coverage import Evidence, features_of
+
     semantic = any(r["cosine"] is not None for r in rows)  # a question with no hit has no cosine: 0
-    features = np.array([[r["lexical"], r["cosine"] or 0.0] if semantic else [r["lexical"]] for r in rows],
-                        dtype=float)
+    fields = ("lexical", "cosine", "terms", "runner_up", "absent")
+    features = np.array([features_of(Evidence(**{**{f: r.get(f, 0.0) for f in fields},
+                                                 "cosine": (r["cosine"] or 0.0) if semantic else None}))
+                         for r in rows], dtype=float)
     labels = np.array([r["set"] == "answerable" for r in rows], dtype=float)
     share = Counter(r["set"] for r in rows)
     weights = np.array([0.5 / share[r["set"]] if r["set"] != "answerable" else 1.0 / share[r["set"]]
                         for r in rows]) * len(rows)
     return features, labels, weights
+
+
+ANSWERABLE_FLAGGED = 0.04  # the share of answerable questions the fitted model puts below `partial`
+
+
+def _calibrated(features: np.ndarray, labels: np.ndarray, weights: np.ndarray, partial: float) -> np.ndarray:
+    """The logistic model, its bias moved so that ANSWERABLE_FLAGGED of the answerable questions score
+    below `partial`: the verdict's cut is chosen by the error it may make on questions the docs answer."""
+    beta = _logistic(features, labels, weights)
+    z = np.hstack([features, np.ones((len(features), 1))]) @ beta
+    beta[-1] += math.log(partial / (1 - partial)) - float(np.quantile(z[labels == 1], ANSWERABLE_FLAGGED))
+    return beta
 
 
 def fit(paths: list[str], partial: float, covered: float) -> int:
@@ -117,14 +141,15 @@ def fit(paths: list[str], partial: float, covered: float) -> int:
     for path in paths:
         rows = _jsonl(Path(path))
         features, labels, weights = _design(rows)
-        beta = _logistic(features, labels, weights)
+        beta = _calibrated(features, labels, weights, partial)
+        names = "lexical, log(1 + terms), runner-up, absent" + (", cosine" if features.shape[1] == 5 else "")
         print(f"# {path}: {len(rows)} questions; coefficients {', '.join(f'{b:.3f}' for b in beta)} "
-              f"({'lexical, cosine' if features.shape[1] == 2 else 'lexical'}, bias)")
+              f"({names}, bias)")
         halves = [np.arange(len(rows)) % 2 == k for k in (0, 1)]
         for label, train, test in (("all", np.ones(len(rows), bool), np.ones(len(rows), bool)),
                                    ("held-out half A", halves[0], halves[1]),
                                    ("held-out half B", halves[1], halves[0])):
-            coefficients = _logistic(features[train], labels[train], weights[train])
+            coefficients = _calibrated(features[train], labels[train], weights[train], partial)
             x = np.hstack([features[test], np.ones((int(test.sum()), 1))])
             p = 1.0 / (1.0 + np.exp(-x @ coefficients))
             sets = np.array([r["set"] for r in rows])[test]
@@ -142,6 +167,8 @@ def main(argv=None) -> int:
     parser.add_argument("--provider", default="none", choices=["none", "local"])
     parser.add_argument("--work", help="directory for the database and builds, kept and reused")
     parser.add_argument("--dump", help="write each question's evidence and verdict to this JSONL file")
+    parser.add_argument("--held-out", action="store_true", help="add PowerShell 7.5 (../shared/bench/scale/"
+                        "corpus-1), which the models were not fitted on, as a fourth corpus")
     parser.add_argument("--fit", nargs="+", metavar="DUMP", help="fit the verdict's logistic models to dumps "
                                                                  "made with --dump, and print them")
     args = parser.parse_args(argv)
@@ -164,9 +191,10 @@ def main(argv=None) -> int:
     from retrieval.search.filters import plan_filters
 
     call_command("migrate", verbosity=0)
-    for name, source, _cases, description in cross_corpus.CORPORA:
+    corpora = (*cross_corpus.CORPORA, HELD_OUT) if args.held_out else cross_corpus.CORPORA
+    for name, source, _cases, description in corpora:
         cross_corpus._build(name, source, description, args.provider)
-    questions = question_sets()
+    questions = question_sets(corpora)
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     costs: dict[str, list[float]] = {"search": [], "verdict": []}
     dump = open(args.dump, "w", encoding="utf-8") if args.dump else None  # noqa: SIM115
@@ -189,9 +217,8 @@ def main(argv=None) -> int:
             counts[(kind, name)][coverage.verdict] += 1
             counts[(kind, "all")][coverage.verdict] += 1
             if dump:
-                dump.write(json.dumps({"set": kind, "corpus": name, "query": query, "lexical": found.lexical,
-                                       "cosine": found.cosine, "terms": found.terms, "score": coverage.score,
-                                       "verdict": coverage.verdict}) + "\n")
+                dump.write(json.dumps({"set": kind, "corpus": name, "query": query, **asdict(found),
+                                       "score": coverage.score, "verdict": coverage.verdict}) + "\n")
     finally:
         if dump:
             dump.close()

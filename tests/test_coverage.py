@@ -95,9 +95,9 @@ def test_questions_the_sample_docs_answer_are_rarely_flagged(fts_index):
 def test_features_the_sample_docs_never_mention_are_flagged(fts_index):
     verdicts = _verdicts(fts_index, NEAR_MISS)
     assert _share(verdicts, NOT_COVERED, PARTIAL) >= 0.7
-    assert _share(verdicts, NOT_COVERED) >= 0.4  # "Apple Pay": "pay" and "customers" are the docs' words
+    assert _share(verdicts, NOT_COVERED) >= 0.8
     apple_pay, php = _verdicts(fts_index, ["Can customers pay with Apple Pay?", "Is there a PHP SDK?"])
-    assert apple_pay != COVERED and php == NOT_COVERED
+    assert apple_pay == php == NOT_COVERED  # "pay" and "customers" are the docs' words; "apple" is not
 
 
 def test_a_not_covered_search_still_returns_its_closest_hits_with_the_notice(fts_index):
@@ -120,7 +120,7 @@ def test_the_local_model_tells_coding_questions_and_paraphrases_apart(fts_index,
     embedder = get_provider("local")
     lexical = _verdicts(fts_index, PARAPHRASED)
     semantic = _verdicts(local_index, PARAPHRASED, embedder)
-    assert _share(semantic, NOT_COVERED) <= 0.05
+    assert _share(semantic, NOT_COVERED) <= 0.08  # 2 of these 26; 4.1% of bench/answerability.py's 340
     assert _share(semantic, COVERED) > _share(lexical, COVERED)
     near_miss = _verdicts(local_index, NEAR_MISS, embedder)
     assert _share(near_miss, NOT_COVERED, PARTIAL) >= 0.7

@@ -13,7 +13,7 @@ def _family(corpus):
 
 
 def _fallback(Corpus):
-    name = getattr(settings, "DOCSMCP_DEFAULT_CORPUS", "") or ""
+    name = settings.DOCSMCP_DEFAULT_CORPUS
     heads = Corpus.objects.filter(version_of__isnull=True)
     return ((heads.filter(name=name).first() if name else None)
             or heads.filter(kind="markdown").order_by("created_at", "pk").first()

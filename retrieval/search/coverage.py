@@ -85,6 +85,8 @@ class Evidence:
     lexical: float  # the best hit's share of the question's term weight, in [0, 1]
     cosine: float | None  # the best hit's cosine to the question; None without semantic vectors
     terms: int  # the question's informative terms
+    runner_up: float = 0.0  # the second-best hit's share: an answered question's words recur in its pages
+    absent: float = 0.0  # the share of the question's term weight in terms no chunk of the corpus holds
 
 
 
@@ -111,18 +113,25 @@ def score_from(evidence: Evidence) -> float:
     bench/answerability.py --fit on answerable, out-of-domain and near-miss questions)."""
     if evidence.terms == 0 and evidence.cosine is None:
         return 0.0
-    if evidence.cosine is None:
-        weight, bias = LEXICAL_MODEL
-        z = weight * evidence.lexical + bias
-    else:
-        lexical, cosine, bias = SEMANTIC_MODEL
-        z = lexical * evidence.lexical + cosine * evidence.cosine + bias
+    features = features_of(evidence)
+    model = LEXICAL_MODEL if evidence.cosine is None else SEMANTIC_MODEL
+    z = sum(w * x for w, x in zip(model, features, strict=False)) + model[-1]
     return 1.0 / (1.0 + math.exp(-z))
 
 
-# Logistic models of P(the docs answer the question): (lexical, bias) and (lexical, cosine, bias).
-LEXICAL_MODEL = (7.208, -3.622)
-SEMANTIC_MODEL = (5.526, 11.284, -7.782)
+def features_of(evidence: Evidence) -> tuple[float, ...]:
+    """The model's inputs, in the order of LEXICAL_MODEL (and SEMANTIC_MODEL, which adds the cosine).
+
+    A longer question whose words the best hits share is stronger evidence than a two-word one: the
+    number of terms enters as log(1 + terms)."""
+    lexical = (evidence.lexical, math.log1p(evidence.terms), evidence.runner_up, evidence.absent)
+    return lexical if evidence.cosine is None else (*lexical, evidence.cosine)
+
+
+# Logistic models of P(the docs answer the question), fitted by bench/answerability.py --fit:
+# (lexical, log(1 + terms), runner-up, absent, bias) and the same with the cosine before the bias.
+LEXICAL_MODEL = (3.522, 1.263, 2.204, -4.515, -3.997)
+SEMANTIC_MODEL = (3.085, 0.487, 0.204, -4.958, 10.949, -6.618)
 
 
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ed", "ly", "es", "s", "e")
@@ -139,21 +148,37 @@ def stem(word: str) -> str:
 
 
 def question_terms(query: str) -> list[str]:
-    """The question's informative terms, spelt as the lexicon spells a page's (words, then identifiers); a
-    question made only of words the lexicon sets aside as too common in file names ("index", "docs") is
-    taken word for word, since it still names what it asks for."""
-    terms = list(dict.fromkeys(words(query) + identifier_terms(query)))
+    """The question's informative terms, spelt as the lexicon spells a page's (words, then identifiers),
+    without the function words of a question ("when", "does", "my"): in a small corpus those are rare
+    enough to weigh like a topic word. A question made only of such words, or of words the lexicon sets
+    aside as too common in file names ("index", "docs"), is taken word for word, since it still names
+    what it asks for."""
+    terms = [t for t in dict.fromkeys(words(query) + identifier_terms(query)) if t not in QUESTION_WORDS]
     return terms or [w for w in dict.fromkeys(_PLAIN_WORD.findall(query.lower())) if len(w) >= 2]
 
 
 _PLAIN_WORD = re.compile(r"[a-z0-9][a-z0-9+#]*")
+# English function words, spelt as `words` leaves them (plurals cut: "does" is "doe", "was" is "wa").
+QUESTION_WORDS = frozenset({
+    "about", "above", "after", "again", "against", "all", "also", "am", "any", "because", "been", "before",
+    "being", "below", "between", "both", "but", "can", "cannot", "could", "did", "do", "doe", "doing", "done",
+    "down", "during", "each", "either", "else", "ever", "every", "few", "further", "had", "has", "have",
+    "having", "he", "her", "here", "hers", "him", "his", "i", "if", "just", "me", "might", "more", "most",
+    "much", "must", "my", "myself", "no", "nor", "not", "now", "off", "once", "only", "other", "our", "ours",
+    "ourselves", "out", "over", "own", "same", "shall", "she", "should", "so", "some", "such", "than", "that",
+    "their", "theirs", "them", "themselves", "then", "there", "these", "they", "those", "through", "thu",
+    "too", "under", "until", "up", "upon", "very", "wa", "want", "way", "we", "were", "what", "whatever",
+    "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "would", "yet",
+    "anyone", "anything", "someone", "something", "thing"
+})
 
 
-def term_weights(terms: Sequence[str], lexicon: Lexicon | None) -> np.ndarray:
-    """Each term's inverse chunk frequency in the build: log(1 + N / (df + 1)), so a term no chunk holds
-    weighs the most and one in every chunk almost nothing. Without a lexicon every term weighs the same."""
+def term_weights(terms: Sequence[str], lexicon: Lexicon | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each term's inverse chunk frequency in the build, log(1 + N / (df + 1)), so a term no chunk holds
+    weighs the most and one in every chunk almost nothing; and whether no chunk holds it. Without a
+    lexicon every term weighs the same and none is known to be absent."""
     if lexicon is None or not terms:
-        return np.ones(len(terms))
+        return np.ones(len(terms)), np.zeros(len(terms), dtype=bool)
     from retrieval.ingest.lexicon import term_hashes  # with pyarrow's compute kernels: not for a tools/list
 
     pages, chunks = lexicon.frequencies(term_hashes(terms))
@@ -161,7 +186,7 @@ def term_weights(terms: Sequence[str], lexicon: Lexicon | None) -> np.ndarray:
         counts, total = chunks.astype(np.float64), lexicon.chunk_total
     else:
         counts, total = pages.astype(np.float64), max(lexicon.total, 1)
-    return np.log1p(total / (counts + 1.0))
+    return np.log1p(total / (counts + 1.0)), counts == 0
 
 
 def _is_identifier(term: str) -> bool:
@@ -197,22 +222,22 @@ def _holds_word(text: str, root: str, endings: frozenset[str]) -> bool:
     return False
 
 
-def lexical_share(terms: Sequence[str], weights: np.ndarray, texts: Iterable[str]) -> float:
-    """The best text's share of the terms' weight; an identifier (`client.list_users`) is looked up as it is
-    written."""
+def lexical_shares(terms: Sequence[str], weights: np.ndarray, texts: Iterable[str]) -> tuple[float, float]:
+    """The best and second-best texts' shares of the terms' weight; an identifier (`client.list_users`) is
+    looked up as it is written."""
     total = float(weights.sum())
     if total <= 0:
-        return 0.0
+        return 0.0, 0.0
     wanted = [(term, _is_identifier(term), _root_and_endings(term), float(w))
               for term, w in zip(terms, weights, strict=True)]
-    best = 0.0
+    shares = [0.0, 0.0]
     for text in texts:
         raw = text.lower()
         spaced = raw.replace("_", " ").replace("-", " ")
-        share = sum(w for term, identifier, (root, endings), w in wanted
-                    if (term in raw if identifier else _holds_word(spaced, root, endings))) / total
-        best = max(best, share)
-    return best
+        shares.append(sum(w for term, identifier, (root, endings), w in wanted
+                          if (term in raw if identifier else _holds_word(spaced, root, endings))) / total)
+    best, runner_up = sorted(shares, reverse=True)[:2]
+    return best, runner_up
 
 
 def evidence(index: Index, query: str, positions: Sequence[int], query_vector: np.ndarray | None,
@@ -225,17 +250,20 @@ def evidence(index: Index, query: str, positions: Sequence[int], query_vector: n
     top = list(positions[:COVERAGE_DEPTH])
     if not top:
         return Evidence(0.0, None, len(terms))
-    lexical = 0.0
+    lexical = runner_up = absent = 0.0
     if terms:
         if texts is None:
             rows = index.catalog().rows(top)
-            texts = [f"{row['title'] or ''}\n{row['breadcrumb'] or ''}\n{row['heading'] or ''}\n{content}"
+            texts = [hit_text(row["title"] or "", row["breadcrumb"] or "", row["heading"] or "", content)
                      for row, content in zip(rows, index.contents(top), strict=True)]
-        lexical = lexical_share(terms, term_weights(terms, index.lexicon()), texts)
+        weights, unknown = term_weights(terms, index.lexicon())
+        lexical, runner_up = lexical_shares(terms, weights, texts)
+        absent = float(weights[unknown].sum() / weights.sum())
     cosine = None
     if query_vector is not None:
         cosine = float(index.vectors().dots(query_vector, np.asarray(top, dtype=np.int64)).max())
-    return Evidence(round(lexical, 4), None if cosine is None else round(cosine, 4), len(terms))
+    return Evidence(round(lexical, 4), None if cosine is None else round(cosine, 4), len(terms),
+                    round(runner_up, 4), round(absent, 4))
 
 
 def assess(index: Index, query: str, positions: Sequence[int], query_vector: np.ndarray | None,
