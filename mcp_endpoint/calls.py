@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import DatabaseError
 
-from common.callers import InsufficientScope
+from common.errors import InsufficientScope
 from mcp_endpoint import jsonrpc, profiles, protocol
 from mcp_endpoint.jsonrpc import InternalError, JsonRpcError, Request, ServerError
 from retrieval.errors import RetrievalError

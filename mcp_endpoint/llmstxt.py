@@ -26,15 +26,8 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from common.callers import (
-    AuthUnavailable,
-    InsufficientScope,
-    InvalidApiKey,
-    Principal,
-    allows,
-    bearer_challenge,
-    scope_challenge,
-)
+from common.callers import Principal, allows, bearer_challenge, scope_challenge
+from common.errors import AuthUnavailable, InsufficientScope, InvalidApiKey
 from corpus.access import limited_to
 from corpus.apikeys import authenticate
 from corpus.errors import CorpusError, CorpusNotFound, UnknownVersion

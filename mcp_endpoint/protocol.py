@@ -18,7 +18,8 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError
 
-from common.callers import InsufficientScope, allows
+from common.callers import allows
+from common.errors import InsufficientScope
 from mcp_endpoint import budget, recording, schema
 from mcp_endpoint import headers as mcp_headers
 from mcp_endpoint.jsonrpc import InvalidParams, MethodNotFound

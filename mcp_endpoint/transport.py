@@ -23,14 +23,8 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from common.callers import (
-    AuthUnavailable,
-    InsufficientScope,
-    InvalidApiKey,
-    Principal,
-    bearer_challenge,
-    scope_challenge,
-)
+from common.callers import Principal, bearer_challenge, scope_challenge
+from common.errors import AuthUnavailable, InsufficientScope, InvalidApiKey
 from corpus.access import limited_to
 from corpus.apikeys import authenticate
 from mcp_endpoint import headers as mcp_headers

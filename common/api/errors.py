@@ -24,7 +24,8 @@ from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Throttled, ValidationError
 
-from common.callers import AuthUnavailable, InsufficientScope, bearer_challenge, scope_challenge
+from common.callers import bearer_challenge, scope_challenge
+from common.errors import AuthUnavailable, InsufficientScope
 from retrieval import errors as engine
 
 if TYPE_CHECKING:
