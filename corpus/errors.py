@@ -79,3 +79,9 @@ class TaskQueueUnavailable(CorpusError):
     """The Celery broker cannot take the task: nothing was started."""
 
     status = 503
+
+
+class SignatureInvalid(CorpusError):
+    """A push webhook whose signature or secret does not match the corpus's."""
+
+    status = 401
