@@ -1,9 +1,13 @@
-"""Errors of the corpus app; each surface (admin, CLI, REST, MCP) maps them to its own shape."""
+"""Errors of the corpus app; each surface (admin, CLI, REST, MCP) maps them to its own shape.
 
-from retrieval.errors import RetrievalError
+They are not engine errors: `except RetrievalError` means "the engine failed", never "the app refused".
+A place that answers both names both. Each class carries its HTTP `status` (the REST and llms.txt
+answer); the MCP surface's table is mcp_endpoint/errors.py."""
 
 
-class CorpusError(RetrievalError):
+class CorpusError(Exception):
+    """Base class; the message is written for the person or agent who has to act on it."""
+
     status = 400
 
 
