@@ -24,7 +24,7 @@ from retrieval.embeddings.base import EmbeddingProvider
 from retrieval.errors import EmbeddingMismatch, InvalidArgument
 
 from .access import visible_only
-from .errors import CorpusError, CorpusNotFound
+from .errors import CorpusError, ProjectNotFound
 from .models import Corpus
 
 PROJECT_ID = "project_id"
@@ -35,12 +35,6 @@ HYBRID = "hybrid_enabled"
 # all-MiniLM-L6-v2 under any prefix (fastembed/, sentence-transformers/, local/) is the local provider.
 MINILM = ("all-minilm-l6-v2", 384)
 
-
-class ProjectNotFound(CorpusNotFound):
-    def __init__(self, project_id: str, available: list[str]):
-        super().__init__(f"Project '{project_id}' not found. Available projects: {available!r}")
-        self.project_id = project_id
-        self.available = available
 
 
 class ProjectEmbeddingMismatch(EmbeddingMismatch):

@@ -18,6 +18,19 @@ class CorpusNotFound(CorpusError):
 class UnknownVersion(CorpusNotFound):
     """The corpus exists but not in the version asked for; the message lists the versions it has."""
 
+    status = 404
+
+
+class ProjectNotFound(CorpusNotFound):
+    """A citeloom project (a chunk-store corpus) that does not exist; `available` lists those that do."""
+
+    status = 404
+
+    def __init__(self, project_id: str, available: list[str]):
+        super().__init__(f"Project '{project_id}' not found. Available projects: {available!r}")
+        self.project_id = project_id
+        self.available = available
+
 
 class CorpusNotAllowed(CorpusError):
     """The caller's API key is limited to other corpora."""

@@ -20,7 +20,6 @@ from django.db import DatabaseError
 
 from common import errors as caller
 from corpus import errors as app
-from corpus.chunkstore import ProjectNotFound
 from mcp_endpoint import errors as endpoint
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.profiles.citeloom import CiteloomError
@@ -72,7 +71,7 @@ ANSWERS: dict[type[BaseException], Answer] = {
     # the corpus app (corpus/errors.py): its own words, as the engine's
     app.CorpusError: OWN,
     app.CorpusNotFound: OWN,
-    ProjectNotFound: OWN,
+    app.ProjectNotFound: OWN,
     app.UnknownVersion: OWN,
     app.CorpusNotAllowed: OWN,
     app.CorpusExists: OWN,

@@ -1,5 +1,5 @@
 """Typed engine errors, one hierarchy under `RetrievalError`. Each surface translates them once, at its
-edge, from its own table (the MCP surface's mcp_endpoint/answers.py, the REST API's ENGINE_STATUS in
+edge, from its own table (the MCP surface's mcp_endpoint/answers.py, the REST API's STATUS in
 common/api/errors.py). The apps' errors (corpus, evals, insights) are their own hierarchies, never
 subclasses of these. Every class lives here, so a surface's table can name each one."""
 

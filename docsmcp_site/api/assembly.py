@@ -69,7 +69,7 @@ api = DocsmcpAPI(
     urls_namespace="api",
     docs=OfflineSwagger(),
 )
-api_errors.install(api, service_errors=(CorpusError, EvalError, InsightsError))
+api_errors.install(api, service_errors=(CorpusError, EvalError, InsightsError), named_bases=(InsightsError,))
 api.add_router("", corpora_router)
 api.add_router("", builds_router)
 api.add_router("", search_router)
