@@ -32,6 +32,17 @@ class ProjectNotFound(CorpusNotFound):
         self.available = available
 
 
+class ProjectEmbeddingMismatch(CorpusError):
+    """A write or query in another vector space than the citeloom project's; `details` says which. The
+    corpus's counterpart of the engine's EmbeddingMismatch, with the same status."""
+
+    status = 409
+
+    def __init__(self, message: str, details: dict):
+        super().__init__(message)
+        self.details = details
+
+
 class CorpusNotAllowed(CorpusError):
     """The caller's API key is limited to other corpora."""
 

@@ -72,6 +72,7 @@ ANSWERS: dict[type[BaseException], Answer] = {
     app.CorpusError: OWN,
     app.CorpusNotFound: OWN,
     app.ProjectNotFound: OWN,
+    app.ProjectEmbeddingMismatch: OWN,
     app.UnknownVersion: OWN,
     app.CorpusNotAllowed: OWN,
     app.CorpusExists: OWN,

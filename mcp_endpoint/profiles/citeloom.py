@@ -144,7 +144,7 @@ def _handler(tool: str, work: Callable[[dict[str, Any]], Any]):
         except ProjectNotFound as exc:
             details = {"project_id": exc.project_id, "available_projects": exc.available}
             return CiteloomError("INVALID_PROJECT", str(exc), details).result()
-        except EmbeddingMismatch as exc:
+        except (EmbeddingMismatch, ProjectEmbeddingMismatch) as exc:
             details = getattr(exc, "details", None) or {"project_id": project}
             return CiteloomError("EMBEDDING_MISMATCH", str(exc), details).result()
         except IndexUnavailable as exc:
