@@ -9,6 +9,7 @@ import pkgutil
 from pathlib import Path
 
 import pytest
+from django.urls import path
 
 from common import errors as caller
 from common.api import errors as rest
@@ -149,6 +150,40 @@ def test_outside_a_tool_a_corpus_error_is_a_server_error_in_its_own_words():
     with pytest.raises(endpoint.UnknownCorpus):  # the view answers 404
         answers.method_failure("tools/list", endpoint.UnknownCorpus("x"))
     assert answers.method_failure("ping", caller.AuthUnavailable("key")).message == answers.DATABASE_DOWN
+
+
+def _gap_page(request):
+    raise insights.GapNotFound("gap #7 not found in corpus 'sample'")
+
+
+def _queue_page(request):
+    raise app.TaskQueueUnavailable("the task queue cannot be reached; nothing was started")
+
+
+def _fault_page(request):
+    raise KeyError("x")
+
+
+def _api_route(request):
+    raise app.NoActiveBuild("no active build")
+
+
+urlpatterns = [path("page/gap/", _gap_page), path("page/queue/", _queue_page), path("page/fault/", _fault_page),
+               path("api/v1/probe/", _api_route)]
+
+
+def test_a_page_that_lets_an_app_error_escape_answers_404_or_503_not_500(client, settings):
+    settings.ROOT_URLCONF = __name__
+    settings.DEBUG = False
+    gap = client.get("/page/gap/")
+    assert gap.status_code == 404
+    queue = client.get("/page/queue/")
+    assert (queue.status_code, queue["Retry-After"]) == (503, "5")
+    assert b"nothing was started" in queue.content
+    with pytest.raises(KeyError):  # a fault stays Django's: logged, 500
+        client.get("/page/fault/")
+    with pytest.raises(app.NoActiveBuild):  # the REST API answers its own errors in its own shape
+        client.get("/api/v1/probe/")
 
 
 def test_an_error_escaping_a_page_is_answered_from_the_html_table(rf, settings):
