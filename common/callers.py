@@ -10,28 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from common.errors import InsufficientScope
+
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
 # What a caller without a key may do, and only while MCP_AUTH_REQUIRED is false.
 ANONYMOUS_SCOPES = frozenset({"read"})
-
-
-class InvalidApiKey(Exception):
-    """An Authorization header that carries no valid key (unknown, revoked or malformed)."""
-
-
-class InsufficientScope(Exception):
-    """An OAuth access token lacks the scope a call needs: answered 403 with an `insufficient_scope`
-    challenge naming `scope`, so the client can sign in again for it (step-up authorization)."""
-
-    def __init__(self, message: str, scope: str):
-        super().__init__(message)
-        self.scope = scope
-
-
-class AuthUnavailable(Exception):
-    """A database key could not be checked: the database is unreachable and the key is not cached."""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
-from common.callers import AuthUnavailable, InvalidApiKey, Principal, bearer_token
+from common.callers import Principal, bearer_token
+from common.errors import AuthUnavailable, InvalidApiKey
 
 from .models import SCOPES, ApiKey
 from .oauth import is_access_token, principal_for_jwt, principal_for_token

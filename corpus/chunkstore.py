@@ -21,10 +21,10 @@ from retrieval import storage
 from retrieval.chunkstore.store import ChunkStore, StoredChunk, as_vector
 from retrieval.embeddings import get_provider
 from retrieval.embeddings.base import EmbeddingProvider
-from retrieval.errors import EmbeddingMismatch, InvalidArgument
+from retrieval.errors import InvalidArgument
 
 from .access import visible_only
-from .errors import CorpusError, CorpusNotFound
+from .errors import CorpusError, ProjectEmbeddingMismatch, ProjectNotFound
 from .models import Corpus
 
 PROJECT_ID = "project_id"
@@ -35,20 +35,6 @@ HYBRID = "hybrid_enabled"
 # all-MiniLM-L6-v2 under any prefix (fastembed/, sentence-transformers/, local/) is the local provider.
 MINILM = ("all-minilm-l6-v2", 384)
 
-
-class ProjectNotFound(CorpusNotFound):
-    def __init__(self, project_id: str, available: list[str]):
-        super().__init__(f"Project '{project_id}' not found. Available projects: {available!r}")
-        self.project_id = project_id
-        self.available = available
-
-
-class ProjectEmbeddingMismatch(EmbeddingMismatch):
-    """A write or query in another vector space than the project's; `details` says which."""
-
-    def __init__(self, message: str, details: dict[str, Any]):
-        super().__init__(message)
-        self.details = details
 
 
 # --- reads ----------------------------------------------------------------------------------------

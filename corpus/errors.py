@@ -1,9 +1,13 @@
-"""Errors of the corpus app; each surface (admin, CLI, REST, MCP) maps them to its own shape."""
+"""Errors of the corpus app; each surface (admin, CLI, REST, MCP) maps them to its own shape.
 
-from retrieval.errors import RetrievalError
+They are not engine errors: `except RetrievalError` means "the engine failed", never "the app refused".
+A place that answers both names both. Each class carries its HTTP `status` (the REST and llms.txt
+answer); the MCP surface's table is mcp_endpoint/errors.py."""
 
 
-class CorpusError(RetrievalError):
+class CorpusError(Exception):
+    """Base class; the message is written for the person or agent who has to act on it."""
+
     status = 400
 
 
@@ -13,6 +17,30 @@ class CorpusNotFound(CorpusError):
 
 class UnknownVersion(CorpusNotFound):
     """The corpus exists but not in the version asked for; the message lists the versions it has."""
+
+    status = 404
+
+
+class ProjectNotFound(CorpusNotFound):
+    """A citeloom project (a chunk-store corpus) that does not exist; `available` lists those that do."""
+
+    status = 404
+
+    def __init__(self, project_id: str, available: list[str]):
+        super().__init__(f"Project '{project_id}' not found. Available projects: {available!r}")
+        self.project_id = project_id
+        self.available = available
+
+
+class ProjectEmbeddingMismatch(CorpusError):
+    """A write or query in another vector space than the citeloom project's; `details` says which. The
+    corpus's counterpart of the engine's EmbeddingMismatch, with the same status."""
+
+    status = 409
+
+    def __init__(self, message: str, details: dict):
+        super().__init__(message)
+        self.details = details
 
 
 class CorpusNotAllowed(CorpusError):
@@ -79,3 +107,9 @@ class TaskQueueUnavailable(CorpusError):
     """The Celery broker cannot take the task: nothing was started."""
 
     status = 503
+
+
+class SignatureInvalid(CorpusError):
+    """A push webhook whose signature or secret does not match the corpus's."""
+
+    status = 401

@@ -20,8 +20,7 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from retrieval import storage
-from retrieval.errors import BuildCancelled, StorageUnavailable, ValidationFailed
-from retrieval.ingest.git import GitError
+from retrieval.errors import BuildCancelled, GitError, StorageUnavailable, ValidationFailed
 from retrieval.ingest.metadata import METADATA_FILE, read_metadata
 from retrieval.ingest.reuse import validate_changed
 from retrieval.ingest.sources import CorpusScan, FileResult, Finding, scan_corpus

@@ -22,8 +22,8 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from retrieval.errors import ConfigError
-from retrieval.fixes.apply import UnsafeTarget, atomic_write, current_hash, resolve_target
+from retrieval.errors import ConfigError, LLMFixError, UnsafeTarget
+from retrieval.fixes.apply import atomic_write, current_hash, resolve_target
 from retrieval.fixes.base import ProposedFix, Thresholds
 from retrieval.fixes.content import (
     DRAFT_KINDS,
@@ -45,7 +45,7 @@ from retrieval.fixes.content import (
 )
 from retrieval.fixes.edits import content_hash, unified_diff
 from retrieval.fixes.heuristics import analyse_corpus, heuristic_fixes
-from retrieval.fixes.llm import LLMFixer, LLMFixError, llm_candidates
+from retrieval.fixes.llm import LLMFixer, llm_candidates
 from retrieval.fixes.preview import Preview, preview_change
 from retrieval.ingest.sources import MARKDOWN_SUFFIXES
 

@@ -28,7 +28,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.utils import timezone
 
-from common.callers import InvalidApiKey, Principal
+from common.callers import Principal
+from common.errors import InvalidApiKey
 
 from .models import SCOPES
 

@@ -29,7 +29,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from .errors import BuildInProgress, CorpusError
+from .errors import BuildInProgress, CorpusError, SignatureInvalid
 from .gitsource import note_latest
 from .models import BuildRun, Corpus, HookDelivery
 from .selectors import family_members
@@ -44,10 +44,6 @@ MAX_REF_LENGTH = 255  # Corpus.git_ref's length
 DELIVERY_HEADERS = ("X-GitHub-Delivery", "X-Gitea-Delivery", "X-Gogs-Delivery", "Idempotency-Key",
                     "X-Gitlab-Event-UUID")
 KEEP_DELIVERIES = timedelta(days=30)  # GitHub redelivers up to 3 days back; a replay after this builds nothing new
-
-
-class SignatureInvalid(CorpusError):
-    status = 401
 
 
 @dataclass

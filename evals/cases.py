@@ -18,15 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import CaseFormatError
+
 STYLES = ("bench", "docs-mcp")
 _KNOWN = {"name", "id", "category", "query", "filters", "corpus", "expectedChunkId", "expectedChunkIds", "expected_chunk_ids",
           "expected_chunk_id", "expectedFiles", "expected_files", "expectedFile", "expected_file", "answerable",
           "maxRank", "max_rank", "requireCovered", "require_covered"}
 MAX_RANK_LIMIT = 100
-
-
-class CaseFormatError(ValueError):
-    """A case file that cannot be read; the message names the file and line or case."""
 
 
 @dataclass

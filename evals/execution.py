@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from corpus import querylog
+from corpus.errors import CorpusError
 from corpus.selectors import active_build_pk
 from mcp_endpoint.profiles import UnknownCorpus
 from retrieval.errors import RetrievalError
@@ -114,7 +115,7 @@ def eval_execute(*, run: EvalRun, progress: Progress | None = None, headers: dic
                 run.delta = _baseline_delta(run, outcomes)
             run.status, run.finished_at, run.progress_done = EvalRun.COMPLETE, timezone.now(), len(cases)
             run.save()
-    except (TargetError, RetrievalError, UnknownCorpus, EvalError) as exc:  # the target cannot serve this run
+    except (TargetError, RetrievalError, CorpusError, UnknownCorpus, EvalError) as exc:  # the target cannot serve this run
         _fail(run, f"{target.label if target else run.target_url or run.corpus.name}: {exc}")
     except BaseException as exc:  # Ctrl-C, SIGTERM as SystemExit, crashes: failed, never half-complete
         _fail(run, f"{type(exc).__name__}: {exc}" if str(exc) else f"interrupted ({type(exc).__name__})")

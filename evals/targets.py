@@ -16,17 +16,11 @@ import json
 import threading
 from typing import Any
 
+from .errors import TargetError, ToolFailed
+
 PROTOCOL_VERSION = "2025-06-18"
 CLIENT_INFO = {"name": "docsmcp-evals", "version": "1.0"}
 SEARCH_TOOL, GET_DOC_TOOL, LIST_CORPORA_TOOL = "search_docs", "get_doc", "list_corpora"
-
-
-class TargetError(Exception):
-    """A call that did not produce a tool result (transport failure, JSON-RPC error)."""
-
-
-class ToolFailed(Exception):
-    """A tool result with isError: true; the message is the result's text."""
 
 
 @dataclasses.dataclass

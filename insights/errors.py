@@ -1,10 +1,10 @@
-"""Errors of the insights app. They are corpus errors (each carries its HTTP status), so every surface
-that already renders those (the REST API, the admin) renders these too."""
-
-from corpus.errors import CorpusError
+"""Errors of the insights app; each carries its HTTP status. They are not corpus errors: a surface that
+answers both (the REST API, the insights pages) names both."""
 
 
-class InsightsError(CorpusError):
+class InsightsError(Exception):
+    """Base class; the message is written for the staff member who has to act on it."""
+
     status = 400
 
 

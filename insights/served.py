@@ -36,13 +36,14 @@ def active_index(name: str) -> Any | None:
 
 def embedder(index: Any) -> Any | None:
     """The provider that embeds this index's queries, or None (FTS-only, or misconfigured)."""
+    from corpus.errors import CorpusError
     from retrieval.errors import RetrievalError
 
     if index is None or not index.metadata.embedding:
         return None
     try:
         return _serving().query_embedder(index)
-    except RetrievalError as exc:
+    except (RetrievalError, CorpusError) as exc:
         log.warning("insights: no query embedder for %s: %s", index.metadata.corpus, exc)
         return None
 

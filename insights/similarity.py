@@ -14,11 +14,14 @@ bench/gap_groups.py keeps it as the baseline it is measured against.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+log = logging.getLogger("docsmcp.insights")
 
 TEXT_THRESHOLD = 0.4  # text similarity at which two questions are one gap (no model)
 _STOPWORDS = ("a an and are as at be by can do does for from how i in is it my of on or the to what when where "
@@ -227,5 +230,7 @@ def grouping_provider():
         return None
     try:
         return get_provider("local")
-    except Exception:  # an install without onnxruntime or the weights: grouping by text still works
+    except Exception as exc:  # an install without onnxruntime or the weights: grouping by text still works
+        log.warning("insights: the bundled model cannot load (%s: %s); questions are grouped by text",
+                    type(exc).__name__, exc)
         return None

@@ -20,6 +20,7 @@ from evals import charts as eval_charts
 from evals.models import EvalSuite
 
 from . import charts, selectors, served, services
+from .errors import InsightsError
 from .gaps import gap_list
 from .models import Gap
 
@@ -116,7 +117,7 @@ def _act(request: HttpRequest, corpus, *, eval_case, fix, dismiss):
             messages.success(request, "dismissed")
         else:
             messages.error(request, f"unknown action {action!r}")
-    except CorpusError as exc:
+    except (CorpusError, InsightsError) as exc:
         messages.error(request, str(exc))
 
 
@@ -130,7 +131,7 @@ def gap_detail(request: HttpRequest, name: str, gap_id: int):
     corpus = _corpus_or_404(name)
     try:
         gap = services.gap_get(corpus=corpus, gap_id=gap_id)
-    except CorpusError as exc:
+    except (CorpusError, InsightsError) as exc:
         raise Http404(str(exc)) from None
     if request.method == "POST":
         _act(request, corpus,
@@ -152,7 +153,7 @@ def feedback_detail(request: HttpRequest, name: str, feedback_id: int):
     corpus = _corpus_or_404(name)
     try:
         item = selectors.feedback_get(corpus=corpus, feedback_id=feedback_id)
-    except CorpusError as exc:
+    except (CorpusError, InsightsError) as exc:
         raise Http404(str(exc)) from None
     if request.method == "POST":
         _act(request, corpus,

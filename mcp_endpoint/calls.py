@@ -7,18 +7,10 @@ method behaves the same over HTTP and over stdio.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from django.db import DatabaseError
-
-from common.callers import InsufficientScope
-from mcp_endpoint import jsonrpc, profiles, protocol
-from mcp_endpoint.jsonrpc import InternalError, JsonRpcError, Request, ServerError
-from retrieval.errors import RetrievalError
-
-logger = logging.getLogger("docsmcp.mcp")
-DATABASE_DOWN = "Service Unavailable: the database cannot be reached right now; retry shortly"
+from mcp_endpoint import answers, jsonrpc, protocol
+from mcp_endpoint.jsonrpc import Request
 
 
 def client_info(message: Request) -> dict[str, Any] | None:
@@ -30,18 +22,9 @@ def client_info(message: Request) -> dict[str, Any] | None:
 
 
 def answer(call: protocol.Call, request_id: jsonrpc.RequestId) -> dict[str, Any]:
-    """The reply envelope for one request; anything unexpected is logged and answered -32603."""
+    """The reply envelope for one request; every failure is answered as mcp_endpoint/answers.py says
+    (an HTTP-level refusal, a 404 corpus or a 403 scope challenge, is raised for the view to answer)."""
     try:
         return jsonrpc.success(request_id, protocol.dispatch(call))
-    except JsonRpcError as exc:
-        return jsonrpc.failure(request_id, exc)
-    except (profiles.UnknownCorpus, InsufficientScope):  # HTTP-level answers (a 404, a 403 challenge)
-        raise
-    except DatabaseError:
-        logger.warning("MCP method %s: database unavailable", call.method, exc_info=True)
-        return jsonrpc.failure(request_id, ServerError(DATABASE_DOWN))
-    except RetrievalError as exc:  # outside a tool (a profile hook): the engine's own words, not "internal"
-        return jsonrpc.failure(request_id, ServerError(str(exc) or exc.__class__.__name__))
-    except Exception:
-        logger.exception("MCP method %s failed", call.method)
-        return jsonrpc.failure(request_id, InternalError("Internal error"))
+    except Exception as exc:  # answers.method_failure logs what it does not call the caller's
+        return jsonrpc.failure(request_id, answers.method_failure(call.method, exc))

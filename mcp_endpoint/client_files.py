@@ -21,14 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp_endpoint.errors import SetupError as SetupError
+
 PROJECT, USER = "project", "user"
 DEFAULT_KEY_ENV = "DOCSMCP_API_KEY"
 RULE_BEGIN = "<!-- docsmcp:begin (written by `docsmcp setup`; rerun it to update, delete the block to remove) -->"
 RULE_END = "<!-- docsmcp:end -->"
-
-
-class SetupError(Exception):
-    """A configuration that cannot be written as asked: printed as one line with what to do instead."""
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-
-class FolderError(Exception):
-    """A folder that cannot be served: printed as one line by the command that was given it."""
+from mcp_endpoint.errors import FolderError
 
 
 def checked_folder(folder: str | Path) -> Path:

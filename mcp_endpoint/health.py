@@ -35,7 +35,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
-from common.callers import AuthUnavailable, InvalidApiKey
+from common.errors import AuthUnavailable, InvalidApiKey
 from corpus.access import limited_to, visible
 from corpus.apikeys import authenticate
 from corpus.selectors import health_summary

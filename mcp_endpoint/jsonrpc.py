@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_endpoint.errors import EndpointError
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -24,7 +26,7 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28
 RequestId = str | int
 
 
-class JsonRpcError(Exception):
+class JsonRpcError(EndpointError):
     """A protocol-level failure; `code` and `message` go to the client verbatim, so never a traceback."""
 
     code = INTERNAL_ERROR

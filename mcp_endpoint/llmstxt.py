@@ -26,20 +26,14 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from common.callers import (
-    AuthUnavailable,
-    InsufficientScope,
-    InvalidApiKey,
-    Principal,
-    allows,
-    bearer_challenge,
-    scope_challenge,
-)
+from common.callers import Principal, allows, bearer_challenge, scope_challenge
+from common.errors import AuthUnavailable, InsufficientScope, InvalidApiKey
 from corpus.access import limited_to
 from corpus.apikeys import authenticate
 from corpus.errors import CorpusError, CorpusNotFound, UnknownVersion
 from corpus.serving import ServedDocuments, build_documents, corpus_document, corpus_documents
 from mcp_endpoint import ratelimit, security
+from mcp_endpoint.errors import Refusal
 from mcp_endpoint.jsonrpc import find_bad_text
 from retrieval import llmstxt
 from retrieval.errors import IndexUnavailable, InvalidArgument, NotFound, RetrievalError
@@ -52,15 +46,6 @@ NOT_FOUND = "Not found: no corpus of that name is served here.\n"
 # (index path, base URL) -> (llms.txt, its ETag): rendering reads every page once, so it is done once.
 _rendered: dict[tuple[str, str], tuple[str, str]] = {}
 _rendered_lock = threading.Lock()
-
-
-class Refusal(Exception):
-    """A request answered with `status` and a plain-text `message` instead of the document."""
-
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.status = status
-        self.headers = headers or {}
 
 
 def _text(body: str, status: int = 200, content_type: str = TEXT) -> HttpResponse:

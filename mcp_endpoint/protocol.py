@@ -4,7 +4,8 @@ Two eras share one stateless endpoint. The handshake era (2025-03-26, 2025-06-18
 opens with `initialize`; nothing is remembered between requests, so every request stands on
 its own. The 2026-07-28 era has no handshake: `server/discover` replaces it, each request
 carries its own `_meta` envelope, and results carry `resultType`, cache hints and the server's
-identity. Handlers raise `jsonrpc.JsonRpcError` subclasses; `transport.py` puts them on the wire.
+identity. Handlers raise `jsonrpc.JsonRpcError` subclasses; a tool's failures become `isError` results as the
+MCP surface's table says (answers.py), and `calls.py` puts the rest on the wire.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError
 
-from common.callers import InsufficientScope, allows
-from mcp_endpoint import budget, recording, schema
+from common.callers import allows
+from common.errors import InsufficientScope
+from mcp_endpoint import answers, budget, recording, schema
 from mcp_endpoint import headers as mcp_headers
 from mcp_endpoint.jsonrpc import InvalidParams, MethodNotFound
 from mcp_endpoint.pagination import paginate
@@ -31,10 +32,8 @@ from mcp_endpoint.profiles import (
     ResourceContents,
     ResourceNotFound,
     ToolDef,
-    ToolError,
     ToolResult,
 )
-from retrieval.errors import RetrievalError
 
 logger = logging.getLogger("docsmcp.mcp")
 
@@ -265,23 +264,8 @@ def run_tool(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> Tool
 def _run_handler(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> ToolResult:
     try:
         result = tool.handler(context, arguments)
-    except InvalidParams:
-        raise
-    except (ToolError, RetrievalError) as exc:
-        return ToolResult.error(str(exc) or exc.__class__.__name__)
-    except DatabaseError:
-        logger.warning("tool %s: database unavailable", tool.name, exc_info=True)
-        return ToolResult.error(f"Tool '{tool.name}' needs the database, which cannot be reached right now; "
-                                "retry shortly.")
-    except OSError:
-        logger.exception("tool %s could not read index files", tool.name)
-        return ToolResult.error(f"Tool '{tool.name}' could not read the index files; the server's /health/ "
-                                "shows which index is unreadable. Retry after an operator rebuilds it.")
-    except Exception:
-        logger.exception("tool %s failed", tool.name)
-        return ToolResult.error(
-            f"Tool '{tool.name}' failed with an internal error; the server log has details."
-        )
+    except Exception as exc:  # answers.tool_failure: the text (argument errors raised again), logged if a fault
+        return ToolResult.error(answers.tool_failure(tool.name, exc))
     if not isinstance(result, ToolResult):
         logger.error("tool %s returned %s, not a ToolResult", tool.name, type(result).__name__)
         return ToolResult.error(

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
+from mcp_endpoint.errors import RateLimited
+
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
@@ -162,15 +164,6 @@ def identity(request: HttpRequest, principal: Principal | None) -> str:
     from mcp_endpoint.security import client_ip
 
     return principal.rate_limit_identity if principal is not None else f"ip:{client_ip(request)}"
-
-
-class RateLimited(Exception):
-    """The caller went past its per-minute limit partway through a call; the message says when to retry."""
-
-    def __init__(self, decision: Decision, what: str):
-        self.decision = decision
-        super().__init__(f"Rate limit exceeded: {decision.limit} requests per minute, and {what}. "
-                         f"Retry after {decision.retry_after} seconds, or send fewer at a time.")
 
 
 def charge_extra(request: HttpRequest | None, principal: Principal | None, calls: int, what: str) -> None:

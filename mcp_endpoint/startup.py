@@ -8,12 +8,15 @@ came first, on top of opening the indexes (corpus/serving.py).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from django.urls import get_resolver
 
 from corpus.serving import serve_warm
 from mcp_endpoint import profiles
+
+logger = logging.getLogger("docsmcp.mcp")
 
 
 def import_views() -> None:
@@ -52,7 +55,8 @@ def preload_model() -> bool:
     local.set_intra_op_threads(threads)
     try:
         local.runtime()
-    except Exception:  # a broken model is reported by the workers' searches, as without a preload
+    except Exception as exc:  # a broken model is reported by the workers' searches, as without a preload
+        logger.warning("query model not preloaded before the workers fork: %s: %s", type(exc).__name__, exc)
         return False
     gc.collect()
     gc.freeze()  # the collector in a worker then never writes to these objects' pages

@@ -19,25 +19,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from common.callers import (
-    AuthUnavailable,
-    InsufficientScope,
-    InvalidApiKey,
-    Principal,
-    bearer_challenge,
-    scope_challenge,
-)
+from common.callers import Principal, bearer_challenge, scope_challenge
+from common.errors import InsufficientScope, InvalidApiKey
 from corpus.access import limited_to
 from corpus.apikeys import authenticate
+from mcp_endpoint import answers, jsonrpc, profiles, protocol, ratelimit, security
 from mcp_endpoint import headers as mcp_headers
-from mcp_endpoint import jsonrpc, profiles, protocol, ratelimit, security
-from mcp_endpoint.calls import DATABASE_DOWN, answer, client_info
+from mcp_endpoint.calls import answer, client_info
+from mcp_endpoint.errors import BodyTooLarge
 from mcp_endpoint.jsonrpc import (
-    INTERNAL_ERROR,
     INVALID_REQUEST,
     SERVER_ERROR,
     InvalidRequest,
@@ -65,10 +58,6 @@ MODERN_ERROR_STATUS = {
 LEGACY_ERROR_STATUS = {jsonrpc.PARSE_ERROR: 400, jsonrpc.INVALID_REQUEST: 400}
 
 
-
-
-class BodyTooLarge(Exception):
-    pass
 
 
 @dataclass(frozen=True)
@@ -108,13 +97,11 @@ def mcp_view(request: HttpRequest, profile: str | None = None, corpus: str | Non
         profile = profiles.DEFAULT_PROFILE if corpus else settings.DOCSMCP_DEFAULT_PROFILE
     try:
         response = _serve(request, profile, corpus)
-    except (DatabaseError, AuthUnavailable):
-        logger.warning("MCP request refused: database unavailable", exc_info=True)
-        response = _json(jsonrpc.error_body(SERVER_ERROR, DATABASE_DOWN), status=503)
-        response["Retry-After"] = "5"
-    except Exception:
-        logger.exception("MCP request failed")
-        response = _json(jsonrpc.error_body(INTERNAL_ERROR, "Internal error"), status=500)
+    except Exception as exc:  # answers.request_failure logs it: a 503 database outage, else a 500 fault
+        status, error = answers.request_failure(exc)
+        response = _json(jsonrpc.error_body(error.code, error.message), status=status)
+        if status == 503:
+            response["Retry-After"] = "5"
     for name, value in security.cors_headers(request).items():
         response[name] = value
     return response

@@ -1,4 +1,9 @@
-"""Typed engine errors. Each surface (JSON-RPC, tool result, HTTP, CLI) translates them once, at its edge."""
+"""Typed engine errors, one hierarchy under `RetrievalError`. Each surface translates them once, at its
+edge, from its own table (the MCP surface's mcp_endpoint/answers.py, the REST API's STATUS in
+common/api/errors.py). The apps' errors (corpus, evals, insights) are their own hierarchies, never
+subclasses of these. Every class lives here, so a surface's table can name each one."""
+
+import stat
 
 
 class RetrievalError(Exception):
@@ -68,3 +73,40 @@ class InvalidChunkId(InvalidArgument):
 
 class BuildCancelled(RetrievalError):
     """A build was cancelled or interrupted before it completed."""
+
+
+class UnsafeTarget(RetrievalError):
+    """A target path that could write outside the corpus root, through a link, or to a non-doc file."""
+
+
+class ContentFixError(RetrievalError):
+    """No content fix can be made for this page and these questions; the message says why."""
+
+
+class LLMFixError(RetrievalError):
+    """The endpoint failed or its answer was unusable; the message says which, for the log."""
+
+
+class GitError(RetrievalError):
+    """git failed, timed out or was asked for something the repository does not have."""
+
+
+class SkippedFile(RetrievalError):
+    """A source file that is not read; the message says why, for a finding."""
+
+
+FILE_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"),
+              (stat.S_ISLNK, "a symbolic link"))
+
+
+class NotRegularFile(SkippedFile):
+    def __init__(self, mode: int):
+        self.kind = next((name for test, name in FILE_KINDS if test(mode)), "not a regular file")
+        super().__init__(f"{self.kind}, not a regular file: skipped (only regular files are read)")
+
+
+class FileTooLarge(SkippedFile):
+    def __init__(self, size: int, limit: int):
+        self.size, self.limit = size, limit
+        super().__init__(f"file is {size:,} bytes, over the per-file limit of {limit:,} bytes: skipped")

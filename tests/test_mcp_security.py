@@ -9,7 +9,8 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from django.test import RequestFactory, override_settings
 
-from common.callers import InvalidApiKey, Principal, bearer_token
+from common.callers import Principal, bearer_token
+from common.errors import InvalidApiKey
 from corpus.apikeys import authenticate, create_api_key, hash_key, revoke_api_keys
 from corpus.models import ApiKey
 from mcp_endpoint import ratelimit

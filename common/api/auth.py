@@ -28,7 +28,8 @@ from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
 from ninja.utils import check_csrf
 
-from common.callers import ANONYMOUS_SCOPES, InsufficientScope, InvalidApiKey, Principal, installed_key_check
+from common.callers import ANONYMOUS_SCOPES, Principal, installed_key_check
+from common.errors import InsufficientScope, InvalidApiKey
 
 API_SCOPES = ("read", "build", "admin")
 ANONYMOUS = Principal(name="anonymous", scopes=ANONYMOUS_SCOPES)

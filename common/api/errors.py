@@ -4,8 +4,12 @@ Every failure under /api/v1/ renders to it: service and engine errors (each carr
 status), ninja's request validation (422), auth (401/403), unknown routes (404), wrong
 methods (405) and unexpected crashes (500, logged, no traceback in the body).
 
-`install(api, service_errors)` registers the exception handlers; the site names the apps' error
-bases, whose classes each carry their HTTP status as `status`, so the floor imports no app.
+The REST surface's table is `status_of`: an engine or floor error's status is its line in `STATUS` (the
+engine is plain Python and knows no HTTP), an app's error carries its own `status` (the datasette shape:
+corpus/errors.py, evals/errors.py, insights/errors.py), and the code is the class in snake_case.
+tests/test_error_tables.py fails for an engine class without a line here or an app class that does not
+declare its status itself. `install(api, service_errors)` registers the exception handlers; the site
+names the apps' error bases, so the floor imports no app.
 `api_error_shape` is a middleware that reshapes the few answers Django or ninja produce outside
 those handlers (URL resolver 404, 405, 413, ...).
 """
@@ -24,7 +28,8 @@ from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Throttled, ValidationError
 
-from common.callers import AuthUnavailable, InsufficientScope, bearer_challenge, scope_challenge
+from common.callers import bearer_challenge, scope_challenge
+from common.errors import AuthUnavailable, CallerError, InsufficientScope, InvalidApiKey
 from retrieval import errors as engine
 
 if TYPE_CHECKING:
@@ -33,16 +38,34 @@ if TYPE_CHECKING:
 log = logging.getLogger("docsmcp.api")
 API_PREFIX = "/api/v1/"
 
-# Engine errors have no HTTP status of their own; the apps' do (`CorpusError.status`).
-ENGINE_STATUS: dict[type[Exception], int] = {
-    engine.InvalidArgument: 400,  # also InvalidFilter, InvalidCursor, InvalidChunkId
+# Engine and floor errors have no HTTP status of their own; the apps' do (`CorpusError.status`). Every
+# class is named, so a new one is answered by decision (tests/test_error_tables.py).
+STATUS: dict[type[Exception], int] = {
+    engine.RetrievalError: 400,
+    engine.InvalidArgument: 400,
+    engine.InvalidFilter: 400,
+    engine.InvalidCursor: 400,
+    engine.InvalidChunkId: 400,
     engine.ConfigError: 400,
     engine.ValidationFailed: 422,
     engine.NotFound: 404,
     engine.EmbeddingMismatch: 409,
     engine.BuildCancelled: 409,
     engine.IndexUnavailable: 503,
+    engine.IndexCorrupt: 503,
+    engine.StorageUnavailable: 400,  # the root named for the build does not exist: change it
     engine.EmbeddingError: 502,
+    engine.UnsafeTarget: 400,
+    engine.ContentFixError: 400,
+    engine.LLMFixError: 400,
+    engine.GitError: 400,
+    engine.SkippedFile: 400,
+    engine.NotRegularFile: 400,
+    engine.FileTooLarge: 400,
+    CallerError: 401,
+    InvalidApiKey: 401,  # the auth class answers it first, with its challenge
+    InsufficientScope: 403,  # its handler adds the insufficient_scope challenge
+    AuthUnavailable: 503,  # its handler adds Retry-After
 }
 
 # Codes of generic statuses (used for HttpError, Django's own answers and base classes).
@@ -102,8 +125,8 @@ def status_of(exc: Exception) -> int:
     if isinstance(status, int):
         return status
     for cls in type(exc).__mro__:
-        if cls in ENGINE_STATUS:
-            return ENGINE_STATUS[cls]
+        if cls in STATUS:
+            return STATUS[cls]
     return 400
 
 
@@ -142,10 +165,13 @@ def validation_details(errors: list[dict]) -> tuple[str, dict]:
     return "invalid request: " + "; ".join(parts), {"errors": items}
 
 
-def install(api: NinjaAPI, service_errors: tuple[type[Exception], ...] = ()) -> None:
+def install(api: NinjaAPI, service_errors: tuple[type[Exception], ...] = (),
+            named_bases: tuple[type[Exception], ...] = ()) -> None:
     """Replace ninja's default handlers so every error renders to the one shape.
 
-    `service_errors` are the apps' error bases; every class under them carries its HTTP status.
+    `service_errors` are the apps' error bases; every class under them carries its HTTP status. A base
+    raised as such is coded by its status (`bad_request`), except one of `named_bases`, coded by its
+    name like any other class (`insights_error`, as it was when insights errors were corpus errors).
     """
 
     def respond(request: HttpRequest, status: int, code: str, message: str, details: dict | None = None):
@@ -156,7 +182,8 @@ def install(api: NinjaAPI, service_errors: tuple[type[Exception], ...] = ()) -> 
         details = {}
         if isinstance(exc, engine.ValidationFailed):
             details["findings"] = [f.as_dict() if hasattr(f, "as_dict") else f for f in exc.findings]
-        return respond(request, status, code_of(exc, status, service_errors), str(exc), details)
+        generic = tuple(base for base in service_errors if base not in named_bases)
+        return respond(request, status, code_of(exc, status, generic), str(exc), details)
 
     for base in (engine.RetrievalError, *service_errors):
         api.add_exception_handler(base, known_error)

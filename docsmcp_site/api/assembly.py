@@ -23,6 +23,7 @@ from docsmcp_site.api.docs import router as docs_router
 from evals.api.runs import router as evals_router
 from evals.errors import EvalError
 from insights.api import router as insights_router
+from insights.errors import InsightsError
 
 DESCRIPTION = """\
 Drive docsmcp from a host application: register corpora, trigger builds and poll their
@@ -68,7 +69,7 @@ api = DocsmcpAPI(
     urls_namespace="api",
     docs=OfflineSwagger(),
 )
-api_errors.install(api, service_errors=(CorpusError, EvalError))
+api_errors.install(api, service_errors=(CorpusError, EvalError, InsightsError), named_bases=(InsightsError,))
 api.add_router("", corpora_router)
 api.add_router("", builds_router)
 api.add_router("", search_router)

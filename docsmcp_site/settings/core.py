@@ -68,6 +68,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Answers an engine or app error that escapes a page from the HTML surface's table (pages.py).
+    "docsmcp_site.pages.page_errors",
 ]
 
 ROOT_URLCONF = "docsmcp_site.urls"

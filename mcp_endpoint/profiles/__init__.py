@@ -8,8 +8,8 @@ written as a module of functions (docs, documents, techdoc, citeloom) is served 
 
 Every hook is called per request with a fresh `Context`, so a profile can follow the active
 build (new taxonomy values show in the next tools/list) and stays stateless across workers.
-Handlers report failures the agent should read by raising `ToolError` (or any
-`retrieval.errors.RetrievalError`): the transport turns them into `isError: true` results.
+Handlers report failures the agent should read by raising `ToolError` (or any engine or corpus error):
+the transport turns them into `isError: true` results, as mcp_endpoint/answers.py says for each class.
 """
 
 from __future__ import annotations
@@ -21,6 +21,11 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+# The endpoint's errors live in mcp_endpoint/errors.py; profiles and their callers import them from here too.
+from mcp_endpoint.errors import ResourceNotFound as ResourceNotFound
+from mcp_endpoint.errors import ToolError as ToolError
+from mcp_endpoint.errors import UnknownCorpus as UnknownCorpus
+from mcp_endpoint.errors import UnknownProfile as UnknownProfile
 from mcp_endpoint.jsontext import indented
 
 if TYPE_CHECKING:
@@ -186,26 +191,6 @@ class PromptDef:
 def text_message(text: str, role: str = "user") -> dict[str, Any]:
     """A prompt message with one text block."""
     return {"role": role, "content": {"type": "text", "text": text}}
-
-
-class ToolError(Exception):
-    """A failure the agent should read and act on; becomes an `isError: true` tool result."""
-
-
-class ResourceNotFound(Exception):
-    """resources/read for a URI the profile does not serve; becomes -32602 with data.uri (SEP-2164)."""
-
-    def __init__(self, uri: str, message: str | None = None):
-        super().__init__(message or f"Resource not found: {uri}")
-        self.uri = uri
-
-
-class UnknownCorpus(Exception):
-    """The corpus named in /mcp/c/<corpus>/ does not exist; the transport answers 404."""
-
-
-class UnknownProfile(LookupError):
-    """No profile is registered under the requested name."""
 
 
 @runtime_checkable

@@ -43,6 +43,7 @@ from corpus.chunkstore import (
 )
 from corpus.models import Corpus
 from mcp_endpoint import budget
+from mcp_endpoint.errors import EndpointError
 from mcp_endpoint.jsonrpc import InvalidParams
 from mcp_endpoint.profiles import Context, ToolAnnotations, ToolDef, ToolResult
 from mcp_endpoint.profiles.citeloom_schemas import (
@@ -79,7 +80,7 @@ def max_body_bytes() -> int:
 # --- errors and timeouts ----------------------------------------------------------------------------
 
 
-class CiteloomError(Exception):
+class CiteloomError(EndpointError):
     """One of the citeloom contract's error codes, with its details."""
 
     def __init__(self, code: str, message: str, details: dict[str, Any]):
@@ -143,7 +144,7 @@ def _handler(tool: str, work: Callable[[dict[str, Any]], Any]):
         except ProjectNotFound as exc:
             details = {"project_id": exc.project_id, "available_projects": exc.available}
             return CiteloomError("INVALID_PROJECT", str(exc), details).result()
-        except EmbeddingMismatch as exc:
+        except (EmbeddingMismatch, ProjectEmbeddingMismatch) as exc:
             details = getattr(exc, "details", None) or {"project_id": project}
             return CiteloomError("EMBEDDING_MISMATCH", str(exc), details).result()
         except IndexUnavailable as exc:

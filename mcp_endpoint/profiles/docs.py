@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from corpus.errors import CorpusError
 from corpus.selectors import describe_versions
 from corpus.serving import (
     STATE,
@@ -90,7 +91,7 @@ def check_context(context: Context) -> None:
 def instructions(context: Context) -> str:
     try:
         index = _index(context)
-    except RetrievalError as exc:
+    except (RetrievalError, CorpusError) as exc:
         return f"docsmcp documentation server. {exc}"
     if docs_corpora.applies(context):
         return docs_corpora.instructions()
@@ -410,7 +411,7 @@ def fit_window(window: ChunkWindow, limit: int, fresh: dict[str, Any] | None = N
 def tools(context: Context) -> list[ToolDef]:
     try:
         index: Index | None = _index(context)
-    except RetrievalError:  # no usable index: base schema; search_docs itself reports why
+    except (RetrievalError, CorpusError):  # no usable index: base schema; search_docs itself reports why
         index = None
     _name, versions = version_choices(context.corpus)
     made = _tools(index, tuple(versions or ()))

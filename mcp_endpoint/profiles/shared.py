@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from corpus.errors import CorpusError
 from corpus.models import Corpus
 from corpus.selectors import corpus_list
 from corpus.serving import CorpusHit, active_index, freshness, merge_hits, version_choices  # noqa: F401 (shared)
@@ -31,7 +32,7 @@ def corpora_freshness() -> str:
     for corpus in served_corpora():
         try:
             fresh = freshness(active_index(corpus.name))
-        except RetrievalError:
+        except (RetrievalError, CorpusError):  # no usable build of this corpus: left out of the sentence
             continue
         _name, versions = version_choices(corpus.name)
         label = f"version {fresh['version']}" if fresh["version"] else ""

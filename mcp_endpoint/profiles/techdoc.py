@@ -28,7 +28,7 @@ from corpus.errors import CorpusNotFound, UnknownVersion
 from corpus.models import Corpus
 from corpus.selectors import corpus_serving
 from corpus.serving import active_index, corpus_search, version_choices
-from mcp_endpoint import budget
+from mcp_endpoint import answers, budget
 from mcp_endpoint.jsonrpc import InvalidParams
 from mcp_endpoint.profiles import (
     Context,
@@ -48,7 +48,6 @@ from mcp_endpoint.profiles.shared import (
     merge_hits,
     served_corpora,
 )
-from retrieval.errors import RetrievalError
 from retrieval.search.documents import get_document, get_outline, list_documents
 from retrieval.search.engine import SearchRequest
 
@@ -92,13 +91,8 @@ def _seed_errors(name: str, handler: Callable[[Context, dict[str, Any]], ToolRes
     def wrapped(context: Context, args: dict[str, Any]) -> ToolResult:
         try:
             return handler(context, args)
-        except InvalidParams:
-            raise
-        except (ToolError, RetrievalError) as exc:
-            return _tool_error(str(exc) or exc.__class__.__name__)
-        except Exception:
-            log.exception("tool %s failed", name)
-            return _tool_error(f"Tool '{name}' failed with an internal error; the server log has details.")
+        except Exception as exc:  # the MCP surface's table decides the text and logs a fault
+            return _tool_error(answers.tool_failure(name, exc))
 
     return wrapped
 

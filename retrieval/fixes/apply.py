@@ -9,18 +9,14 @@ import secrets
 import stat
 from pathlib import Path, PurePosixPath
 
-from retrieval.errors import RetrievalError
-from retrieval.ingest.files import SkippedFile, read_regular_file
+from retrieval.errors import SkippedFile, UnsafeTarget
+from retrieval.ingest.files import read_regular_file
 from retrieval.ingest.manifest import MANIFEST_NAME
 from retrieval.ingest.sources import MARKDOWN_SUFFIXES
 
 from .edits import content_hash
 
 TEMP_SUFFIX = ".docsmcp-tmp"  # neither markdown nor a manifest, so a scan never picks a leftover up
-
-
-class UnsafeTarget(RetrievalError):
-    """A target path that could write outside the corpus root, through a link, or to a non-doc file."""
 
 
 def resolve_target(root: Path, relpath: str) -> Path:

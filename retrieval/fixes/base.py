@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from retrieval.errors import ConfigError
+from retrieval.errors import ConfigError, SkippedFile
 from retrieval.ingest.chunking import Chunk, chunk_document
-from retrieval.ingest.files import SkippedFile, read_regular_file
+from retrieval.ingest.files import read_regular_file
 from retrieval.ingest.manifest import (
     DEFAULT_MAX_CHUNK_SIZE,
     MANIFEST_NAME,

@@ -25,7 +25,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.errors import ConfigError, RetrievalError
+from retrieval.errors import ConfigError, ContentFixError, LLMFixError
 from retrieval.ingest.keywords import KEY, MAX_KEYWORD_CHARS, MAX_KEYWORDS, page_keywords
 from retrieval.ingest.parsing import parse_markdown
 from retrieval.ingest.sources import FileResult, file_text, process_file, scan_corpus
@@ -33,7 +33,7 @@ from retrieval.ingest.terms import identifier_terms
 
 from .base import Change, FixContext, ProposedFix, make_fix
 from .edits import frontmatter_extend, preserving_newlines
-from .llm import LLMFixer, LLMFixError, answer_rationale
+from .llm import LLMFixer, answer_rationale
 
 log = logging.getLogger("retrieval.fixes")
 
@@ -66,10 +66,6 @@ STOP_WORDS = frozenset(_STOP_TEXT.split())  # English function words and the wor
 _TOKEN = re.compile(r"[A-Za-z0-9_$@][\w$@]*(?:(?:\.|::|->|-)[A-Za-z0-9_$@][\w$@]*)*")
 _WORD = re.compile(r"\w+")
 _SUFFIXES = (("ies", "y"), ("ing", ""), ("ing", "e"), ("ed", ""), ("ed", "e"), ("es", ""), ("s", ""))
-
-
-class ContentFixError(RetrievalError):
-    """No content fix can be made for this page and these questions; the message says why."""
 
 
 # --- what the page is missing ------------------------------------------------------------------------

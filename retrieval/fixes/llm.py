@@ -32,7 +32,7 @@ from retrieval.embeddings.openai_api import (
     _retry_after,
     _server_message,
 )
-from retrieval.errors import ConfigError, RetrievalError
+from retrieval.errors import ConfigError, LLMFixError
 from retrieval.ingest.manifest import (
     DEFAULT_MAX_CHUNK_SIZE,
     STRATEGIES,
@@ -73,10 +73,6 @@ Answer with ONE JSON object and nothing else:
  "rationale": "one to three sentences for the human who reviews the change"}}
 "strategy" is required: repeat the current strategy to keep it. Use only taxonomy keys listed under \
 "taxonomy" and, where a key lists "allowed" values, only those values. No other keys."""
-
-
-class LLMFixError(RetrievalError):
-    """The endpoint failed or its answer was unusable; the message says which, for the log."""
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from retrieval.errors import ConfigError
-from retrieval.ingest.files import SkippedFile, read_regular_file
+from retrieval.errors import ConfigError, SkippedFile
+from retrieval.ingest.files import read_regular_file
 from retrieval.ingest.manifest import (
     MANIFEST_NAME,
     Manifest,

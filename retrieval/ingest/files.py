@@ -12,28 +12,9 @@ import os
 import stat
 from pathlib import Path
 
-from retrieval.errors import RetrievalError
+from retrieval.errors import FileTooLarge, NotRegularFile
 
-FILE_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
-              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"),
-              (stat.S_ISLNK, "a symbolic link"))
 OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-
-
-class SkippedFile(RetrievalError):
-    """A source file that is not read; the message says why, for a finding."""
-
-
-class NotRegularFile(SkippedFile):
-    def __init__(self, mode: int):
-        self.kind = next((name for test, name in FILE_KINDS if test(mode)), "not a regular file")
-        super().__init__(f"{self.kind}, not a regular file: skipped (only regular files are read)")
-
-
-class FileTooLarge(SkippedFile):
-    def __init__(self, size: int, limit: int):
-        self.size, self.limit = size, limit
-        super().__init__(f"file is {size:,} bytes, over the per-file limit of {limit:,} bytes: skipped")
 
 
 def read_regular_file(path: Path, max_bytes: int | None) -> bytes:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from retrieval.errors import RetrievalError
+from retrieval.errors import GitError
 
 DEFAULT_TIMEOUT = 120.0
 FETCH_DEPTH = 50  # enough history that the last built commit is usually still there to diff against
@@ -39,10 +39,6 @@ MODE_SUBMODULE = "160000"
 # after every configuration file and GIT_CONFIG_COUNT: no URL runs a command through a transport helper
 NO_HELPERS = ("-c", "protocol.ext.allow=never")
 SHA_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
-
-
-class GitError(RetrievalError):
-    """git failed, timed out or was asked for something the repository does not have."""
 
 
 @dataclass(frozen=True)

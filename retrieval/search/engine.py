@@ -203,8 +203,9 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
     if pending_pages is not None:
         try:
             found_pages = pending_pages.result()
-        except Exception as exc:  # never fail a search for a prior
-            found_pages = exc
+        except Exception as exc:  # never fail a search for a prior: rank without it, and say why
+            log.warning("page text search failed on %s, ranking without it: %s: %s",
+                        index.path, type(exc).__name__, exc)
     if results and all(r.error for r in results):
         raise IndexUnavailable(f"every search leg failed on {index.path}: {results[0].error}")
     # Legs that found nothing are left out of the normaliser: they say nothing about any hit.
@@ -223,14 +224,9 @@ def rank(index: Index, query: str, plan: FilterPlan, *, legs: tuple[str, ...] = 
     return Ranking(items, results, vector if semantic else None)
 
 
-def _page_text_scores(index: Index, pages: np.ndarray,
-                      found: tuple[np.ndarray, np.ndarray] | Exception) -> np.ndarray | None:
+def _page_text_scores(index: Index, pages: np.ndarray, found: tuple[np.ndarray, np.ndarray]) -> np.ndarray | None:
     """Per candidate, its page's BM25 score over whole pages relative to the best candidate page's
-    (0: not in the top PAGE_TEXT_DEPTH); None if that search failed (logged: the priors go without it)."""
-    if isinstance(found, Exception):
-        log.warning("page text search failed on %s, ranking without it: %s: %s",
-                    index.path, type(found).__name__, found)
-        return None
+    (0: not in the top PAGE_TEXT_DEPTH)."""
     rowids, scores = found
     codes = index.document_pages(rowids)
     known = codes >= 0
