@@ -41,7 +41,7 @@ from mcp_endpoint.profiles.shared import (
     coverage_json,
 )
 from retrieval.errors import RetrievalError
-from retrieval.ingest.metadata import BuildMetadata
+from retrieval.format.metadata import BuildMetadata
 from retrieval.search.documents import ChunkWindow, render_chunk_window
 from retrieval.search.engine import MAX_LIMIT, SearchRequest, SearchResult
 from retrieval.search.index import Index
