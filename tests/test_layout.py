@@ -309,3 +309,23 @@ def test_no_cycle_between_packages(graph):
     assert evidence == []
 
 
+
+
+def test_every_surface_checks_api_keys_through_one_function():
+    """The REST API, /mcp/, llms.txt and /health/ each call corpus.apikeys.authenticate: nothing installs a
+    key check at start, so the one path a key takes can be read from the imports."""
+    surfaces, strays = set(), []
+    for path in [p for app in APPS[1:] for p in (ROOT / app).rglob("*.py") if "migrations" not in p.parts]:
+        tree = ast.parse(path.read_text())
+        imported = {name for base, names in _import_statements(path) if base == "corpus.apikeys" for name in names}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            function = node.func
+            if isinstance(function, ast.Name) and function.id == "authenticate" and "authenticate" in imported:
+                surfaces.add(_module_name(path))
+            elif (isinstance(function, ast.Attribute) and function.attr == "authenticate") or (
+                    isinstance(function, ast.Name) and function.id == "authenticate"):
+                strays.append(f"{_module_name(path)}:{node.lineno} {ast.unparse(function)}")
+    assert strays == []
+    assert surfaces == {"corpus.api.auth", "mcp_endpoint.transport", "mcp_endpoint.llmstxt", "mcp_endpoint.health"}
