@@ -77,7 +77,7 @@ def _register(corpus, index: Path):
     """A build made elsewhere (`--index NAME=DIR`) registered and activated as this corpus's, unchanged."""
     from corpus.execution import build_activate
     from corpus.models import BuildRun
-    from retrieval.ingest.metadata import read_metadata
+    from retrieval.format.metadata import read_metadata
 
     metadata = read_metadata(index)
     build = BuildRun.objects.create(corpus=corpus, build_id=metadata.build_id, kind=BuildRun.KIND_FULL,

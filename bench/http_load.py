@@ -163,7 +163,7 @@ def configure_django(workdir: Path, index_root: Path, name: str) -> dict[str, st
 
 def _reusable_build(index_root: Path, name: str, provider: str) -> Path | None:
     from retrieval.errors import IndexUnavailable
-    from retrieval.ingest.metadata import read_metadata
+    from retrieval.format.metadata import read_metadata
 
     candidates = sorted(
         (index_root / name / "builds").glob("*/metadata.json"), key=lambda p: p.stat().st_mtime
@@ -187,7 +187,7 @@ def prepare_index(corpus: Path, name: str, provider: str, index_root: Path) -> P
     from corpus.models import BuildRun
     from corpus.selectors import corpus_get
     from corpus.services import corpus_create
-    from retrieval.ingest.metadata import read_metadata
+    from retrieval.format.metadata import read_metadata
 
     call_command("migrate", verbosity=0)
     reused = _reusable_build(index_root, name, provider)

@@ -154,8 +154,8 @@ def main() -> None:
 
         from corpus.models import BuildRun, Corpus
         from retrieval.embeddings import get_provider
+        from retrieval.format.metadata import read_metadata
         from retrieval.ingest.build import BuildRequest, build_index
-        from retrieval.ingest.metadata import read_metadata
 
         out = work / "sample-build"
         build_index(BuildRequest(ROOT / "corpus" / "sample_docs", out, "sample-build", "sample",

@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
 
     boot()
     from retrieval.corpus_summary import page_text_scores
-    from retrieval.ingest.layout import open_tables
-    from retrieval.ingest.lexicon import lexicon_files, lexicon_from_tables, query_terms
+    from retrieval.format.layout import open_tables
+    from retrieval.format.lexicon import lexicon_files, lexicon_from_tables, query_terms
 
     terms = query_terms(args.query)
     for build in args.builds:

@@ -134,8 +134,8 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from corpus.models import BuildRun, Corpus
     from retrieval.embeddings import get_provider
+    from retrieval.format.metadata import read_metadata
     from retrieval.ingest.build import BuildRequest, build_index
-    from retrieval.ingest.metadata import read_metadata
 
     index = args.index
     if index is None:

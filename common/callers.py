@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from common.errors import InsufficientScope
 
@@ -108,34 +108,3 @@ def bearer_challenge(request: HttpRequest, error: str | None = None, scope: str 
 
 def scope_challenge(request: HttpRequest, exc: InsufficientScope) -> str:
     return bearer_challenge(request, "insufficient_scope", exc.scope, str(exc))
-
-
-class KeyCheck(NamedTuple):
-    """How the app that owns API keys checks them (corpus installs its own when Django starts; the REST
-    API's auth, common.api.auth, asks it). Here, not beside that auth, so installing it loads no HTTP stack.
-
-    `authenticate` returns the principal behind the request's bearer key, None without an
-    Authorization header, and raises InvalidApiKey or AuthUnavailable; `admit` narrows the rest of
-    the request to what the admitted key may see.
-    """
-
-    authenticate: Callable[[HttpRequest], Principal | None]
-    admit: Callable[[Principal], None]
-
-
-_key_check: KeyCheck | None = None
-
-
-def use_key_check(authenticate: Callable[[HttpRequest], Principal | None],
-                  admit: Callable[[Principal], None]) -> None:
-    global _key_check
-    _key_check = KeyCheck(authenticate, admit)
-
-
-def installed_key_check() -> KeyCheck:
-    if _key_check is None:
-        from django.core.exceptions import ImproperlyConfigured
-
-        raise ImproperlyConfigured("no API key check is installed: the corpus app installs it when Django "
-                                   "starts; list 'corpus' in INSTALLED_APPS")
-    return _key_check

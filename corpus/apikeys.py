@@ -1,7 +1,7 @@
 """Bearer API keys: which keys are valid, with which scopes, on which corpora.
 
-`authenticate(request)` is the one entry point, shared by the MCP endpoint and the REST API (which
-reaches it through the check corpus installs in common.api.auth). A key is valid if it equals `MCP_API_KEY` (compared in constant time) or hashes to an unrevoked
+`authenticate(request)` is the one entry point, called by every surface: the MCP endpoint, llms.txt,
+/health/ and the REST API (corpus/api/auth.py). A key is valid if it equals `MCP_API_KEY` (compared in constant time) or hashes to an unrevoked
 `ApiKey` row. Keys are looked up by SHA-256, never stored in clear. A bearer token may instead be an
 OAuth access token (corpus.oauth), told from a key by its form before any lookup. A request that sends an
 Authorization header but no valid key or token raises `InvalidApiKey` (every surface answers 401), so a

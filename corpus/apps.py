@@ -11,34 +11,14 @@ class CorpusConfig(AppConfig):
         from retrieval import storage
 
         storage.configure(settings.DOCSMCP_STORAGE_ENVIRONMENT)  # the engine reads no environment itself
-        _install_key_check()
         _install_scope_names()
         _forget_tokens_on_change()
 
 
 # Every process sets up Django, and most serve no request: `build_index` and `validate_docs`, a Celery
 # worker's build. So what is installed here loads nothing of the HTTP stack (django-ninja, pydantic) or of
-# the OAuth checks (corpus.oauth, corpus.apikeys) until a request first needs it.
-
-
-def _install_key_check() -> None:
-    """The REST API's auth (common.api.auth) checks keys the corpus app's way: API keys and the
-    corpora they may see are corpus access rules, which the floor under the apps cannot import."""
-    from common import callers
-
-    callers.use_key_check(_authenticate, admit=_admit)
-
-
-def _authenticate(request):
-    from .apikeys import authenticate
-
-    return authenticate(request)
-
-
-def _admit(principal) -> None:
-    from .access import limit_to
-
-    limit_to(principal.corpora)
+# the OAuth checks (corpus.oauth, corpus.apikeys) until a request first needs it. API keys are not
+# installed anywhere: every surface calls corpus.apikeys.authenticate (the REST API from corpus/api/auth.py).
 
 
 def _install_scope_names() -> None:

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from retrieval import storage
 from retrieval.errors import BuildCancelled, GitError, StorageUnavailable, ValidationFailed
-from retrieval.ingest.metadata import METADATA_FILE, read_metadata
+from retrieval.format.metadata import METADATA_FILE, read_metadata
 from retrieval.ingest.reuse import validate_changed
 from retrieval.ingest.sources import CorpusScan, FileResult, Finding, scan_corpus
 from retrieval.storage import Location

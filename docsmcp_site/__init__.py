@@ -1,7 +1,7 @@
 """The Django project, the top floor: settings, URLs, the REST API's assembly, WSGI/ASGI, the
 `docsmcp` CLI and the serving front (gunicorn's worker and configuration).
 
-May import: `retrieval.boot`, `retrieval.errors`, `common`, `corpus.api`, `corpus.errors`, `corpus.models`, `corpus.oauth`, `corpus.oauth_validator`,
+May import: `retrieval.boot`, `retrieval.errors`, `common`, `corpus.api`, `corpus.errors`, `corpus.oauth`, `corpus.oauth_validator`,
 `corpus.warming`, `evals.api`, `evals.errors`, `insights.api`, `insights.errors`, `mcp_endpoint.clients`, `mcp_endpoint.folder`, `mcp_endpoint.models`,
 `mcp_endpoint.security`, `mcp_endpoint.startup`. The site mounts every app's API (api/assembly.py)
 and names their errors to the floor's error handlers, guards the login and the API with the MCP

@@ -110,7 +110,8 @@ class InProcessTarget(Target):
         self._tools: set[str] = set()
 
     def open(self) -> None:
-        from mcp_endpoint.profiles import Context, get_profile
+        from mcp_endpoint.profiles import Context
+        from mcp_endpoint.profiles.registry import get_profile
 
         self.profile = get_profile(self.profile_name)
         self.context = Context(request=None, profile=self.profile_name, corpus=self.corpus_name,

@@ -1,7 +1,7 @@
 """The insights app: the query log read for authors (analytics, gap groups, actions, API).
 
 May import: `retrieval.errors`, `retrieval.search.engine`, `retrieval.embeddings` (gap grouping's
-bundled model), `corpus.api.fixes`, `corpus.errors`, `corpus.fixes`, `corpus.models`, `corpus.queue`
+bundled model), `corpus.api.auth`, `corpus.api.fixes`, `corpus.errors`, `corpus.fixes`, `corpus.models`, `corpus.queue`
 (queueing a grouping run), `corpus.selectors`, `corpus.serving`, `evals.charts`, `evals.models`,
 `common`. Its API answers fix proposals in corpus's own shape (corpus.api.fixes) so a proposal
 reads the same on both; its charts are the eval dashboards' (evals.charts). Never imports

@@ -15,9 +15,9 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Field, Path, Query, Router, Schema, Status
 
-from common.api.auth import ADMIN, caller
 from common.api.pagination import Input, Page, PageParams, paginate
 from corpus import selectors as corpus_selectors
+from corpus.api.auth import ADMIN, caller
 from corpus.api.fixes import FixOut, fix_out
 from corpus.models import Feedback, QueryRecord
 from evals.models import EvalCase

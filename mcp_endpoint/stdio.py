@@ -25,6 +25,7 @@ from mcp_endpoint import jsonrpc, profiles, protocol
 from mcp_endpoint.calls import answer, client_info
 from mcp_endpoint.jsonrpc import InvalidRequest, JsonRpcError, Notification, Response
 from mcp_endpoint.jsontext import compact
+from mcp_endpoint.profiles import registry
 
 LOCAL_OPERATOR = Principal(name="stdio (local operator)", scopes=frozenset(SCOPES))
 
@@ -34,7 +35,7 @@ class StdioSession:
 
     def __init__(self, profile_name: str, corpus: str | None, principal: Principal = LOCAL_OPERATOR):
         self.profile_name = profile_name
-        self.profile = profiles.get_profile(profile_name)
+        self.profile = registry.get_profile(profile_name)
         self.corpus = corpus
         self.principal = principal
         self.version: str | None = None  # set by a successful initialize

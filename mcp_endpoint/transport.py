@@ -39,6 +39,7 @@ from mcp_endpoint.jsonrpc import (
     Response,
 )
 from mcp_endpoint.jsontext import compact
+from mcp_endpoint.profiles import registry
 
 logger = logging.getLogger("docsmcp.mcp")
 
@@ -120,9 +121,9 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
         return _json(jsonrpc.error_body(INVALID_REQUEST, "Unknown corpus: the name in the URL holds a NUL "
                                         "or invalid character"), 404)
     try:
-        profile = profiles.get_profile(profile_name)
+        profile = registry.get_profile(profile_name)
     except profiles.UnknownProfile:
-        names = ", ".join(profiles.profile_names())
+        names = ", ".join(registry.profile_names())
         return JsonResponse(
             {"detail": f"Unknown MCP profile '{profile_name}'. Available: {names}."}, status=404
         )

@@ -8,7 +8,7 @@ defeat loading corpora on demand, so each build stores what ranking reads:
   with the corpus's name, description and page titles makes its *profile*. BM25 over those few hundred
   words per corpus separates libraries by name ("fastapi dependency injection" → FastAPI) at a cost
   of microseconds per corpus;
-- its *lexicon* (retrieval/ingest/lexicon.py): how many of its pages, and how many of its chunks, hold
+- its *lexicon* (retrieval/format/lexicon.py): how many of its pages, and how many of its chunks, hold
   each word and identifier of their text. A question rarely names its library: it names an identifier
   (`RateLimitError`) or describes a task in words that its corpus's text uses more often than the
   others'. The lexicon scores that as a language model over chunks: the likelihood of the question's
@@ -41,7 +41,7 @@ import numpy as np
 SUMMARY_TERMS = 40
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#]*")
 # The same words split the other way, for a build splitting whole batches with Arrow's regex kernel
-# (retrieval/ingest/lexicon.py): what separates them, and the characters a word may hold but not start with.
+# (retrieval/format/lexicon.py): what separates them, and the characters a word may hold but not start with.
 WORD_SEPARATORS = r"[^a-z0-9+#]+"
 WORD_TAIL_ONLY = "+#"
 _STOP = frozenset({
@@ -94,7 +94,7 @@ def summarize(files: Mapping[str, str], limit: int = SUMMARY_TERMS) -> dict[str,
 
 @dataclass(frozen=True)
 class Lexicon:
-    """How many of a build's pages and chunks hold each term, by term hash (retrieval/ingest/lexicon.py)."""
+    """How many of a build's pages and chunks hold each term, by term hash (retrieval/format/lexicon.py)."""
 
     hashes: np.ndarray  # uint64, ascending
     pages: np.ndarray  # how many pages hold the term

@@ -91,7 +91,7 @@ def sample_corpus(db, sample_build_dir, settings):
     from corpus.execution import build_activate
     from corpus.models import BuildRun, Corpus
     from corpus.serving import forget_active
-    from retrieval.ingest.metadata import read_metadata
+    from retrieval.format.metadata import read_metadata
 
     metadata = read_metadata(sample_build_dir)
     corpus = Corpus.objects.create(name="sample", source_dir=str(SAMPLE_DOCS), description=metadata.corpus_description,

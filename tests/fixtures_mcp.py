@@ -17,6 +17,7 @@ import pytest
 from mcp_endpoint import profiles, ratelimit
 from mcp_endpoint.profiles import (
     Context,
+    FunctionProfile,
     PromptArgument,
     PromptDef,
     PromptResult,
@@ -28,6 +29,7 @@ from mcp_endpoint.profiles import (
     ToolDef,
     ToolError,
     ToolResult,
+    registry,
     text_message,
 )
 from retrieval.errors import NotFound
@@ -149,24 +151,24 @@ def _prompts(context: Context) -> list[PromptDef]:
     return [PromptDef("greet", "Greet someone.", _greet, (PromptArgument("name", "Who to greet.", True),))]
 
 
-class EchoProfile:
-    """The test profile: every hook a profile can provide."""
-
-    SERVER_NAME = "docsmcp-test"
-    tools = staticmethod(_tools)
-    instructions = staticmethod(_instructions)
-    resources = staticmethod(_resources)
-    resource_templates = staticmethod(_resource_templates)
-    read_resource = staticmethod(_read_resource)
-    prompts = staticmethod(_prompts)
+# The test profile: every hook a profile can provide, written as functions like the built-in profiles.
+ECHO_PROFILE = FunctionProfile(
+    tools=_tools,
+    server_name="docsmcp-test",
+    instructions=_instructions,
+    resources=_resources,
+    resource_templates=_resource_templates,
+    read_resource=_read_resource,
+    prompts=_prompts,
+)
 
 
 @pytest.fixture
-def echo_profile() -> Iterator[EchoProfile]:
-    profile = EchoProfile()
-    profiles.register_profile(TEST_PROFILE, profile)
+def echo_profile() -> Iterator[FunctionProfile]:
+    profile = ECHO_PROFILE
+    registry.register_profile(TEST_PROFILE, profile)
     yield profile
-    profiles.unregister_profile(TEST_PROFILE)
+    registry.unregister_profile(TEST_PROFILE)
 
 
 @pytest.fixture

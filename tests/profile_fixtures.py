@@ -72,7 +72,7 @@ def register_build(name: str, build_dir: Path, **fields: Any):
     from corpus.execution import build_activate
     from corpus.models import BuildRun, Corpus
     from corpus.serving import forget_active
-    from retrieval.ingest.metadata import read_metadata
+    from retrieval.format.metadata import read_metadata
 
     metadata = read_metadata(build_dir)
     corpus = Corpus.objects.create(name=name, source_dir=str(build_dir), settings={"embedding_provider": "hash"},

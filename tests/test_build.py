@@ -22,7 +22,7 @@ from corpus.serving import active_index, forget_active, query_embedder
 from retrieval import storage
 from retrieval.embeddings import EmbeddingSpec, check_compatible, get_provider
 from retrieval.errors import EmbeddingMismatch
-from retrieval.ingest.metadata import read_metadata
+from retrieval.format.metadata import read_metadata
 from retrieval.ingest.sources import process_corpus, scan_corpus
 from tests.cli_helpers import build_cmd, build_corpus
 

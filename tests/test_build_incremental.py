@@ -11,9 +11,9 @@ import pytest
 
 from retrieval import storage
 from retrieval.embeddings import get_provider
+from retrieval.format.metadata import read_metadata
 from retrieval.ingest import indexes, tables
 from retrieval.ingest.build import BuildRequest, build_index
-from retrieval.ingest.metadata import read_metadata
 from retrieval.search.engine import SearchRequest, search
 from retrieval.search.index import Index
 

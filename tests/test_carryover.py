@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from retrieval.embeddings import get_provider
-from retrieval.ingest import mapped
+from retrieval.format import mapped
+from retrieval.format.lexicon import CHUNKS_FILE, PAGES_FILE, TERMS_FILE
+from retrieval.format.mapped import MAPPED_DIR, open_mapped, write_mapped_from_tables
+from retrieval.format.metadata import read_metadata
 from retrieval.ingest.build import BuildRequest, build_index
-from retrieval.ingest.lexicon import CHUNKS_FILE, PAGES_FILE, TERMS_FILE
-from retrieval.ingest.mapped import MAPPED_DIR, open_mapped, write_mapped_from_tables
-from retrieval.ingest.metadata import read_metadata
 from retrieval.search.texts import CompressedTexts
 
 PAYMENTS = "sdks/python/payments.md"
@@ -121,7 +121,7 @@ def test_a_previous_build_without_mapped_files_is_read_whole_instead(copy_sample
 
 
 def test_the_patched_lexicon_drops_the_terms_only_removed_pages_held(copy_sample_docs, first, tmp_path):
-    from retrieval.ingest.lexicon import query_terms, read_lexicon
+    from retrieval.format.lexicon import query_terms, read_lexicon
 
     term = query_terms("zephyrcapture")
     payments = copy_sample_docs / PAYMENTS

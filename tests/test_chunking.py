@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.format.slugs import slugify
 from retrieval.ingest.chunking import chunk_document
 from retrieval.ingest.manifest import Strategy, parse_manifest
 from retrieval.ingest.parsing import parse_markdown
-from retrieval.ingest.slugs import slugify
 from retrieval.ingest.sources import process_corpus, process_file, scan_corpus
 
 ROOT = Path(__file__).resolve().parent.parent

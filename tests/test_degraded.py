@@ -32,7 +32,7 @@ REGISTER = """
 from corpus.execution import build_activate
 from corpus.models import BuildRun, Corpus
 from corpus.apikeys import create_api_key
-from retrieval.ingest.metadata import read_metadata
+from retrieval.format.metadata import read_metadata
 path = {path!r}
 metadata = read_metadata(path)
 corpus = Corpus.objects.create(name="sample", source_dir=path, settings={{"embedding_provider": "hash"}})

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from retrieval.ingest.metadata import read_metadata
+from retrieval.format.metadata import read_metadata
 from tests import fixtures_mcp
 from tests.conftest import SAMPLE_DOCS
 from tests.fixtures_mcp import MODERN, modern_post, post

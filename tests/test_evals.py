@@ -614,7 +614,8 @@ def test_in_process_run_on_the_sample_corpus(sample_corpus):
 
 
 def _docs_profile_serves_search() -> bool:
-    from mcp_endpoint.profiles import Context, get_profile
+    from mcp_endpoint.profiles import Context
+    from mcp_endpoint.profiles.registry import get_profile
 
     profile = get_profile("docs")
     try:

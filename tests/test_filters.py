@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval.errors import InvalidFilter
-from retrieval.ingest.manifest import AutoInclude
-from retrieval.ingest.metadata import BuildMetadata, TaxonomyField
+from retrieval.format.metadata import AutoInclude, BuildMetadata, TaxonomyField
 from retrieval.search.filters import describe_filters, plain_where, plan_filters, sql_string, validate_filters
 
 

@@ -58,7 +58,7 @@ def big_build_dir(tmp_path_factory) -> tuple[Path, Path]:
 def _activate(name: str, source: Path, build_dir: Path, provider: str):
     from corpus.execution import build_activate
     from corpus.models import BuildRun, Corpus
-    from retrieval.ingest.metadata import read_metadata
+    from retrieval.format.metadata import read_metadata
 
     metadata = read_metadata(build_dir)
     corpus = Corpus.objects.create(name=name, source_dir=str(source), settings={"embedding_provider": provider})

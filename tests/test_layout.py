@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("retrieval", "common", "corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
+# The layer order, stated once: each floor may import only the floors before it (docs/architecture.md).
+# The engine is plain Python; the floor under the apps (common) is what every app shares; the site is the top.
+LAYERS = ("retrieval", "common", "corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
+APPS = LAYERS
 
 
 def _module_name(path: Path) -> str:
@@ -103,8 +106,8 @@ def test_the_apps_read_the_environment_only_through_the_settings():
 
 
 # Each of these packages states in its __init__ docstring what else in the project it may import.
-GOVERNED = ("retrieval", "retrieval.chunkstore", "retrieval.embeddings", "retrieval.fixes", "retrieval.ingest",
-            "retrieval.search", "retrieval.storage", "common", "corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
+GOVERNED = ("retrieval", "retrieval.chunkstore", "retrieval.embeddings", "retrieval.fixes", "retrieval.format",
+            "retrieval.ingest", "retrieval.search", "retrieval.storage", "common", "corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
 
 
 def parse_allow_list(docstring: str) -> list[str] | None:
@@ -162,6 +165,20 @@ def allow_list_violations(imports: dict[str, set[str]], allowed: dict[str, list[
     return sorted(wrong)
 
 
+def stale_allow_list_entries(imports: dict[str, set[str]], allowed: dict[str, list[str] | None]) -> list[str]:
+    """`package: entry` for each allow-list entry no import of the package uses any more (nor anything
+    under it), so a list says what a package does import, not what it once did."""
+    used: dict[str, set[str]] = {package: set() for package in allowed}
+    for module, targets in imports.items():
+        owner = _owner(module, allowed)
+        for target in targets:
+            if owner is None or module.startswith(target + ".") or _owner(target, allowed) == owner:
+                continue
+            used[owner].update(a for a in allowed[owner] or () if target == a or target.startswith(a + "."))
+    return sorted(f"{package}: {entry}" for package, entries in allowed.items() for entry in entries or ()
+                  if entry not in used[package])
+
+
 def test_parse_allow_list():
     assert parse_allow_list("Why.\n\nMay import: `a.b`, `c` (its\nerrors) and `d`. Not `e`: because.") == [
         "a.b", "c", "d"]
@@ -174,15 +191,57 @@ def test_allow_list_violations_names_the_import():
     assert allow_list_violations(imports, {"a": ["b"], "b": []}) == ["a.z -> c", "b.y -> a"]
 
 
+def test_stale_allow_list_entries_names_the_unused_entry():
+    imports = {"a.x": {"b.y", "a.z"}, "a.z": {"a.x"}, "b.y": set()}
+    assert stale_allow_list_entries(imports, {"a": ["b", "c.d"], "b": []}) == ["a: c.d"]
+    assert stale_allow_list_entries(imports, {"a": ["b.y.w"], "b": []}) == ["a: b.y.w"]  # a module under it
+
+
 def test_every_package_states_its_allow_list():
     assert [p for p, names in _allow_lists().items() if names is None] == []
 
 
-def test_imports_keep_the_allow_lists():
+@pytest.fixture(scope="module")
+def precise_imports() -> dict[str, set[str]]:
+    """module -> the project modules it imports, each as precisely as the import names it (`_targets`)."""
     files = [p for app in APPS for p in (ROOT / app).rglob("*.py") if "migrations" not in p.parts]
     modules = {_module_name(p): p for p in files}
-    imports = {name: _targets(path, set(modules)) - {name} for name, path in modules.items()}
-    assert allow_list_violations(imports, _allow_lists()) == []
+    return {name: _targets(path, set(modules)) - {name} for name, path in modules.items()}
+
+
+def test_imports_keep_the_allow_lists(precise_imports):
+    assert allow_list_violations(precise_imports, _allow_lists()) == []
+
+
+def test_every_allow_list_entry_is_still_imported(precise_imports):
+    """Checked the other way: an entry nothing imports any more is taken out, so the lists stay the map."""
+    assert stale_allow_list_entries(precise_imports, _allow_lists()) == []
+
+
+def layer_violations(edges: dict[str, dict[str, list[str]]], layers=LAYERS) -> list[str]:
+    """One `module -> module` import for each floor that imports its own or a later floor in `layers`."""
+    def floor(package: str) -> int:
+        return layers.index(package.split(".")[0])
+
+    return sorted(min(imports) for source, targets in edges.items() for target, imports in targets.items()
+                  if source.split(".")[0] != target.split(".")[0] and floor(target) >= floor(source))
+
+
+def test_layer_violations_names_an_import_up_the_order():
+    edges = {"low": {"high": ["low.x -> high.y"]}, "high": {"low": ["high.y -> low"]}}
+    assert layer_violations(edges, ("low", "high")) == ["low.x -> high.y"]
+
+
+def test_each_floor_imports_only_the_floors_under_it(graph):
+    assert layer_violations(package_graph(graph)) == []
+
+
+def test_each_allow_list_names_only_floors_under_its_package():
+    """The package docstrings agree with the order: no list allows a floor at or above its own."""
+    wrong = [f"{package}: {entry}" for package, entries in _allow_lists().items() for entry in entries or ()
+             if entry.split(".")[0] != package.split(".")[0]
+             and LAYERS.index(entry.split(".")[0]) >= LAYERS.index(package.split(".")[0])]
+    assert wrong == []
 
 
 def find_cycles(graph: dict[str, set[str]]) -> list[str]:
@@ -217,8 +276,8 @@ def test_no_import_cycles(graph):
 
 # The floors of the project: each top-level package, and each of the engine's subpackages (the
 # engine's own top-level modules, errors.py, boot.py and the like, are the node `retrieval`).
-PACKAGES = ("retrieval", "retrieval.chunkstore", "retrieval.embeddings", "retrieval.fixes", "retrieval.ingest",
-            "retrieval.search", "retrieval.storage", "common", "corpus", "mcp_endpoint", "evals", "insights",
+PACKAGES = ("retrieval", "retrieval.chunkstore", "retrieval.embeddings", "retrieval.fixes", "retrieval.format",
+            "retrieval.ingest", "retrieval.search", "retrieval.storage", "common", "corpus", "mcp_endpoint", "evals", "insights",
             "docsmcp_site")
 
 
@@ -250,6 +309,23 @@ def test_no_cycle_between_packages(graph):
     assert evidence == []
 
 
-def test_the_floor_imports_no_app(graph):
-    apps = ("corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
-    assert [edge for edge, targets in package_graph(graph)["common"].items() if edge in apps] == []
+
+
+def test_every_surface_checks_api_keys_through_one_function():
+    """The REST API, /mcp/, llms.txt and /health/ each call corpus.apikeys.authenticate: nothing installs a
+    key check at start, so the one path a key takes can be read from the imports."""
+    surfaces, strays = set(), []
+    for path in [p for app in APPS[1:] for p in (ROOT / app).rglob("*.py") if "migrations" not in p.parts]:
+        tree = ast.parse(path.read_text())
+        imported = {name for base, names in _import_statements(path) if base == "corpus.apikeys" for name in names}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            function = node.func
+            if isinstance(function, ast.Name) and function.id == "authenticate" and "authenticate" in imported:
+                surfaces.add(_module_name(path))
+            elif (isinstance(function, ast.Attribute) and function.attr == "authenticate") or (
+                    isinstance(function, ast.Name) and function.id == "authenticate"):
+                strays.append(f"{_module_name(path)}:{node.lineno} {ast.unparse(function)}")
+    assert strays == []
+    assert surfaces == {"corpus.api.auth", "mcp_endpoint.transport", "mcp_endpoint.llmstxt", "mcp_endpoint.health"}

@@ -1,4 +1,4 @@
-"""A build's lexicon (retrieval/ingest/lexicon.py): the terms a question is matched against, counted per
+"""A build's lexicon (retrieval/format/lexicon.py): the terms a question is matched against, counted per
 page and per chunk, spelt exactly as a question's words are."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import lancedb
 import pyarrow as pa
 
 from retrieval.corpus_summary import words
-from retrieval.ingest.lexicon import READ_CHUNKS, lexicon_from_tables, term_hashes
+from retrieval.format.lexicon import READ_CHUNKS, lexicon_from_tables, term_hashes
 
 CHUNKS = [  # (page, title, heading, text, identifiers)
     ("a.md", "Routers", "Intro", "C++ and C# clients; #tags, ++xy and +a+b; the routers' routing.", "max_connections"),

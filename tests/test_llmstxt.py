@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from corpus.apikeys import create_api_key
-from retrieval.ingest.metadata import read_metadata
+from retrieval.format.metadata import read_metadata
 from retrieval.llmstxt import page_description
 from tests import fixtures_mcp
 from tests.conftest import SAMPLE_DOCS

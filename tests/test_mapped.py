@@ -1,5 +1,5 @@
 """A build's catalog, vectors and chunk text as files that every serving process maps, so a host
-holds them once however many workers serve them (retrieval/ingest/mapped.py)."""
+holds them once however many workers serve them (retrieval/format/mapped.py)."""
 
 from __future__ import annotations
 
@@ -17,16 +17,16 @@ from corpus.execution import build_activate
 from corpus.models import BuildRun, Corpus
 from retrieval.corpus_summary import CorpusProfile, rank_corpora
 from retrieval.embeddings import get_provider
-from retrieval.ingest.build import BuildRequest, build_index
-from retrieval.ingest.lexicon import CHUNKS_FILE, PAGES_FILE, TERMS_FILE, query_terms, read_lexicon
-from retrieval.ingest.mapped import (
+from retrieval.format.lexicon import CHUNKS_FILE, PAGES_FILE, TERMS_FILE, query_terms, read_lexicon
+from retrieval.format.mapped import (
     DOCUMENT_PAGES_FILE,
     DOCUMENT_ROWIDS_FILE,
     LINK_STARTS_FILE,
     LINK_TARGETS_FILE,
     MAPPED_DIR,
 )
-from retrieval.ingest.metadata import read_metadata
+from retrieval.format.metadata import read_metadata
+from retrieval.ingest.build import BuildRequest, build_index
 from retrieval.search.engine import SearchRequest, search
 from retrieval.search.index import Index
 from tests.conftest import ROOT, SAMPLE_DOCS

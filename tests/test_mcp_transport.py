@@ -17,10 +17,10 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcp_endpoint import profiles
+from mcp_endpoint.profiles import registry
 from mcp_endpoint.schema import validate
 from tests import fixtures_mcp
-from tests.fixtures_mcp import META, MODERN, EchoProfile, modern_post, post
+from tests.fixtures_mcp import ECHO_PROFILE, META, MODERN, modern_post, post
 
 # pytest fixtures, bound here so the tests below can request them by name
 echo_profile = fixtures_mcp.echo_profile
@@ -91,12 +91,12 @@ def test_requests_need_no_session(mcp_server, mcp_http):
     "path", ["/mcp", "/mcp/", "/mcp/echo", "/mcp/echo/", "/mcp/c/kubernetes", "/mcp/c/kubernetes/"]
 )
 def test_every_route_answers_post_without_redirect(mcp_server, mcp_http, path, monkeypatch):
-    profiles.register_profile("docs", EchoProfile())  # the docs profile, stood in for by the echo profile
+    docs = registry.get_profile("docs")
+    registry.register_profile("docs", ECHO_PROFILE)  # the docs profile, stood in for by the echo profile
     try:
         response = post(mcp_http, f"{mcp_server}{path}", rpc("initialize", {"protocolVersion": "2025-06-18"}))
     finally:
-        profiles.unregister_profile("docs")
-        profiles.register_profile("docs", "mcp_endpoint.profiles.docs")
+        registry.register_profile("docs", docs)
     assert response.status_code == 200, response.text
     instructions = response.json()["result"]["instructions"]
     assert ("kubernetes" in instructions) == ("/c/" in path)
@@ -247,7 +247,7 @@ def test_tools_list_shapes_per_version(mcp_server, mcp_http):
     url = echo_url(mcp_server)
     tools = post(mcp_http, url, rpc("tools/list"), version="2025-06-18").json()["result"]["tools"]
     echo = tools[0]
-    assert echo["inputSchema"] == json.loads(json.dumps(EchoProfile.tools(None)[0].input_schema))
+    assert echo["inputSchema"] == json.loads(json.dumps(ECHO_PROFILE.tools(None)[0].input_schema))
     assert echo["outputSchema"]["type"] == "object"
     assert echo["annotations"] == {
         "readOnlyHint": True,

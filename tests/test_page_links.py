@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.ingest.linkgraph import page_key, resolve_links
-from retrieval.ingest.links import link_targets
-from retrieval.ingest.mapped import (
+from retrieval.format.linkgraph import page_key, resolve_links
+from retrieval.format.mapped import (
     DOCUMENT_PAGES_FILE,
     DOCUMENT_ROWIDS_FILE,
     LINK_STARTS_FILE,
     LINK_TARGETS_FILE,
     MAPPED_DIR,
 )
+from retrieval.ingest.links import link_targets
 from retrieval.ingest.parsing import parse_markdown
 from retrieval.search import engine, priors, warm
 from retrieval.search import index as index_module

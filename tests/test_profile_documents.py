@@ -373,7 +373,8 @@ def test_schema_errors_are_invalid_params(doc_corpora, live_url, http):
 def test_every_profile_tool_error_code_and_setting_is_documented(db, settings):
     from pathlib import Path
 
-    from mcp_endpoint.profiles import Context, get_profile
+    from mcp_endpoint.profiles import Context
+    from mcp_endpoint.profiles.registry import get_profile
 
     docs = (Path(__file__).resolve().parent.parent / "docs" / "profiles.md").read_text()
     names = []

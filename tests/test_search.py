@@ -422,7 +422,7 @@ def test_search_fails_when_every_leg_fails(handwritten_fts_index, monkeypatch): 
 
 def test_chunk_text_is_read_by_row_id_when_a_scan_comes_back_out_of_order(handwritten_index, monkeypatch,  # noqa: F811
                                                                           tmp_path):
-    from retrieval.ingest import mapped
+    from retrieval.format import mapped
     from retrieval.search import index as index_module
 
     scanned = mapped._scanned_texts

@@ -267,7 +267,7 @@ def test_the_workers_of_serve_share_the_embedding_model_their_master_loaded(tmp_
     from django.db import connection
 
     from corpus.models import Corpus
-    from retrieval.ingest.metadata import read_metadata
+    from retrieval.format.metadata import read_metadata
 
     if connection.vendor != "postgresql" or not Path("/proc/self/smaps_rollup").exists():
         pytest.skip("needs PostgreSQL (DATABASE_URL) shared with the server, and Linux's /proc")

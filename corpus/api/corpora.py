@@ -10,9 +10,9 @@ from django.db.models import Prefetch, prefetch_related_objects
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 
-from common.api.auth import ADMIN, BUILD, READ, caller
 from common.api.pagination import Page, PageParams, paginate
 from corpus import execution, gitsource, selectors, services
+from corpus.api.auth import ADMIN, BUILD, READ, caller
 from corpus.models import BuildRun, TaxonomyKey
 
 from .schemas import (

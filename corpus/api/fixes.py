@@ -9,9 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Field, Path, Query, Router, Schema
 
-from common.api.auth import BUILD, READ
 from common.api.pagination import Input, Page, PageParams, paginate
 from corpus import gitfixes, selectors
+from corpus.api.auth import BUILD, READ
 from corpus.fixes import content_fix_write, fix_approve, fix_reject
 from corpus.models import FixProposal
 

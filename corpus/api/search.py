@@ -15,9 +15,9 @@ from typing import Any, Literal
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
-from common.api.auth import READ
 from common.api.pagination import Input
 from corpus import querylog
+from corpus.api.auth import READ
 from corpus.serving import corpus_read, corpus_search
 from retrieval.errors import InvalidFilter
 from retrieval.search.documents import MAX_CONTEXT, MAX_ID_LENGTH, render_chunk_window

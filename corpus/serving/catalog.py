@@ -39,7 +39,7 @@ class CorpusCard:
 
 def _profile_of(path: str) -> tuple[str, tuple[str, ...], tuple[str, ...], frozenset[str], Any]:
     from retrieval.corpus_summary import summarize
-    from retrieval.ingest.metadata import read_metadata
+    from retrieval.format.metadata import read_metadata
 
     known = STATE.summaries.get(path)
     if known is None:
@@ -61,10 +61,10 @@ def _profile_of(path: str) -> tuple[str, tuple[str, ...], tuple[str, ...], froze
 
 
 def _lexicon_of(build: Any) -> Any:
-    """The build's lexicon (retrieval/ingest/lexicon.py); None for a build made before lexicons (ranked without)."""
+    """The build's lexicon (retrieval/format/lexicon.py); None for a build made before lexicons (ranked without)."""
     from retrieval import storage
-    from retrieval.ingest.lexicon import read_lexicon
-    from retrieval.ingest.mapped import MAPPED_DIR
+    from retrieval.format.lexicon import read_lexicon
+    from retrieval.format.mapped import MAPPED_DIR
 
     return read_lexicon(storage.join(build, MAPPED_DIR))
 
@@ -127,7 +127,7 @@ def corpus_cards(query: str | None = None) -> list[CorpusCard]:
     The cards are made once per change of the catalog (_catalog_cards), so listing 1,000 corpora costs an
     aggregate query and the ranking, not a read of every row."""
     from retrieval.corpus_summary import rank_corpora
-    from retrieval.ingest.lexicon import query_terms
+    from retrieval.format.lexicon import query_terms
 
     from ..access import visible
 

@@ -206,7 +206,7 @@ def _routed(query: str, corpora: Sequence[Corpus], indexes: Sequence[tuple[str, 
     DOCSMCP_SEARCH_ROUTE_TOP that best match the query, by their chunks' best cosine for a semantic model's
     corpora, by their pages' words (the lexicon) for the others."""
     from retrieval.corpus_summary import CorpusProfile, match_scores, profile_scores, summarize
-    from retrieval.ingest.lexicon import query_terms
+    from retrieval.format.lexicon import query_terms
     from retrieval.search.routing import affinity, route
 
     keep = settings.DOCSMCP_SEARCH_ROUTE_TOP

@@ -1,7 +1,7 @@
 """The REST API for host applications, assembled from the apps' routers and served at /api/v1/.
 
 Conventions every router follows (docs/api.md has the details):
-- auth: the MCP endpoint's bearer API keys, one scope per operation (common.api.auth);
+- auth: the MCP endpoint's bearer API keys, one scope per operation (corpus.api.auth);
 - errors: `{"error": {"code", "message", "details"}}` for every 4xx/5xx (common.api.errors);
 - lists: `limit` (1-200, default 50) + `offset` -> `{items, total, limit, offset, has_more}`
   (common.api.pagination); request bodies refuse unknown fields (422).
@@ -10,8 +10,8 @@ Conventions every router follows (docs/api.md has the details):
 from django.urls import reverse
 from ninja import NinjaAPI
 
-from common.api import auth as api_auth
 from common.api import errors as api_errors
+from corpus.api import auth as api_auth
 from corpus.api.corpora import builds as builds_router
 from corpus.api.corpora import router as corpora_router
 from corpus.api.fixes import router as fixes_router

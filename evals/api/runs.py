@@ -13,9 +13,9 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Field, Path, Query, Router, Schema, Status
 
-from common.api.auth import BUILD, READ, caller
 from common.api.pagination import Input, Page, PageParams, paginate
 from corpus import selectors as corpus_selectors
+from corpus.api.auth import BUILD, READ, caller
 from evals import selectors, services
 from evals.errors import RunStateConflict
 from evals.models import EvalResult, EvalRun, EvalSuite

@@ -3,8 +3,9 @@
 A profile is a thin adapter over the engine, one per contract (seed): argument schema in,
 engine call, result shape out. What the transport calls on it is `Profile`; `BaseProfile` gives
 every hook but `tools` a default, so a profile writes only what its contract serves. A profile
-written as a module of functions (docs, documents, techdoc, citeloom) is served through
-`ModuleProfile`, which takes each hook the module defines and the default for the others.
+written as a module of functions (docs, documents, techdoc, citeloom) names its hooks in a
+`FunctionProfile`, each by reference, so a hook it names but lacks fails when its module is imported
+(the registry, registry.py, imports every profile with the transport), never at a request.
 
 Every hook is called per request with a fresh `Context`, so a profile can follow the active
 build (new taxonomy values show in the next tools/list) and stays stateless across workers.
@@ -14,11 +15,8 @@ the transport turns them into `isError: true` results, as mcp_endpoint/answers.p
 
 from __future__ import annotations
 
-import importlib
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from types import ModuleType
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 # The endpoint's errors live in mcp_endpoint/errors.py; profiles and their callers import them from here too.
@@ -222,6 +220,39 @@ class Profile(Protocol):
         ...
 
 
+DEFAULT_PROFILE = "docs"  # served at /mcp/ and /mcp/c/<corpus>/ (registry.py holds every profile)
+
+
+# The default of each hook but `tools`, shared by BaseProfile and FunctionProfile.
+
+def no_instructions(context: Context) -> str | None:
+    return None
+
+
+def no_resources(context: Context) -> list[ResourceDef]:
+    return []
+
+
+def no_resource_templates(context: Context) -> list[ResourceTemplateDef]:
+    return []
+
+
+def no_resource(context: Context, uri: str) -> list[ResourceContents]:
+    raise ResourceNotFound(uri)
+
+
+def no_prompts(context: Context) -> list[PromptDef]:
+    return []
+
+
+def any_context(context: Context) -> None:
+    return None
+
+
+def default_body_limit() -> int | None:
+    return None
+
+
 class BaseProfile:
     """A profile with nothing but its tools: every other hook's default. Subclasses override what
     their contract serves."""
@@ -232,101 +263,59 @@ class BaseProfile:
         raise NotImplementedError(f"{type(self).__name__} must define tools(context)")
 
     def instructions(self, context: Context) -> str | None:
-        return None
+        return no_instructions(context)
 
     def resources(self, context: Context) -> list[ResourceDef]:
-        return []
+        return no_resources(context)
 
     def resource_templates(self, context: Context) -> list[ResourceTemplateDef]:
-        return []
+        return no_resource_templates(context)
 
     def read_resource(self, context: Context, uri: str) -> list[ResourceContents]:
-        raise ResourceNotFound(uri)
+        return no_resource(context, uri)
 
     def prompts(self, context: Context) -> list[PromptDef]:
-        return []
+        return no_prompts(context)
 
     def check_context(self, context: Context) -> None:
-        return None
+        return any_context(context)
 
     def max_body_bytes(self) -> int | None:
-        return None
+        return default_body_limit()
 
 
 HOOKS = ("tools", "instructions", "resources", "resource_templates", "read_resource", "prompts",
          "check_context", "max_body_bytes")
 
 
-class ModuleProfile(BaseProfile):
-    """A profile written as functions of a module (or attributes of any object): each hook it defines,
-    BaseProfile's default for the others; `SERVER_NAME` names the server."""
+@dataclass(frozen=True)
+class FunctionProfile:
+    """A profile written as functions, each hook named by reference (a hook left out keeps its default):
+    `PROFILE = FunctionProfile(tools=tools, resources=docs_resources.resources, ...)`. A misspelt hook is
+    a TypeError and a hook that does not exist a NameError, both when the module is imported."""
 
-    def __init__(self, source: Any):
-        if not callable(getattr(source, "tools", None)):
-            raise TypeError(f"{source!r} is not a profile: it has no tools(context) function")
-        self.source = source
-        self.server_name = getattr(source, "SERVER_NAME", BaseProfile.server_name)
-        for hook in HOOKS:
-            function = getattr(source, hook, None)
-            if callable(function):
-                setattr(self, hook, function)
+    tools: Callable[[Context], list[ToolDef]]
+    server_name: str = "docsmcp"  # serverInfo.name
+    instructions: Callable[[Context], str | None] = no_instructions
+    resources: Callable[[Context], list[ResourceDef]] = no_resources
+    resource_templates: Callable[[Context], list[ResourceTemplateDef]] = no_resource_templates
+    read_resource: Callable[[Context, str], list[ResourceContents]] = no_resource
+    prompts: Callable[[Context], list[PromptDef]] = no_prompts
+    check_context: Callable[[Context], None] = any_context
+    max_body_bytes: Callable[[], int | None] = default_body_limit
 
-    def __repr__(self) -> str:
-        return f"ModuleProfile({getattr(self.source, '__name__', self.source)!r})"
-
-
-def as_profile(entry: Any) -> Profile:
-    """`entry` as a Profile: a BaseProfile (or anything that has every hook) as it is, a module or
-    other object through ModuleProfile."""
-    if isinstance(entry, BaseProfile) or (not isinstance(entry, ModuleType) and isinstance(entry, Profile)):
-        return entry
-    return ModuleProfile(entry)
+    def __post_init__(self) -> None:
+        wrong = [f.name for f in fields(self) if f.name != "server_name" and not callable(getattr(self, f.name))]
+        if wrong:
+            raise TypeError(f"profile hooks that are not functions: {', '.join(wrong)}")
 
 
-# name -> profile, or dotted module path imported on first use (so profiles written later only need
-# their module to exist).
-_registry: dict[str, Any] = {
-    "docs": "mcp_endpoint.profiles.docs",
-    "documents": "mcp_endpoint.profiles.documents",
-    "techdoc": "mcp_endpoint.profiles.techdoc",
-    "citeloom": "mcp_endpoint.profiles.citeloom",
-}
-_lock = threading.Lock()
-
-DEFAULT_PROFILE = "docs"
-
-
-def register_profile(name: str, profile: Profile | ModuleType | str | Any) -> None:
-    """Serve `profile` (a Profile, a module or object with profile functions, or a dotted module path)
-    at /mcp/<name>/."""
-    with _lock:
-        _registry[name] = profile if isinstance(profile, str) else as_profile(profile)
-
-
-def unregister_profile(name: str) -> None:
-    with _lock:
-        _registry.pop(name, None)
-
-
-def profile_names() -> list[str]:
-    return sorted(_registry)
-
-
-def get_profile(name: str) -> Profile:
-    """The profile registered as `name`; raises UnknownProfile if there is none (or its module is missing)."""
-    entry = _registry.get(name)
-    if entry is None:
-        raise UnknownProfile(name)
-    if isinstance(entry, str):
-        try:
-            module = importlib.import_module(entry)
-        except ModuleNotFoundError as exc:
-            if exc.name and entry.startswith(exc.name):
-                raise UnknownProfile(name) from None
-            raise
-        profile = as_profile(module)
-        with _lock:
-            if _registry.get(name) == entry:
-                _registry[name] = profile
-        return profile
-    return entry
+def check_profile(profile: Any) -> Profile:
+    """`profile`, once it has every hook as a function and a server name; raises TypeError naming what
+    it lacks, so a profile is refused when it is registered, not at the request that needs the hook."""
+    missing = [hook for hook in HOOKS if not callable(getattr(profile, hook, None))]
+    if not isinstance(getattr(profile, "server_name", None), str):
+        missing.append("server_name")
+    if missing:
+        raise TypeError(f"{profile!r} is not a profile: it lacks {', '.join(missing)}")
+    return profile

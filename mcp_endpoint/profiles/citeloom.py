@@ -45,7 +45,7 @@ from corpus.models import Corpus
 from mcp_endpoint import budget
 from mcp_endpoint.errors import EndpointError
 from mcp_endpoint.jsonrpc import InvalidParams
-from mcp_endpoint.profiles import Context, ToolAnnotations, ToolDef, ToolResult
+from mcp_endpoint.profiles import Context, FunctionProfile, ToolAnnotations, ToolDef, ToolResult
 from mcp_endpoint.profiles.citeloom_schemas import (
     DESCRIPTIONS,
     MAX_SAMPLE,
@@ -319,3 +319,7 @@ def tools(context: Context) -> list[ToolDef]:
                 record=querylog.SEARCH if name in ("find_chunks", "query_hybrid") else "")
         for name, schema, work, annotations, scope in specs
     ]
+
+
+PROFILE = FunctionProfile(tools=tools, server_name=SERVER_NAME, instructions=instructions,
+                          max_body_bytes=max_body_bytes)

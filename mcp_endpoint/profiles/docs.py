@@ -27,6 +27,7 @@ from mcp_endpoint.budget import DROPPED, SNIPPET_STEPS, TRIMMED
 from mcp_endpoint.jsontext import indented
 from mcp_endpoint.profiles import (
     Context,
+    FunctionProfile,
     ToolDef,
     ToolResult,
     UnknownCorpus,
@@ -34,7 +35,6 @@ from mcp_endpoint.profiles import (
     docs_resources,
     feedback,
 )
-from mcp_endpoint.profiles.docs_resources import read_resource, resource_templates, resources  # noqa: F401 (hooks)
 from mcp_endpoint.profiles.shared import (
     COVERAGE_DESCRIPTION,
     COVERAGE_SCHEMA,
@@ -42,7 +42,7 @@ from mcp_endpoint.profiles.shared import (
     coverage_json,
 )
 from retrieval.errors import RetrievalError
-from retrieval.ingest.metadata import BuildMetadata
+from retrieval.format.metadata import BuildMetadata
 from retrieval.search.documents import ChunkWindow, render_chunk_window
 from retrieval.search.engine import MAX_LIMIT, SearchRequest, SearchResult
 from retrieval.search.index import Index
@@ -459,3 +459,14 @@ def _make_tools(index: Index | None, versions: list[str]) -> list[ToolDef]:
 
 FEEDBACK_TOOL = feedback.tool("docs_feedback", search="search_docs", read="get_doc",
                               resolve=lambda context, args: context.corpus)
+
+
+PROFILE = FunctionProfile(
+    tools=tools,
+    server_name=SERVER_NAME,
+    instructions=instructions,
+    check_context=check_context,
+    resources=docs_resources.resources,  # docs:// pages and the corpus guide
+    resource_templates=docs_resources.resource_templates,
+    read_resource=docs_resources.read_resource,
+)

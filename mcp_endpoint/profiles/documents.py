@@ -22,7 +22,7 @@ from corpus.selectors import corpus_serving
 from corpus.serving import active_index, corpus_search_batch, embedder_for, freshness
 from mcp_endpoint import budget, ratelimit
 from mcp_endpoint.jsontext import indented
-from mcp_endpoint.profiles import Context, ToolDef, ToolError, ToolResult, feedback
+from mcp_endpoint.profiles import Context, FunctionProfile, ToolDef, ToolError, ToolResult, feedback
 from mcp_endpoint.profiles.documents_schemas import (
     BATCH_SCHEMA,
     DESCRIPTIONS,
@@ -429,3 +429,6 @@ FEEDBACK_TOOL = feedback.tool(
     corpus_property=("collection", {"type": "string", "maxLength": 200,
                                     "description": "The collection the report is about (its name or alias); "
                                                    "may be omitted when only one collection is served."}))
+
+
+PROFILE = FunctionProfile(tools=tools, server_name=SERVER_NAME, instructions=instructions)

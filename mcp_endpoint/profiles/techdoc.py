@@ -32,6 +32,7 @@ from mcp_endpoint import answers, budget
 from mcp_endpoint.jsonrpc import InvalidParams
 from mcp_endpoint.profiles import (
     Context,
+    FunctionProfile,
     ResourceContents,
     ResourceDef,
     ResourceNotFound,
@@ -390,3 +391,6 @@ def read_resource(context: Context, uri: str) -> list[ResourceContents]:
         ],
     }
     return [ResourceContents(uri, text=json.dumps(listing, ensure_ascii=False, indent=2), mime_type="application/json")]
+
+
+PROFILE = FunctionProfile(tools=tools, instructions=instructions, resources=resources, read_resource=read_resource)

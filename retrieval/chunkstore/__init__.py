@@ -3,5 +3,5 @@
 Unlike a build, a store is not made from markdown: a client sends chunks with their vectors
 (the citeloom profile's `store_chunks`) and searches them. One store holds one project.
 
-May import: `retrieval.errors`, `retrieval.ingest.layout`, `retrieval.search.fusion`, `retrieval.storage`.
+May import: `retrieval.errors`, `retrieval.format.layout`, `retrieval.search.fusion`, `retrieval.storage`.
 """

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from retrieval import storage
 from retrieval.errors import EmbeddingMismatch, IndexUnavailable, InvalidArgument
-from retrieval.ingest.layout import sql_string
+from retrieval.format.layout import sql_string
 from retrieval.search.fusion import fuse
 from retrieval.storage import Location
 

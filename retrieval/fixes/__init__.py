@@ -6,7 +6,8 @@ the before/after chunk preview (`preview`), writing an approved change (`apply`)
 fixes for questions the docs do not answer (`content`: an outline the author writes, or the LLM's
 section).
 
-May import: `retrieval.errors`, `retrieval.ingest`, `retrieval.embeddings.openai_api`. A fix is
-checked by parsing and chunking the changed files as a build would (ingest); the LLM fixer reuses
+May import: `retrieval.errors`, `retrieval.ingest`, `retrieval.format.terms`, `retrieval.embeddings.openai_api`.
+A fix is checked by parsing and chunking the changed files as a build would (ingest) and a content fix
+spells the question's terms as the lexicon does (format.terms); the LLM fixer reuses
 the OpenAI client settings (openai_api). Never imports `retrieval.search`.
 """

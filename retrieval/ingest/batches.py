@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 
 from retrieval.errors import BuildCancelled
+from retrieval.format.layout import BASE_CHUNK_SCHEMA, DOCUMENT_SCHEMA, TAXONOMY_PREFIX
 
-from .layout import BASE_CHUNK_SCHEMA, DOCUMENT_SCHEMA, TAXONOMY_PREFIX
 from .progress import Cancelled, Progress
 from .sources import CorpusScan, FileResult, file_text, process_files, served_text
 

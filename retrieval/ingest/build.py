@@ -36,6 +36,9 @@ from retrieval import storage
 from retrieval.corpus_summary import summarize
 from retrieval.embeddings.base import EmbeddingProvider
 from retrieval.errors import BuildCancelled, ValidationFailed
+from retrieval.format.layout import CHUNKS_TABLE, open_tables, table_dataset
+from retrieval.format.mapped import MAPPED_DIR, has_mapped, write_mapped_from_tables
+from retrieval.format.metadata import AutoInclude, BuildMetadata, TaxonomyField, write_metadata
 from retrieval.storage import Location
 from retrieval.storage.contents import write_contents
 
@@ -43,10 +46,6 @@ from .batches import parse_files
 from .carryover import carry_over
 from .embed import embed_batches
 from .indexes import create_indexes, index_patched
-from .layout import CHUNKS_TABLE, open_tables, table_dataset
-from .manifest import AutoInclude
-from .mapped import MAPPED_DIR, has_mapped, write_mapped_from_tables
-from .metadata import BuildMetadata, TaxonomyField, write_metadata
 from .progress import Cancelled, Progress
 from .reuse import file_keys, open_previous, write_file_records
 from .sources import DEFAULT_MAX_FILE_BYTES, CorpusScan, FileResult, Finding, left_out_stats, scan_corpus

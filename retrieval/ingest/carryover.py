@@ -26,12 +26,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from retrieval import storage
-from retrieval.storage import Location
-
-from . import mapped
-from .layout import CHUNKS_TABLE, DOCUMENTS_TABLE, in_files, table_dataset, taxonomy_column
-from .lexicon import LEXICON_COLUMNS, READ_CHUNKS, lexicon_files, patch_lexicon, read_lexicon, term_counts
-from .mapped import (
+from retrieval.format import mapped
+from retrieval.format.layout import CHUNKS_TABLE, DOCUMENTS_TABLE, in_files, table_dataset, taxonomy_column
+from retrieval.format.lexicon import (
+    LEXICON_COLUMNS,
+    READ_CHUNKS,
+    lexicon_files,
+    patch_lexicon,
+    read_lexicon,
+    term_counts,
+)
+from retrieval.format.mapped import (
     BLOCK_CHUNKS,
     CATALOG_COLUMNS,
     CODEC,
@@ -46,6 +51,8 @@ from .mapped import (
     quantize,
     write_mapped,
 )
+from retrieval.storage import Location
+
 from .progress import Progress
 from .tables import FILES_PER_QUERY
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from retrieval.format.slugs import RESERVED_PREAMBLE, SlugScope, slugify, unique_ids
+from retrieval.format.terms import identifier_text
+
 from .manifest import Strategy
 from .navigation import link_share as _link_share
 from .parsing import HINT_RE, Block, ParsedDocument
-from .slugs import RESERVED_PREAMBLE, SlugScope, slugify, unique_ids
-from .terms import identifier_text
 
 
 @dataclass

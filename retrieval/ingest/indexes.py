@@ -4,9 +4,9 @@ table's appended rows."""
 from __future__ import annotations
 
 from retrieval.errors import BuildCancelled
+from retrieval.format.layout import CHUNKS_TABLE, DOCUMENTS_TABLE, taxonomy_column
+from retrieval.format.metadata import TaxonomyField
 
-from .layout import CHUNKS_TABLE, DOCUMENTS_TABLE, taxonomy_column
-from .metadata import TaxonomyField
 from .progress import Cancelled, Progress
 
 MAX_INDEX_SEGMENTS = 8  # index segments a patched table may grow before they are merged into one

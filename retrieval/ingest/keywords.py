@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from retrieval.format.terms import identifier_text
+
 from .chunking import Chunk
-from .terms import identifier_text
 
 KEY = "keywords"
 MAX_KEYWORDS = 20  # more would describe a different page in every chunk of this one

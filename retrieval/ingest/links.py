@@ -19,7 +19,8 @@ from __future__ import annotations
 import posixpath
 import re
 
-from .linkgraph import page_key
+from retrieval.format.linkgraph import page_key
+
 from .parsing import ParsedDocument
 
 # [text](target), from its "](" on: link text may wrap over lines. Images match too; they

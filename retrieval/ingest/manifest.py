@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 
 from retrieval.errors import ConfigError
+from retrieval.format.metadata import AutoInclude
 
 from .sitegen import CHOICES as GENERATOR_CHOICES
 
@@ -53,15 +54,6 @@ class TaxonomyConfig:
     description: str | None = None
     values: tuple[str, ...] | None = None  # allowed values, when the manifest restricts them
     vector_collapse: bool = False
-
-
-@dataclass(frozen=True)
-class AutoInclude:
-    """When `when` is filtered and `unless` is not, also return chunks matching `include`."""
-
-    when: str
-    unless: str
-    include: dict[str, str]
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,19 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from retrieval import storage
+from retrieval.format.layout import (
+    DOCUMENT_SCHEMA,
+    TAXONOMY_PREFIX,
+    chunk_schema,
+    in_files,
+    open_tables,
+    schema_fingerprint,
+)
+from retrieval.format.metadata import read_metadata
 from retrieval.storage import Location
 
 from .batches import file_record
-from .layout import DOCUMENT_SCHEMA, TAXONOMY_PREFIX, chunk_schema, in_files, open_tables, schema_fingerprint
 from .manifest import MANIFEST_NAME
-from .metadata import read_metadata
 from .sources import CorpusScan, FileResult, Finding, OutlineEntry, process_files
 
 log = logging.getLogger("retrieval.ingest")

@@ -13,10 +13,7 @@ import pyarrow as pa
 
 from retrieval import storage
 from retrieval.errors import BuildCancelled
-from retrieval.storage import Location
-
-from .batches import Batch, conform, documents_with_text, fresh_chunks
-from .layout import (
+from retrieval.format.layout import (
     CHUNKS_TABLE,
     DOCUMENT_SCHEMA,
     DOCUMENTS_TABLE,
@@ -25,7 +22,10 @@ from .layout import (
     table_dataset,
     taxonomy_column,
 )
-from .metadata import TaxonomyField
+from retrieval.format.metadata import TaxonomyField
+from retrieval.storage import Location
+
+from .batches import Batch, conform, documents_with_text, fresh_chunks
 from .progress import Cancelled, Progress
 from .reuse import PreviousBuild
 from .sources import FileResult

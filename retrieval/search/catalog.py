@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from retrieval.ingest.mapped import CATALOG_COLUMNS, PRIOR_COLUMNS, id_ranks, one_chunk, sorted_catalog
+from retrieval.format.mapped import CATALOG_COLUMNS, PRIOR_COLUMNS, id_ranks, one_chunk, sorted_catalog
 
 __all__ = ["CATALOG_COLUMNS", "PRIOR_COLUMNS", "Catalog"]
 
@@ -26,7 +26,7 @@ __all__ = ["CATALOG_COLUMNS", "PRIOR_COLUMNS", "Catalog"]
 class Catalog:
     table: pa.Table  # CATALOG_COLUMNS + taxonomy columns, one row per chunk, ordered by row ID
     rowids: np.ndarray  # uint64, ascending; position i holds the chunk with row ID rowids[i]
-    ranks: np.ndarray | None = None  # id_order when the build wrote it (retrieval/ingest/mapped.py)
+    ranks: np.ndarray | None = None  # id_order when the build wrote it (retrieval/format/mapped.py)
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> Catalog:

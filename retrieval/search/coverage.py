@@ -6,7 +6,7 @@ question's. An agent handed those pages answers from them. The verdict looks at 
 much of the question the best few hits actually hold.
 
 - **Lexical evidence** (every build). The question's informative terms, each weighted by how rare it is
-  in the corpus (its inverse chunk frequency from the build's lexicon, retrieval/ingest/lexicon.py; a
+  in the corpus (its inverse chunk frequency from the build's lexicon, retrieval/format/lexicon.py; a
   term no chunk holds weighs the most), and the best of the first COVERAGE_DEPTH hits' share of that
   weight (its title, heading trail and text; words matched on a crude stem, so "configuring" meets
   "configure"). A question whose rarest words appear nowhere near the closest pages is off-topic, or
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from retrieval.corpus_summary import Lexicon, words
-from retrieval.ingest.terms import identifier_terms
+from retrieval.format.terms import identifier_terms
 
 if TYPE_CHECKING:
     from .index import Index
@@ -179,7 +179,7 @@ def term_weights(terms: Sequence[str], lexicon: Lexicon | None) -> tuple[np.ndar
     lexicon every term weighs the same and none is known to be absent."""
     if lexicon is None or not terms:
         return np.ones(len(terms)), np.zeros(len(terms), dtype=bool)
-    from retrieval.ingest.lexicon import term_hashes  # with pyarrow's compute kernels: not for a tools/list
+    from retrieval.format.lexicon import term_hashes  # with pyarrow's compute kernels: not for a tools/list
 
     pages, chunks = lexicon.frequencies(term_hashes(terms))
     if chunks is not None and lexicon.chunk_total:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from retrieval.errors import InvalidArgument, InvalidChunkId, NotFound
-from retrieval.ingest.layout import sql_string
+from retrieval.format.layout import sql_string
 
 from .aio import LOOP
 from .index import Index

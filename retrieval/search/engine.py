@@ -26,7 +26,7 @@ import numpy as np
 from retrieval.embeddings import EmbeddingSpec, check_compatible, similarity_floor
 from retrieval.embeddings.base import EmbeddingProvider
 from retrieval.errors import IndexUnavailable, InvalidArgument
-from retrieval.ingest.linkgraph import PageLinks
+from retrieval.format.linkgraph import PageLinks
 
 from .collapse import collapse_variants
 from .coverage import COVERAGE_DEPTH, Coverage, Thresholds, assess, hit_text

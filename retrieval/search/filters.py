@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from retrieval.errors import InvalidFilter
-from retrieval.ingest.layout import sql_string, taxonomy_column
-from retrieval.ingest.metadata import BuildMetadata
+from retrieval.format.layout import sql_string, taxonomy_column
+from retrieval.format.metadata import BuildMetadata
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ import pyarrow as pa
 from retrieval import storage
 from retrieval.corpus_summary import Lexicon
 from retrieval.errors import IndexUnavailable
-from retrieval.ingest.layout import CHUNKS_TABLE, DOCUMENTS_TABLE, open_tables, taxonomy_column
-from retrieval.ingest.lexicon import read_lexicon
-from retrieval.ingest.linkgraph import PageLinks
-from retrieval.ingest.mapped import (
+from retrieval.format.layout import CHUNKS_TABLE, DOCUMENTS_TABLE, open_tables, taxonomy_column
+from retrieval.format.lexicon import read_lexicon
+from retrieval.format.linkgraph import PageLinks
+from retrieval.format.mapped import (
     CONTENT_IN_MEMORY_CHARS,
     MAPPED_DIR,
     Pages,
@@ -30,7 +30,7 @@ from retrieval.ingest.mapped import (
     page_tables,
     read_held,
 )
-from retrieval.ingest.metadata import BuildMetadata, read_metadata
+from retrieval.format.metadata import BuildMetadata, read_metadata
 from retrieval.storage import Location
 
 from .aio import LOOP
@@ -178,7 +178,7 @@ class Index:
 
     @reads_index
     def _load(self) -> None:
-        """Maps the build's catalog, vectors and chunk text (retrieval/ingest/mapped.py), on first use;
+        """Maps the build's catalog, vectors and chunk text (retrieval/format/mapped.py), on first use;
         a build made before they were written, or served straight from an object store, has them
         read from its tables into this process's memory instead."""
         with self._lock:
@@ -197,7 +197,7 @@ class Index:
             self._vectors = Vectors(held.codes, held.scales)
 
     def lexicon(self) -> Lexicon | None:
-        """How many chunks and pages hold each term (retrieval/ingest/lexicon.py), mapped once; None for a
+        """How many chunks and pages hold each term (retrieval/format/lexicon.py), mapped once; None for a
         build made before lexicons (coverage then weighs every question term alike)."""
         if self._lexicon is False:
             self._lexicon = read_lexicon(storage.join(self.path, MAPPED_DIR))

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval.errors import EmbeddingMismatch
-from retrieval.ingest.layout import DOCUMENTS_TABLE
-from retrieval.ingest.terms import identifier_terms
+from retrieval.format.layout import DOCUMENTS_TABLE
+from retrieval.format.terms import identifier_terms
 
 from . import pool
 from .index import Index

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.ingest.linkgraph import PageLinks
+from retrieval.format.linkgraph import PageLinks
 
 NAVIGATION_FLOOR = 0.5
 NAVIGATION_PENALTY = 0.5

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from retrieval.ingest.terms import identifier_terms
+from retrieval.format.terms import identifier_terms
 
 SNIPPET_CHARS = 300
 MAX_OCCURRENCES = 50  # per term: enough to place a window; bounds the work on very long chunks

@@ -4,7 +4,7 @@ Every page of hits needs its chunks' markdown. Read from LanceDB per page that c
 10 ms search at 124.5k chunks; held as plain strings it would cost 93 MB. Compressed in blocks
 of BLOCK_CHUNKS neighbouring chunks (one file's sections compress well together) it takes
 28 MB, and one block decompresses in about 30 us. The blocks are written by the build
-(retrieval/ingest/mapped.py) and mapped, or compressed when a build made before that is opened.
+(retrieval/format/mapped.py) and mapped, or compressed when a build made before that is opened.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from retrieval.ingest.mapped import BLOCK_CHUNKS, CODEC, compress_blocks
+from retrieval.format.mapped import BLOCK_CHUNKS, CODEC, compress_blocks
 
 __all__ = ["BLOCK_CHUNKS", "CompressedTexts", "compress_texts"]
 

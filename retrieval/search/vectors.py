@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numkong
 import numpy as np
 
-from retrieval.ingest.mapped import quantize
+from retrieval.format.mapped import quantize
 
 __all__ = ["Vectors", "quantize"]
 

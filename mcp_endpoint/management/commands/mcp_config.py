@@ -9,7 +9,6 @@ from django.db import DatabaseError
 from common.home import is_checkout
 from corpus.errors import CorpusError
 from corpus.selectors import corpus_get
-from mcp_endpoint import profiles
 from mcp_endpoint.clients import (
     CLIENTS,
     CONFIG_FILES,
@@ -20,6 +19,7 @@ from mcp_endpoint.clients import (
     docsmcp_command,
     endpoint_url,
 )
+from mcp_endpoint.profiles import registry
 
 # Settings that decide which database and indexes a stdio server opens: passed on when set here.
 FORWARDED_ENV = ("DOCSMCP_HOME", "DATABASE_URL", "DOCSMCP_INDEX_ROOT", "DOCSMCP_INDEX_CACHE_DIR", "DOCSMCP_DEFAULT_CORPUS",
@@ -35,7 +35,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--client", default="claude-desktop", choices=CLIENTS)
         parser.add_argument("--corpus", help="serve this corpus (stdio --corpus, or /mcp/c/<corpus>/ over HTTP)")
-        parser.add_argument("--profile", choices=profiles.profile_names(), help="tool profile (default: docs); over HTTP, /mcp/<profile>/")
+        parser.add_argument("--profile", choices=registry.profile_names(), help="tool profile (default: docs); over HTTP, /mcp/<profile>/")
         parser.add_argument("--http", metavar="URL", help="the server's URL, e.g. http://127.0.0.1:8001")
 
     def handle(self, *args, **options):

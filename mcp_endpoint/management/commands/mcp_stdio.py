@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from mcp_endpoint import profiles
 from mcp_endpoint.folder import FolderError, checked_folder, prepare_folder, stdout_to_stderr
+from mcp_endpoint.profiles import registry
 from mcp_endpoint.stdio import StdioSession, serve
 
 
@@ -22,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("path", nargs="?", metavar="PATH",
                             help="a folder of markdown to build (what changed since the last run) and serve as "
                                  "the corpus named after it")
-        parser.add_argument("--profile", default=profiles.DEFAULT_PROFILE, choices=profiles.profile_names())
+        parser.add_argument("--profile", default=profiles.DEFAULT_PROFILE, choices=registry.profile_names())
         parser.add_argument("--corpus", default=None, help="Serve this corpus (default: the default corpus).")
         parser.add_argument("--strict", action="store_true",
                             help="with PATH: any error in the folder fails the build (for CI); by default pages "

@@ -22,9 +22,9 @@ Files, all of them under `mapped/`:
 - `document_rowids.npy` (uint64, ascending) and `document_pages.npy` (int64): the documents table's
   row IDs and each one's page code (its file path's position among the catalog's distinct paths);
 - `link_starts.npy`, `link_targets.npy` (int64): the links between pages, resolved
-  (retrieval/ingest/linkgraph.py); absent when the tables store no links;
+  (retrieval/format/linkgraph.py); absent when the tables store no links;
 - `lexicon_terms.npy`, `lexicon_pages.npy`, `lexicon_chunks.npy`: how many pages and chunks hold each
-  term (retrieval/ingest/lexicon.py),
+  term (retrieval/format/lexicon.py),
   which list_corpora and the routing of a search across corpora read without opening the build.
 
 A search's page-text and link priors need the last two. Made on a server's first search they cost
@@ -36,7 +36,7 @@ first use.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +52,6 @@ from .layout import open_tables, taxonomy_column
 from .lexicon import CHUNKS_FILE, lexicon_files, lexicon_from_tables
 from .linkgraph import PageLinks, resolve_links
 from .npyfiles import map_array, npy_bytes
-from .progress import Progress
 
 log = logging.getLogger("retrieval.ingest")
 
@@ -295,7 +294,8 @@ def write_mapped(directory: Location, held: Held) -> None:
         _write(target, LINK_TARGETS_FILE, npy_bytes(held.links.targets))
 
 
-def write_mapped_from_tables(directory: Location, taxonomy: list[str], dims: int, progress: Progress) -> None:
+def write_mapped_from_tables(directory: Location, taxonomy: list[str], dims: int,
+                             progress: Callable[[str, int, int], None]) -> None:
     """The build's last stage: the mapped files, read back from the finished tables, whose row IDs
     (after a patch or a copy too) are the ones a server will see."""
     progress("mapped", 0, 1)

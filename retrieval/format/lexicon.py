@@ -5,7 +5,7 @@ question without opening its index (retrieval/corpus_summary.py). Names, descrip
 rarely hold what a question asks about: `RateLimitError` or "a fake card number that makes a charge
 fail" are in a page's text. So the build counts, over its chunks, the chunks that hold each term: the
 words of the chunk's title, heading and text (spelt as `corpus_summary.words` spells a question's) and
-its identifiers (the `ident` column, retrieval/ingest/terms.py, which keeps `max_connections` and
+its identifiers (the `ident` column, retrieval/format/terms.py, which keeps `max_connections` and
 `client.list_users` whole); and, over its pages, the pages any of whose chunks hold it. A long page
 holds most everyday words somewhere, so pages alone favour the corpus of longest pages. The files keep
 only a 64-bit hash of each term (`term_hashes`; both sides hash the same way): 16 bytes per distinct

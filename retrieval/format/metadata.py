@@ -8,10 +8,18 @@ from dataclasses import asdict, dataclass, field
 from retrieval.errors import IndexUnavailable
 from retrieval.storage import Location, join, read_bytes, write_bytes
 
-from .manifest import AutoInclude
-
 METADATA_VERSION = "1.1.0"
 METADATA_FILE = "metadata.json"
+
+
+@dataclass(frozen=True)
+class AutoInclude:
+    """When `when` is filtered and `unless` is not, also return chunks matching `include` (a manifest's
+    `auto_include` rule, kept in metadata.json for the servers that apply it)."""
+
+    when: str
+    unless: str
+    include: dict[str, str]
 
 
 @dataclass(frozen=True)

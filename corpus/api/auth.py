@@ -14,6 +14,10 @@ admin key passes every check).
 - Otherwise the caller is anonymous: refused (401) when MCP_AUTH_REQUIRED is true, else served
   with the read scope only. Every write needs a key or a staff session.
 
+Keys are checked by `corpus.apikeys.authenticate`, called here as the MCP endpoint, llms.txt and
+/health/ call it: one path for every surface. Here in corpus, not in the floor's REST plumbing
+(common.api), because a key and the corpora it may see are corpus access rules.
+
 A key that cannot be checked (the database is down) raises AuthUnavailable, which the error
 handlers (common.api.errors) answer with 503 database_unavailable.
 """
@@ -28,8 +32,10 @@ from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
 from ninja.utils import check_csrf
 
-from common.callers import ANONYMOUS_SCOPES, Principal, installed_key_check
+from common.callers import ANONYMOUS_SCOPES, Principal
 from common.errors import InsufficientScope, InvalidApiKey
+from corpus.access import limit_to
+from corpus.apikeys import authenticate
 
 API_SCOPES = ("read", "build", "admin")
 ANONYMOUS = Principal(name="anonymous", scopes=ANONYMOUS_SCOPES)
@@ -56,16 +62,16 @@ class ApiKey(HttpBearer):
                 if principal is ANONYMOUS else ""
             raise AuthorizationError(message=f"this endpoint needs the {self.scope!r} scope; the key "
                                              f"{principal.name!r} holds: {held}{hint}")
-        installed_key_check().admit(principal)
+        limit_to(principal.corpora)  # the rest of the request sees only the corpora the key may see
         return principal
 
     def authenticate(self, request: HttpRequest, token: str) -> Principal | None:  # pragma: no cover
-        return installed_key_check().authenticate(request)  # __call__ does the work; HttpBearer requires it
+        return authenticate(request)  # __call__ does the work; HttpBearer requires it
 
 
 def _principal(request: HttpRequest) -> Principal:
     try:
-        principal = installed_key_check().authenticate(request)
+        principal = authenticate(request)
     except InvalidApiKey as exc:
         raise AuthenticationError(message=str(exc)) from None
     if principal is not None:
