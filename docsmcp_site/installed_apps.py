@@ -32,6 +32,8 @@ SITE_APPS = (
     "mcp_endpoint",
     "evals",
     "insights",
+    # The site's own system checks (docsmcp_site/checks.py).
+    "docsmcp_site.apps.SiteConfig",
 )
 
 

@@ -10,7 +10,8 @@ clears its username's failures.
 The OAuth endpoints anyone may call are held the same way, each kind counted apart: failed client
 authentications at /oauth/token/ (per client ID and per address; a client secret check is a
 password check), and dynamic client registrations per address (DOCSMCP_OAUTH_REGISTRATION_MAX in the
-window), which any web page could otherwise drive in a loop.
+window), which any web page could otherwise drive in a loop. A registration is counted before it is made
+(`reserve`, one step with the check), so concurrent registrations cannot all pass one count.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from datetime import timedelta
 from django import forms
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.db import connection, transaction
 from django.utils import timezone
 
 from mcp_endpoint.models import LoginFailure
@@ -66,6 +68,39 @@ def record_failure(username: str, address: str, kind: str = LOGIN) -> None:
     now = timezone.now()
     LoginFailure.objects.filter(at__lte=now - window).delete()
     LoginFailure.objects.create(kind=kind, username=username, address=address, at=now)
+
+
+def _serialize(kind: str, address: str) -> None:
+    """Hold every other reservation for (kind, address) until this transaction ends: the count and the row
+    that makes it one more are a single step, so concurrent attempts cannot all pass a count taken before
+    any was recorded. PostgreSQL: a transaction-level advisory lock; SQLite: nothing more, its transactions
+    begin IMMEDIATE (settings/core.py), holding the database's write lock."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"docsmcp-throttle:{kind}:{address}"])
+
+
+def reserve(address: str, kind: str = REGISTRATION) -> tuple[int, int | None]:
+    """Count an attempt from `address` now, if the limit allows one: (0, the attempt's row id) or (seconds to
+    wait, None). Atomic, unlike `seconds_blocked` then `record_failure`; give the row back with `release`
+    when the attempt did not take place after all."""
+    limit, window = _limits(kind)
+    if limit <= 0:
+        return 0, None
+    _username, address = _key("", address)
+    with transaction.atomic():
+        _serialize(kind, address)
+        now = timezone.now()
+        LoginFailure.objects.filter(at__lte=now - window).delete()
+        wait = seconds_blocked(None, address, kind)
+        if wait:
+            return wait, None
+        return 0, LoginFailure.objects.create(kind=kind, username="", address=address, at=now).pk
+
+
+def release(reservation: int | None) -> None:
+    if reservation is not None:
+        LoginFailure.objects.filter(pk=reservation).delete()
 
 
 def forget_failures(username: str, kind: str = LOGIN) -> None:

@@ -31,7 +31,7 @@ from oauth2_provider.views import RevokeTokenView as LibraryRevokeTokenView
 from oauth2_provider.views import TokenView as LibraryTokenView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
-from corpus.oauth import external_issuer_only, is_own_resource, issuer_scopes
+from corpus.oauth import external_issuer_only, is_own_resource, issuer_scopes, user_scopes
 from corpus.oauth_validator import burn_code
 from docsmcp_site import login_throttle
 from docsmcp_site.login_throttle import ThrottledAdminAuthenticationForm
@@ -112,9 +112,20 @@ class SignInView(LoginView):
 
 
 class ConsentView(AuthorizationView):
-    """The consent page: names the client, where it sends the user back, and each scope asked for."""
+    """The consent page: names the client, where it sends the user back, and each scope the user would grant:
+    those asked for that the signed-in user holds (corpus.oauth user_scopes), as the token will carry them."""
 
     template_name = "oauth2_provider/authorize.html"
+    not_granted: int = 0
+
+    def validate_authorization_request(self, request: HttpRequest):
+        # The page, its form and an automatic approval all take the scopes from here: narrowed to the user's
+        # own, a user is never asked to allow what their token would not carry.
+        scopes, credentials = super().validate_authorization_request(request)
+        held = user_scopes(request.user) if request.user.is_authenticated else frozenset()
+        granted = [scope for scope in scopes if scope in held]
+        self.not_granted = len(scopes) - len(granted)
+        return granted, credentials
 
     def get(self, request: HttpRequest, *args, **kwargs):
         # OAuth 2.1: PKCE with S256, refused before the user is asked anything (the library would
@@ -147,7 +158,8 @@ class ConsentView(AuthorizationView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        context.update(site_header="docsmcp", site_title="docsmcp", title="Authorize a client")
+        context.update(site_header="docsmcp", site_title="docsmcp", title="Authorize a client",
+                       not_granted=self.not_granted)
         client_id = context.get("client_id") or ""
         if is_cimd_client_id(client_id):  # its name is its own claim; the host it came from is not
             context["client_host"] = urlsplit(client_id).hostname
@@ -260,11 +272,13 @@ class RegistrationView(DynamicClientRegistrationView):
         if plain:
             return _oauth_error("invalid_redirect_uri", f"a redirect URI over plain http must point at this machine "
                                                         f"(127.0.0.1, [::1] or localhost; OAuth 2.1): {plain[0]}", 400)
-        address = security.client_ip(request)
-        wait = login_throttle.seconds_blocked(None, address, kind=login_throttle.REGISTRATION)
+        wait, reservation = login_throttle.reserve(security.client_ip(request), kind=login_throttle.REGISTRATION)
         if wait:
             return _throttled(wait, "registrations")
-        response = super().post(request, *args, **kwargs)
-        if response.status_code == 201:
-            login_throttle.record_failure("", address, kind=login_throttle.REGISTRATION)
+        response = None
+        try:
+            response = super().post(request, *args, **kwargs)
+        finally:
+            if response is None or response.status_code != 201:  # only a registration made counts
+                login_throttle.release(reservation)
         return response

@@ -42,10 +42,6 @@ class EvalSuiteAdmin(admin.ModelAdmin):
     @admin.action(description="Run against active build")
     def run_against_active_build(self, request, queryset):
         for suite in queryset.select_related("corpus", "corpus__active_build"):
-            if suite.corpus is None:
-                messages.error(request, f"{suite.name}: the suite has no corpus; set one, or run "
-                                        f"`manage.py run_eval --corpus NAME --suite {suite.name}`")
-                continue
             try:
                 run = eval_start(corpus=suite.corpus, suite=suite, requested_by=request.user.get_username())
             except (EvalError, CorpusError) as exc:
@@ -69,7 +65,7 @@ class EvalSuiteAdmin(admin.ModelAdmin):
 class EvalCaseAdmin(admin.ModelAdmin):
     list_display = ("name", "suite", "category", "corpus", "query", "expected", "answerable", "max_rank",
                     "require_covered")
-    list_filter = ("suite", "category", "corpus", "answerable")
+    list_filter = ("suite__corpus", "suite", "category", "corpus", "answerable")
     search_fields = ("name", "query")
     list_select_related = ("suite",)
 

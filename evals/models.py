@@ -8,15 +8,18 @@ from django.db import models
 
 
 class EvalSuite(models.Model):
-    """A named set of cases; `corpus` is the corpus it was written for (any corpus may run it)."""
+    """A named set of cases of one corpus (the row users name, not a version of it). Names are the corpus's
+    own: two corpora may each have a suite of the same name, and a caller of one never reaches the other's
+    by naming it (its cases carry that corpus's agent questions)."""
 
     MATCH_EXACT, MATCH_LEAF = "exact", "leaf"
     MATCH_CHOICES = [(MATCH_EXACT, "Exact chunk ID"),
                      (MATCH_LEAF, "Leaf: same file + same last heading segment")]
 
-    name = models.SlugField(max_length=100, unique=True)
-    corpus = models.ForeignKey("corpus.Corpus", null=True, blank=True, on_delete=models.SET_NULL,
-                               related_name="eval_suites")
+    name = models.SlugField(max_length=100, help_text="Unique within the corpus.")
+    corpus = models.ForeignKey("corpus.Corpus", on_delete=models.CASCADE, related_name="eval_suites",
+                               help_text="The corpus the suite belongs to; its runs measure this corpus or a "
+                                         "version of it.")
     description = models.TextField(blank=True)
     match_mode = models.CharField(max_length=10, choices=MATCH_CHOICES, default=MATCH_EXACT,
                                   help_text="How a hit's chunk ID is matched against the expected ones.")
@@ -25,7 +28,8 @@ class EvalSuite(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["name"]
+        ordering = ["name", "corpus_id"]
+        constraints = [models.UniqueConstraint(fields=["corpus", "name"], name="unique_eval_suite_name_per_corpus")]
 
     def __str__(self) -> str:
         return self.name

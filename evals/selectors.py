@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from django.db.models import Count, F, Q, Window
+from django.db.models import Count, F, Window
 from django.db.models.functions import RowNumber
 
 from corpus.access import visible_only
+from corpus.models import Corpus
 
 from . import compare
 from .cases import CaseSpec, dump_cases
@@ -75,25 +76,42 @@ def latest_scores_for_builds(build_ids: Iterable[int]) -> dict[int, list[dict]]:
 
 
 def _visible_suites():
-    """Suites written for a corpus the caller may see, and those written for none: a key limited to
-    some corpora learns neither the names nor the cases of another corpus's suites."""
-    suites = EvalSuite.objects.all()
-    narrowed = visible_only(suites, "corpus__name")
-    if narrowed is suites:
-        return suites
-    return suites.filter(Q(corpus__isnull=True) | Q(pk__in=narrowed.values("pk")))
+    """Suites of the corpora the caller may see: a key limited to some corpora learns neither the names nor
+    the cases of another corpus's suites."""
+    return visible_only(EvalSuite.objects.all(), "corpus__name")
 
 
-def suite_get(name: str) -> EvalSuite:
-    suite = _visible_suites().filter(name=name).select_related("corpus").first()
+def _visible_runs():
+    """Runs on a corpus the caller may see, of a suite of a corpus the caller may see (a run's results
+    quote its suite's cases)."""
+    return visible_only(visible_only(EvalRun.objects, "corpus__name"), "suite__corpus__name")
+
+
+def suite_get(name: str, *, corpus: Corpus) -> EvalSuite:
+    """The suite `name` of `corpus` (of the corpus it is a version of): a name means nothing outside its corpus."""
+    family = corpus.family
+    suite = _visible_suites().filter(corpus=family, name=name).select_related("corpus").first()
     if suite is None:
-        names = ", ".join(_visible_suites().order_by("name").values_list("name", flat=True)[:50]) or "none yet"
-        raise SuiteNotFound(f"eval suite {name!r} not found; available: {names} (import one with --cases FILE)")
+        names = ", ".join(_visible_suites().filter(corpus=family).order_by("name")
+                          .values_list("name", flat=True)[:50]) or "none yet"
+        raise SuiteNotFound(f"eval suite {name!r} not found in corpus {family.name!r}; its suites: {names} "
+                            "(import one with --cases FILE)")
     return suite
 
 
-def suite_list():
-    return _visible_suites().select_related("corpus").annotate(case_count=Count("cases")).order_by("name")
+def suites_named(name: str) -> list[EvalSuite]:
+    """Every suite called `name` in the corpora the caller may see (one per corpus at most)."""
+    suites = list(_visible_suites().filter(name=name).select_related("corpus"))
+    if not suites:
+        raise SuiteNotFound(f"eval suite {name!r} not found in any corpus you may read")
+    return suites
+
+
+def suite_list(*, corpus: Corpus | None = None):
+    suites = _visible_suites()
+    if corpus is not None:
+        suites = suites.filter(corpus=corpus.family)
+    return suites.select_related("corpus").annotate(case_count=Count("cases")).order_by("name", "corpus__name")
 
 
 def suite_export(*, suite: EvalSuite, fmt: str = "jsonl", style: str | None = None) -> str:
@@ -106,7 +124,7 @@ def suite_export(*, suite: EvalSuite, fmt: str = "jsonl", style: str | None = No
 
 
 def run_get(pk: int) -> EvalRun:
-    run = (visible_only(EvalRun.objects, "corpus__name")
+    run = (_visible_runs()
            .select_related("suite", "corpus", "build", "baseline", "baseline__build").filter(pk=pk).first())
     if run is None:
         raise RunNotFound(f"eval run {pk} not found")
@@ -122,18 +140,18 @@ def case_scores(run: EvalRun) -> dict[str, float]:
     return dict(run.results.values_list("case_name", "score"))
 
 
-def run_list(*, corpus=None, suite=None, status: str | None = None):
-    runs = visible_only(EvalRun.objects, "corpus__name").select_related("suite", "corpus").order_by("-created_at", "-pk")
+def run_list(*, corpus=None, suites: Iterable[EvalSuite] | None = None, status: str | None = None):
+    runs = _visible_runs().select_related("suite", "corpus").order_by("-created_at", "-pk")
     if corpus is not None:
         runs = runs.filter(corpus=corpus)
-    if suite is not None:
-        runs = runs.filter(suite=suite)
+    if suites is not None:
+        runs = runs.filter(suite__in=list(suites))
     return runs.filter(status=status) if status else runs
 
 
 def compare_choices(run: EvalRun, limit: int = 50) -> list[EvalRun]:
     """Other complete runs of the same suite, newest first, to compare this run against."""
-    return list(visible_only(EvalRun.objects, "corpus__name")
+    return list(_visible_runs()
                 .filter(suite_id=run.suite_id, status=EvalRun.COMPLETE).exclude(pk=run.pk)
                 .select_related("corpus").only("id", "created_at", "build_label", "mode", "corpus__name")
                 .order_by("-created_at", "-pk")[:limit])
@@ -158,11 +176,11 @@ def overview() -> list[dict]:
                      .only("id", "suite__name", "corpus__name", "status", "progress_done", "progress_total",
                            "created_at", "mode", "scope", "suite_id", "corpus_id")
                      .order_by("-created_at")[:20])
-    groups: dict[tuple[str, str, str], list[EvalRun]] = defaultdict(list)
-    for run in history:
-        groups[(_heading(run), run.suite.name, run.scope)].append(run)
+    groups: dict[tuple[str, str, int, str], list[EvalRun]] = defaultdict(list)
+    for run in history:  # by suite row: two corpora's suites of one name are two series
+        groups[(_heading(run), run.suite.name, run.suite_id, run.scope)].append(run)
     corpora: dict[str, dict] = {}
-    for (corpus_name, suite_name, scope), runs in sorted(groups.items()):
+    for (corpus_name, suite_name, _suite_id, scope), runs in sorted(groups.items()):
         runs.sort(key=lambda r: (r.created_at, r.pk))
         latest = runs[-1]
         previous = runs[-2] if len(runs) > 1 else None

@@ -38,12 +38,11 @@ SCOPES = tuple(dict(EvalRun.SCOPE_CHOICES))
 # --- suites ------------------------------------------------------------------------------------
 
 
-def suite_import(*, name: str, path: str | Path | None = None, text: str | None = None,
-                 corpus: Corpus | None = None, description: str | None = None, match_mode: str | None = None,
-                 prune: bool = True) -> EvalSuite:
-    """Create or refresh a suite from a case file (either spelling). Cases are matched by name:
-    changed ones are updated in place, new ones added, and (with `prune`) missing ones deleted.
-    Old runs keep their results either way."""
+def suite_import(*, name: str, corpus: Corpus, path: str | Path | None = None, text: str | None = None,
+                 description: str | None = None, match_mode: str | None = None, prune: bool = True) -> EvalSuite:
+    """Create or refresh the suite `name` of `corpus` (of the corpus it is a version of) from a case file
+    (either spelling). Cases are matched by name: changed ones are updated in place, new ones added, and
+    (with `prune`) missing ones deleted. Old runs keep their results either way."""
     if (path is None) == (text is None):
         raise EvalError("give exactly one of path or text")
     if match_mode is not None and match_mode not in MATCH_MODES:
@@ -55,9 +54,7 @@ def suite_import(*, name: str, path: str | Path | None = None, text: str | None 
     if not specs:
         raise EvalError(f"{path or 'the upload'} has no cases")
     with transaction.atomic():
-        suite, _created = EvalSuite.objects.select_for_update().get_or_create(name=name)
-        if corpus is not None:
-            suite.corpus = corpus
+        suite, _created = EvalSuite.objects.select_for_update().get_or_create(corpus=corpus.family, name=name)
         if description is not None:
             suite.description = description
         if match_mode is not None:
@@ -150,6 +147,9 @@ def eval_request(*, corpus: Corpus, suite: EvalSuite, mode: str = EvalRun.MODE_I
     if baseline is not None and baseline.status != EvalRun.COMPLETE:
         raise RunStateConflict(f"baseline run {baseline.pk} is {baseline.status}; only a complete run can be a "
                                "baseline")
+    if suite.corpus_id != corpus.family.pk:
+        raise EvalError(f"suite {suite.name!r} belongs to another corpus; run a suite of corpus "
+                        f"{corpus.family.name!r} (import the cases into it with --cases FILE)")
     if not suite.cases.exists():
         raise EvalError(f"suite {suite.name!r} has no cases; import some with --cases FILE")
     _check_scope(scope, suite)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
@@ -60,7 +61,8 @@ class GapListParams(Input):
 
 class EvalCaseIn(Input):
     suite: str = Field(..., min_length=1, max_length=100, pattern=r"^[-a-zA-Z0-9_]+$",
-                       description="The eval suite to add the case to (created for this corpus when new).")
+                       description="The corpus's eval suite to add the case to (created when new; suite names "
+                                   "are per corpus).")
     expected_files: list[str] = Field(..., min_length=1, max_length=services.MAX_EXPECTED,
                                       description="Pages (file paths, as search hits give them) that should answer.")
 
@@ -209,7 +211,8 @@ def stored_gap_out(gap: Gap) -> dict:
 
 def case_out(case: EvalCase) -> dict:
     return {"suite": case.suite.name, "name": case.name, "query": case.query, "expected_files": case.expected_files,
-            "category": case.category, "suite_url": reverse("api:eval_suites")}
+            "category": case.category,
+            "suite_url": reverse("api:eval_suites") + "?" + urlencode({"corpus": case.suite.corpus.name})}
 
 
 @router.get("/corpora/{name}/queries", response=Page[QueryOut], auth=ADMIN, url_name="insight_queries")

@@ -80,18 +80,14 @@ def _check_pages(corpus: Corpus, files: list[str], what: str) -> list[str]:
 
 
 def _suite(corpus: Corpus, name: str) -> EvalSuite:
-    """The suite `name` of `corpus`, created for it when new. A suite written for another corpus, or for none
-    (every corpus's callers see those), is refused without saying whose it is: the agents' questions a case
-    carries must reach only the callers who may read this corpus, and a caller of this corpus must not write
-    into another's suite."""
+    """The suite `name` of `corpus` (of the corpus it is a version of), created for it when new. Names are
+    per corpus: another corpus's suite of the same name is another suite, so no caller can claim a name
+    before a corpus's author and no case reaches callers of another corpus."""
     if not SUITE_NAME.match(name or ""):
         raise InsightsError(f"suite must be a slug (letters, digits, '-', '_'), not {name!r}")
-    suite, created = EvalSuite.objects.select_for_update().get_or_create(
-        name=name, defaults={"corpus": corpus.family, "description": "Questions agents asked that the docs missed "
-                                                                     "(made from the insights pages)."})
-    if not created and suite.corpus_id not in (corpus.family.pk, corpus.pk):
-        raise InsightsError(f"the suite name {name!r} is taken by a suite that is not this corpus's; choose "
-                            f"another name (for example {corpus.family.name}-{name})")
+    suite, _created = EvalSuite.objects.select_for_update().get_or_create(
+        corpus=corpus.family, name=name, defaults={"description": "Questions agents asked that the docs missed "
+                                                                 "(made from the insights pages)."})
     return suite
 
 

@@ -121,7 +121,7 @@ def _act(request: HttpRequest, corpus, *, eval_case, fix, dismiss):
 
 
 def _suites(corpus):
-    return EvalSuite.objects.filter(corpus__in=[corpus.family, corpus]).order_by("name").values_list("name", flat=True)
+    return EvalSuite.objects.filter(corpus=corpus.family).order_by("name").values_list("name", flat=True)
 
 
 @staff_member_required

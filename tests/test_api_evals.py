@@ -183,19 +183,20 @@ def test_a_key_limited_to_one_corpus_sees_only_that_corpus_suites_and_runs(
 
     other = Corpus.objects.create(name="other", source_dir=str(tmp_path))
     suite_import(name="other-suite", path=SAMPLE_SUITE, corpus=other)
-    suite_import(name="shared-suite", path=SAMPLE_SUITE, corpus=None)
+    suite_import(name="sample-suite", path=SAMPLE_SUITE, corpus=other)  # the same name, another corpus's suite
     run = complete_run(client, django_capture_on_commit_callbacks)
     _row, key = create_api_key("other-only", ["read", "build"], corpora=["other"])
 
     suites = call(client, "get", "/evals/suites", key=key).json()
-    assert [s["name"] for s in suites["items"]] == ["other-suite", "shared-suite"] and suites["total"] == 2
+    assert [(s["name"], s["corpus"]) for s in suites["items"]] == [("other-suite", "other"), ("sample-suite", "other")]
     assert call(client, "get", "/evals/runs", key=key).json()["total"] == 0
     assert_error(call(client, "get", f"/evals/runs/{run['id']}", key=key), 404, "run_not_found")
-    hidden = trigger(client, {"corpus": "other", "suite": "sample-suite"}, key=key)
-    assert_error(hidden, 404, "suite_not_found")
-    assert hidden.json()["error"]["message"].endswith("available: other-suite, shared-suite (import one with --cases FILE)")
-    assert [s["name"] for s in call(client, "get", "/evals/suites").json()["items"]] == [
-        "other-suite", "sample-suite", "shared-suite"]
+    hidden = trigger(client, {"corpus": "sample", "suite": "sample-suite"}, key=key)
+    assert_error(hidden, 404, "corpus_not_found")
+    assert_error(trigger(client, {"corpus": "other", "suite": "nope"}, key=key), 404, "suite_not_found")
+    assert call(client, "get", "/evals/runs?suite=sample-suite", key=key).json()["total"] == 0
+    assert [(s["name"], s["corpus"]) for s in call(client, "get", "/evals/suites").json()["items"]] == [
+        ("other-suite", "other"), ("sample-suite", "other"), ("sample-suite", "sample")]
 
 
 def test_a_key_limited_to_one_corpus_may_evaluate_over_http_only_that_corpus(client, suite, settings, tmp_path):

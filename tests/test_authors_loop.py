@@ -118,9 +118,9 @@ def test_an_unanswered_question_becomes_a_passing_eval_case_through_a_reviewed_f
                {"suite": "api-gaps", "expected_files": ["guides/throttling.md"]}, key=key)
     assert made.status_code == 201, made.text
     case_name = made.json()["name"]
-    case = suite_get("api-gaps").cases.get(name=case_name)
+    case = suite_get("api-gaps", corpus=api_corpus).cases.get(name=case_name)
     assert (case.answerable, case.max_rank, case.require_covered) == (True, 3, True)
-    before = _case_result(eval_run(corpus=api_corpus, suite=suite_get("api-gaps")), case_name)
+    before = _case_result(eval_run(corpus=api_corpus, suite=suite_get("api-gaps", corpus=api_corpus)), case_name)
     assert not before.passed and before.coverage != "covered", (before.coverage, before.why, before.top_hits)
 
     # 4. a content fix of the page that should answer: an outline named after the group's intent
@@ -152,7 +152,7 @@ def test_an_unanswered_question_becomes_a_passing_eval_case_through_a_reviewed_f
     judged = admin_client.get(review).content.decode()  # the fix judged on its page, as the gap is
     assert f"{len(RATE_LIMIT)} of {len(RATE_LIMIT)} question(s) <strong>covered</strong>" in judged, judged
     assert "was made before this fix" not in judged
-    after = _case_result(eval_run(corpus=api_corpus, suite=suite_get("api-gaps")), case_name)
+    after = _case_result(eval_run(corpus=api_corpus, suite=suite_get("api-gaps", corpus=api_corpus)), case_name)
     assert after.passed and after.coverage == "covered" and after.file_rank <= 3, (after.coverage, after.why)
     assert _verdicts(live_server, RATE_LIMIT) == {q: ("covered", "guides/throttling.md") for q in RATE_LIMIT}
     assert querylog.flush()
@@ -204,7 +204,7 @@ def test_an_llm_section_closes_the_gap_and_the_prompt_fences_anonymous_feedback(
                if g["representative"] in RATE_LIMIT)
     case_name = api(client, "post", f"/corpora/api/gaps/{gap['id']}/eval-case",
                     {"suite": "api-llm", "expected_files": ["guides/throttling.md"]}, key=key).json()["name"]
-    assert not _case_result(eval_run(corpus=api_corpus, suite=suite_get("api-llm")), case_name).passed
+    assert not _case_result(eval_run(corpus=api_corpus, suite=suite_get("api-llm", corpus=api_corpus)), case_name).passed
 
     section = {"heading": "Rate limit errors (429)", "body": ANSWER}
     settings.OPENAI_API_KEY, settings.DOCSMCP_FIX_MODEL = "sk-test", "stub-model"
@@ -228,6 +228,6 @@ def test_an_llm_section_closes_the_gap_and_the_prompt_fences_anonymous_feedback(
     approved = api(client, "post", f"/corpora/api/fixes/{proposal['id']}/approve", key=key)
     assert approved.json()["status"] == FixProposal.APPLIED, approved.text
     _rebuild(api_corpus)
-    after = _case_result(eval_run(corpus=api_corpus, suite=suite_get("api-llm")), case_name)
+    after = _case_result(eval_run(corpus=api_corpus, suite=suite_get("api-llm", corpus=api_corpus)), case_name)
     assert after.passed and after.coverage == "covered"
     assert _verdicts(live_server, RATE_LIMIT) == {q: ("covered", "guides/throttling.md") for q in RATE_LIMIT}

@@ -106,8 +106,8 @@ def fake_suite(fake_corpus):
 # --- case files --------------------------------------------------------------------------------
 
 
-def test_import_reads_the_bundled_suite_in_seed_spelling(db):
-    suite = suite_import(name="sample", path=SAMPLE_SUITE)
+def test_import_reads_the_bundled_suite_in_seed_spelling(fake_corpus):
+    suite = suite_import(name="sample", path=SAMPLE_SUITE, corpus=fake_corpus)
     raw = json.loads(SAMPLE_SUITE.read_text())
     assert suite.cases.count() == len(raw)
     first = suite.cases.get(name="ratelimiterror-python")
@@ -119,8 +119,8 @@ def test_import_reads_the_bundled_suite_in_seed_spelling(db):
     assert zero.exists() and all(c.is_zero_result for c in zero)
 
 
-def test_import_reads_bench_spelling_and_keeps_unknown_keys(db):
-    suite = suite_import(name="bench", text=BENCH_JSONL, match_mode="leaf")
+def test_import_reads_bench_spelling_and_keeps_unknown_keys(fake_corpus):
+    suite = suite_import(name="bench", text=BENCH_JSONL, match_mode="leaf", corpus=fake_corpus)
     k1, p1, z1 = (suite.cases.get(name=n) for n in ("k1", "p1", "z1"))
     assert k1.expected_files == ["concepts/pod.md"] and k1.expected_chunk_ids == [] and k1.extra == {"refs": ["x"]}
     assert p1.expected_chunk_ids == ["library/functions.md#sorted"] and p1.filters == {"ps_version": "7.5"}
@@ -135,8 +135,8 @@ def test_reads_every_shared_bench_query_file():
         assert specs and all(s.query and (s.expected_chunk_ids or s.expected_files) for s in specs), path
 
 
-def test_export_round_trips_in_both_spellings(db):
-    suite = suite_import(name="sample", path=SAMPLE_SUITE)
+def test_export_round_trips_in_both_spellings(fake_corpus):
+    suite = suite_import(name="sample", path=SAMPLE_SUITE, corpus=fake_corpus)
     for fmt, style in (("jsonl", "bench"), ("json", "docs-mcp"), ("jsonl", "docs-mcp"), ("json", "bench")):
         again = parse_cases(suite_export(suite=suite, fmt=fmt, style=style))
         original = parse_cases(SAMPLE_SUITE.read_text())
@@ -155,7 +155,7 @@ def test_refreshing_a_suite_updates_adds_and_prunes_by_name(fake_suite):
     suite_import(name="fake-suite", text=json.dumps([
         {"name": "first", "query": "q1 changed", "expectedChunkId": "a.md#x"},
         {"name": "fourth", "query": "q5", "expectedChunkId": "d.md#w"},
-    ]))
+    ]), corpus=fake_suite.corpus)
     names = list(fake_suite.cases.order_by("position").values_list("name", "query"))
     assert names == [("first", "q1 changed"), ("fourth", "q5")]
     kept = EvalResult.objects.get(run=run)
@@ -395,7 +395,7 @@ def test_bad_requests_are_refused(fake_suite, kwargs, message):
 
 def test_in_process_run_needs_an_active_build(db):
     corpus = Corpus.objects.create(name="unbuilt", source_dir="/x")
-    suite = suite_import(name="s", text='[{"query": "x", "expectedChunkId": "a.md#x"}]')
+    suite = suite_import(name="s", text='[{"query": "x", "expectedChunkId": "a.md#x"}]', corpus=corpus)
     with pytest.raises(EvalError, match="no active build"):
         eval_request(corpus=corpus, suite=suite)
 
@@ -678,12 +678,12 @@ def test_failed_run_exits_1(fake_suite, settings):
     assert exc.value.code == 1
 
 
-def test_eval_suite_command_imports_and_exports(db, tmp_path):
+def test_eval_suite_command_imports_and_exports(fake_corpus, tmp_path):
     out = StringIO()
-    call_command("eval_suite", "import", str(SAMPLE_SUITE), "--suite", "s1", stdout=out)
-    assert "suite s1:" in out.getvalue()
+    call_command("eval_suite", "import", str(SAMPLE_SUITE), "--suite", "s1", "--corpus", "fake", stdout=out)
+    assert "suite s1 of corpus fake:" in out.getvalue()
     target = tmp_path / "s1.jsonl"
-    call_command("eval_suite", "export", "--suite", "s1", "-o", str(target))
+    call_command("eval_suite", "export", "--suite", "s1", "--corpus", "fake", "-o", str(target))
     assert len(read_cases(target)) == EvalSuite.objects.get(name="s1").cases.count()
 
 
@@ -702,7 +702,8 @@ def test_celery_task_runs_a_queued_run(sample_corpus, django_capture_on_commit_c
 def test_admin_action_runs_a_suite_against_the_active_build(sample_corpus, admin_client,
                                                             django_capture_on_commit_callbacks):
     suite = suite_import(name="sample", path=SAMPLE_SUITE, corpus=sample_corpus)
-    orphan = suite_import(name="orphan", text='[{"query": "x", "expectedChunkId": "a.md#x"}]')
+    unbuilt = Corpus.objects.create(name="unbuilt", source_dir="/x")
+    orphan = suite_import(name="orphan", text='[{"query": "x", "expectedChunkId": "a.md#x"}]', corpus=unbuilt)
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post("/admin/evals/evalsuite/", {
             "action": "run_against_active_build", "_selected_action": [suite.pk, orphan.pk]}, follow=True)
@@ -710,7 +711,7 @@ def test_admin_action_runs_a_suite_against_the_active_build(sample_corpus, admin
     run = EvalRun.objects.get(suite=suite)
     assert run.status == EvalRun.COMPLETE and run.build_id == sample_corpus.active_build_id
     assert f"run <a href=\"/evals/runs/{run.pk}/\">#{run.pk}</a> queued" in text
-    assert "Orphan: the suite has no corpus" in text  # the admin capitalises messages
+    assert "Orphan: corpus" in text and "has no active build" in text  # the admin capitalises messages
 
 
 def test_admin_pages_render(sample_corpus, admin_client):

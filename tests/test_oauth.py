@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import timedelta
 from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
@@ -397,7 +398,25 @@ def test_sign_in_asks_for_login_then_names_the_client_and_scopes(client, db, rea
     assert login.status_code == 302
     page = client.get(login["Location"]).content.decode()
     assert "Remote Agent 7" in page
-    assert "search and read the documentation" in page and "call tools that write" in page
+    assert "search and read the documentation" in page
+
+
+def test_the_consent_page_lists_only_the_scopes_the_user_can_be_granted(client, db, reader):
+    """A reader asked for read, write and admin is shown read alone (the token would carry nothing more); a
+    staff member asked for the same is shown what a staff account holds."""
+    client_id = register(client, name="Greedy agent")
+    query = authorize_query(client_id, pkce()[1], MCP, scope="read write admin")
+    client.force_login(reader)
+    page = client.get(query).content.decode()
+    listed = re.search(r'<ul id="scopes">(.*?)</ul>', page, re.S).group(1)
+    assert "search and read the documentation" in listed
+    assert "call tools that write" not in page and "everything, including" not in page
+    assert "asked for 2 scopes" in page and "not granted" in page
+    assert hidden_fields(page)["scope"] == "read"
+    staff = User.objects.create_user("staffer", password="pw-staff-1", is_staff=True)
+    client.force_login(staff)
+    listed = re.search(r'<ul id="scopes">(.*?)</ul>', client.get(query).content.decode(), re.S).group(1)
+    assert "call tools that write" in listed and "everything, including" not in listed
 
 
 def test_registration_can_be_turned_off(client, db, settings):

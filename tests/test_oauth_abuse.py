@@ -163,3 +163,34 @@ def test_the_sign_in_page_does_not_ask_a_user_for_a_staff_account(client, db):
     User.objects.create_user("reader", password="pw-reader-1")
     page = client.post("/accounts/login/", {"username": "reader", "password": "wrong"}).content.decode()
     assert "correct username and password" in page and "staff" not in page
+
+
+def test_concurrent_registrations_from_one_address_pass_no_more_than_the_limit(transactional_db, settings):
+    """16 threads released at once against a limit of 5: counting before any registration was recorded let
+    every one of them through (28 of 12 threads' registrations against 20 in the issue). The count and the
+    registration's row are one step now, so exactly the limit passes and the rest are told to wait."""
+    from django.db import connection
+    from django.test import Client
+
+    from mcp_endpoint.models import LoginFailure
+
+    settings.DOCSMCP_OAUTH_REGISTRATION_MAX = 5
+    threads, start = 16, threading.Barrier(16)
+    statuses: list[int] = []
+
+    def register_once():
+        try:
+            start.wait(timeout=30)
+            statuses.append(_register(Client()).status_code)
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=register_once) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    counts = collections.Counter(statuses)
+    assert counts[201] == 5 and counts[429] == threads - 5, counts
+    assert LoginFailure.objects.filter(kind=LoginFailure.REGISTRATION).count() == 5
+    assert _register(Client(), REMOTE_ADDR="192.0.2.7").status_code == 201  # another address is not held

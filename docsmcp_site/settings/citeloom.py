@@ -1,18 +1,18 @@
 """The citeloom profile (docs/contracts/citeloom-tools.md): per-tool timeouts in seconds, output shaping,
 store_chunks batch bounds."""
 
-from docsmcp_site.settings.env import env_float, env_int
+from docsmcp_site.settings.env import env
 
 CITELOOM_TIMEOUTS = {
-    "store_chunks": env_float("CITELOOM_TIMEOUT_STORE_CHUNKS", 15),
-    "find_chunks": env_float("CITELOOM_TIMEOUT_FIND_CHUNKS", 8),
-    "query_hybrid": env_float("CITELOOM_TIMEOUT_QUERY_HYBRID", 15),
-    "inspect_collection": env_float("CITELOOM_TIMEOUT_INSPECT_COLLECTION", 5),
-    "list_projects": env_float("CITELOOM_TIMEOUT_LIST_PROJECTS", 2),
+    "store_chunks": env("CITELOOM_TIMEOUT_STORE_CHUNKS"),
+    "find_chunks": env("CITELOOM_TIMEOUT_FIND_CHUNKS"),
+    "query_hybrid": env("CITELOOM_TIMEOUT_QUERY_HYBRID"),
+    "inspect_collection": env("CITELOOM_TIMEOUT_INSPECT_COLLECTION"),
+    "list_projects": env("CITELOOM_TIMEOUT_LIST_PROJECTS"),
 }
-CITELOOM_MAX_CHARS_PER_CHUNK = env_int("CITELOOM_MAX_CHARS_PER_CHUNK", 1800)
-CITELOOM_MAX_TOP_K = env_int("CITELOOM_MAX_TOP_K", 20)
-CITELOOM_BATCH_MIN = env_int("CITELOOM_BATCH_MIN", 100)
-CITELOOM_BATCH_MAX = env_int("CITELOOM_BATCH_MAX", 500)
+CITELOOM_MAX_CHARS_PER_CHUNK = env("CITELOOM_MAX_CHARS_PER_CHUNK")
+CITELOOM_MAX_TOP_K = env("CITELOOM_MAX_TOP_K")
+CITELOOM_BATCH_MIN = env("CITELOOM_BATCH_MIN")
+CITELOOM_BATCH_MAX = env("CITELOOM_BATCH_MAX")
 # store_chunks bodies carry vectors (500 x 384 floats is about 4 MB): the citeloom path takes this much.
-CITELOOM_MAX_BODY_BYTES = env_int("CITELOOM_MAX_BODY_BYTES", 32 * 1024 * 1024)
+CITELOOM_MAX_BODY_BYTES = env("CITELOOM_MAX_BODY_BYTES")

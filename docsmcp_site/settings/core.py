@@ -11,7 +11,7 @@ from docsmcp_site import __version__
 from docsmcp_site.installed_apps import installed_apps
 from docsmcp_site.private import keep_private, sqlite_files
 from docsmcp_site.secret import installation_secret_key
-from docsmcp_site.settings.env import env_bool, env_int, env_list, env_str
+from docsmcp_site.settings.env import env
 
 SITE_DIR = Path(__file__).resolve().parent.parent
 BASE_DIR = SITE_DIR.parent
@@ -23,12 +23,12 @@ DOCSMCP_HOME = data_home(BASE_DIR)
 # Here rather than in boot(): every process that loads the settings gets it, whichever way it was started.
 keep_private()
 
-DEBUG = env_bool("DJANGO_DEBUG", False)
+DEBUG = env("DJANGO_DEBUG")
 # Without DJANGO_SECRET_KEY: a development key under DEBUG, otherwise one generated for this installation.
-SECRET_KEY = env_str("DJANGO_SECRET_KEY") or (
+SECRET_KEY = env("DJANGO_SECRET_KEY") or (
     "docsmcp-dev-secret-only-for-debug-0123456789" if DEBUG else installation_secret_key(
-        Path(env_str("DOCSMCP_SECRET_KEY_FILE") or DOCSMCP_HOME / "secret_key")))
-ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+        env("DOCSMCP_SECRET_KEY_FILE", DOCSMCP_HOME / "secret_key")))
+ALLOWED_HOSTS = env("DJANGO_ALLOWED_HOSTS")
 VERSION = __version__
 
 # Every app, but a command that only builds or checks docs runs without the OAuth server's
@@ -80,13 +80,14 @@ WSGI_APPLICATION = "docsmcp_site.wsgi.application"
 
 # Without DATABASE_URL, an SQLite file under DOCSMCP_HOME that `docsmcp` migrates on first use (cli.py); a
 # DATABASE_URL server is the operator's to migrate, as several nodes may share it.
-DATABASE_EMBEDDED = not env_str("DATABASE_URL")
+_database_url = env("DATABASE_URL")
+DATABASE_EMBEDDED = not _database_url
 if DATABASE_EMBEDDED:
     DOCSMCP_HOME.mkdir(parents=True, exist_ok=True)  # the embedded default lives there; a fresh install lacks it
 DATABASES = {
     "default": dj_database_url.parse(
-        env_str("DATABASE_URL") or f"sqlite:///{DOCSMCP_HOME / 'docsmcp.sqlite3'}",
-        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+        _database_url or f"sqlite:///{DOCSMCP_HOME / 'docsmcp.sqlite3'}",
+        conn_max_age=env("DATABASE_CONN_MAX_AGE"),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -110,10 +111,10 @@ STATIC_ROOT = DOCSMCP_HOME / "static"
 
 # Admin login throttling (docsmcp_site/login_throttle.py): this many failed logins for one username, or from
 # one address, within the window, and the login page refuses every attempt until the oldest one ages out.
-DOCSMCP_ADMIN_LOGIN_MAX_FAILURES = env_int("DOCSMCP_ADMIN_LOGIN_MAX_FAILURES", 10)
-DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES = env_int("DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES", 15)
+DOCSMCP_ADMIN_LOGIN_MAX_FAILURES = env("DOCSMCP_ADMIN_LOGIN_MAX_FAILURES")
+DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES = env("DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES")
 
-DOCSMCP_LOG_LEVEL = env_str("DOCSMCP_LOG_LEVEL") or "INFO"
+DOCSMCP_LOG_LEVEL = env("DOCSMCP_LOG_LEVEL")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

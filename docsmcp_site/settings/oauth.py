@@ -4,7 +4,7 @@ tokens are checked against its JWKS. Static API keys work beside every choice (d
 
 from django.conf import global_settings
 
-from docsmcp_site.settings.env import env_bool, env_int, env_list, env_str
+from docsmcp_site.settings.env import env, given
 from docsmcp_site.settings.mcp import (
     DOCSMCP_TRUST_X_FORWARDED_PROTO,
     MCP_SERVER_HOST,
@@ -12,33 +12,33 @@ from docsmcp_site.settings.mcp import (
 )
 
 # The built-in authorization server: sign-in through Django's login, a consent page, tokens in the admin.
-DOCSMCP_OAUTH_SERVER = env_bool("DOCSMCP_OAUTH_SERVER", True)
+DOCSMCP_OAUTH_SERVER = env("DOCSMCP_OAUTH_SERVER")
 # Lifetime of an access token; a client refreshes it with its (rotated) refresh token.
-DOCSMCP_OAUTH_ACCESS_TOKEN_SECONDS = env_int("DOCSMCP_OAUTH_ACCESS_TOKEN_SECONDS", 3600)
-DOCSMCP_OAUTH_REFRESH_TOKEN_SECONDS = env_int("DOCSMCP_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600)
+DOCSMCP_OAUTH_ACCESS_TOKEN_SECONDS = env("DOCSMCP_OAUTH_ACCESS_TOKEN_SECONDS")
+DOCSMCP_OAUTH_REFRESH_TOKEN_SECONDS = env("DOCSMCP_OAUTH_REFRESH_TOKEN_SECONDS")
 # Dynamic client registration (RFC 7591): any caller may register a client (it still needs a user's
 # sign-in and consent for a token). On by default only while the server listens on loopback and trusts
 # no proxy's headers: behind a proxy, a server on loopback is reachable from everywhere the proxy is.
-DOCSMCP_OAUTH_REGISTRATION = env_bool(
+DOCSMCP_OAUTH_REGISTRATION = env(
     "DOCSMCP_OAUTH_REGISTRATION", MCP_SERVER_HOST in ("127.0.0.1", "localhost", "::1", "[::1]")
     and not (MCP_TRUST_X_FORWARDED_FOR or DOCSMCP_TRUST_X_FORWARDED_PROTO))
 # Registrations one address may make within DOCSMCP_ADMIN_LOGIN_WINDOW_MINUTES (docsmcp_site/login_throttle.py);
 # past it, 429 until the oldest is out of the window. 0: no limit.
-DOCSMCP_OAUTH_REGISTRATION_MAX = env_int("DOCSMCP_OAUTH_REGISTRATION_MAX", 20)
+DOCSMCP_OAUTH_REGISTRATION_MAX = env("DOCSMCP_OAUTH_REGISTRATION_MAX")
 # Whether the operator chose registration: `serve --host 0.0.0.0` turns only the default off.
-DOCSMCP_OAUTH_EXPLICIT = bool(env_str("DOCSMCP_OAUTH_REGISTRATION"))
+DOCSMCP_OAUTH_EXPLICIT = given("DOCSMCP_OAUTH_REGISTRATION")
 # Client ID Metadata Documents: an HTTPS URL as client_id, its document fetched (public hosts only,
 # size and time bounded). DOCSMCP_OAUTH_CLIENT_HOSTS limits which hosts (empty: any public host).
-DOCSMCP_OAUTH_CLIENT_METADATA_DOCUMENTS = env_bool("DOCSMCP_OAUTH_CLIENT_METADATA_DOCUMENTS", True)
-DOCSMCP_OAUTH_CLIENT_HOSTS = env_list("DOCSMCP_OAUTH_CLIENT_HOSTS", "")
+DOCSMCP_OAUTH_CLIENT_METADATA_DOCUMENTS = env("DOCSMCP_OAUTH_CLIENT_METADATA_DOCUMENTS")
+DOCSMCP_OAUTH_CLIENT_HOSTS = env("DOCSMCP_OAUTH_CLIENT_HOSTS")
 
 # An external issuer (instead of, or beside, the built-in server): its tokens are JWTs signed by a key
 # of its JWKS, with this server's audience; their scopes are mapped to docsmcp's by
 # DOCSMCP_OAUTH_SCOPE_MAP ("theirs=ours" pairs, e.g. "docs.read=read,docs.write=write").
-DOCSMCP_OAUTH_ISSUER = env_str("DOCSMCP_OAUTH_ISSUER")
-DOCSMCP_OAUTH_AUDIENCE = env_str("DOCSMCP_OAUTH_AUDIENCE")
-DOCSMCP_OAUTH_JWKS_URL = env_str("DOCSMCP_OAUTH_JWKS_URL")
-DOCSMCP_OAUTH_SCOPE_MAP = env_list("DOCSMCP_OAUTH_SCOPE_MAP", "")
+DOCSMCP_OAUTH_ISSUER = env("DOCSMCP_OAUTH_ISSUER")
+DOCSMCP_OAUTH_AUDIENCE = env("DOCSMCP_OAUTH_AUDIENCE")
+DOCSMCP_OAUTH_JWKS_URL = env("DOCSMCP_OAUTH_JWKS_URL")
+DOCSMCP_OAUTH_SCOPE_MAP = env("DOCSMCP_OAUTH_SCOPE_MAP")
 
 LOGIN_URL = "/accounts/login/"
 

@@ -32,7 +32,8 @@ SLUG = r"^[-a-zA-Z0-9_]+$"
 
 class RunIn(Input):
     corpus: str = Field(..., min_length=1, max_length=100, description="The corpus to evaluate (name or alias).")
-    suite: str = Field(..., min_length=1, max_length=100, pattern=SLUG, description="The eval suite to run.")
+    suite: str = Field(..., min_length=1, max_length=100, pattern=SLUG, description="The eval suite to run, one "
+                       "of the corpus's own (a corpus's versions share its suites).")
     mode: RunMode = Field(EvalRun.MODE_IN_PROCESS, description="in-process: the corpus's active build through "
                           "the docs profile tools; http: any MCP server at `url`.")
     url: str | None = Field(None, max_length=1000, description="The MCP server's URL (mode http).")
@@ -45,7 +46,8 @@ class RunIn(Input):
 
 class RunListParams(Input):
     corpus: str | None = Field(None, max_length=100, description="Only runs on this corpus.")
-    suite: str | None = Field(None, max_length=100, pattern=SLUG, description="Only runs of this suite.")
+    suite: str | None = Field(None, max_length=100, pattern=SLUG, description="Only runs of this suite: the "
+                              "corpus's suite of that name with `corpus`, else every readable corpus's.")
     status: RunStatus | None = Field(None, description="Only runs in this status.")
 
 
@@ -132,9 +134,13 @@ class CompareOut(Schema):
     cases: list[CaseDeltaOut] = Field(description="One row per case, worse first.")
 
 
+class SuiteListParams(Input):
+    corpus: str | None = Field(None, max_length=100, description="Only this corpus's suites.")
+
+
 class SuiteOut(Schema):
-    name: str
-    corpus: str | None
+    name: str = Field(description="Unique within its corpus; two corpora may each have a suite of one name.")
+    corpus: str
     description: str
     match_mode: str
     case_count: int
@@ -174,7 +180,7 @@ def result_out(result: EvalResult) -> dict:
 
 
 def suite_out(suite: EvalSuite) -> dict:
-    return {"name": suite.name, "corpus": suite.corpus.name if suite.corpus else None,
+    return {"name": suite.name, "corpus": suite.corpus.name,
             "description": suite.description, "match_mode": suite.match_mode, "case_count": suite.case_count,
             "updated_at": suite.updated_at}
 
@@ -183,7 +189,7 @@ def suite_out(suite: EvalSuite) -> dict:
 def start_run(request: HttpRequest, response: HttpResponse, payload: RunIn):
     """Queue an eval run of a suite against a corpus; poll the returned `url` for progress and metrics."""
     corpus = corpus_selectors.corpus_get(payload.corpus)
-    suite = selectors.suite_get(payload.suite)
+    suite = selectors.suite_get(payload.suite, corpus=corpus)
     baseline = selectors.run_get(payload.baseline) if payload.baseline is not None else None
     run = services.eval_start(corpus=corpus, suite=suite, mode=payload.mode, url=payload.url, baseline=baseline,
                               requested_by=caller(request), scope=payload.scope)
@@ -196,8 +202,11 @@ def start_run(request: HttpRequest, response: HttpResponse, payload: RunIn):
 def list_runs(request: HttpRequest, filters: Query[RunListParams], page: Query[PageParams]):
     """Eval runs, newest first."""
     corpus = corpus_selectors.corpus_get(filters.corpus) if filters.corpus else None
-    suite = selectors.suite_get(filters.suite) if filters.suite else None
-    return paginate(selectors.run_list(corpus=corpus, suite=suite, status=filters.status), page, run_out)
+    suites = None
+    if filters.suite:
+        suites = ([selectors.suite_get(filters.suite, corpus=corpus)] if corpus is not None
+                  else selectors.suites_named(filters.suite))
+    return paginate(selectors.run_list(corpus=corpus, suites=suites, status=filters.status), page, run_out)
 
 
 @router.get("/evals/runs/{int:run_id}", response=RunOut, auth=READ, url_name="eval_run")
@@ -225,6 +234,7 @@ def compare_runs(request: HttpRequest, run_id: int = RunId, other_id: int = Othe
 
 
 @router.get("/evals/suites", response=Page[SuiteOut], auth=READ, url_name="eval_suites")
-def list_suites(request: HttpRequest, page: Query[PageParams]):
-    """Eval suites, by name, with their number of cases."""
-    return paginate(selectors.suite_list(), page, suite_out)
+def list_suites(request: HttpRequest, filters: Query[SuiteListParams], page: Query[PageParams]):
+    """Eval suites of the corpora the caller may read, by name, with their corpus and number of cases."""
+    corpus = corpus_selectors.corpus_get(filters.corpus) if filters.corpus else None
+    return paginate(selectors.suite_list(corpus=corpus), page, suite_out)

@@ -57,7 +57,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--corpus", help="corpus name (default: the default corpus)")
-        parser.add_argument("--suite", required=True, help="suite name (created by --cases when new)")
+        parser.add_argument("--suite", required=True, help="suite name, one of the corpus's suites (created by "
+                                                            "--cases when new)")
         parser.add_argument("--cases", help="JSON/JSONL case file: imports or refreshes the suite first")
         parser.add_argument("--over-http", metavar="URL", help="MCP endpoint to measure, e.g. http://127.0.0.1:8001/mcp/")
         parser.add_argument("--baseline", type=int, metavar="RUN_ID", help="complete run to compute deltas against")
@@ -80,13 +81,10 @@ class Command(BaseCommand):
         try:
             corpus = corpus_get(options["corpus"]) if options["corpus"] else default_corpus()
             if options["cases"]:
-                suite = suite_import(name=options["suite"], path=options["cases"], corpus=None)
-                if suite.corpus_id is None:
-                    suite.corpus = corpus
-                    suite.save(update_fields=["corpus", "updated_at"])
+                suite = suite_import(name=options["suite"], path=options["cases"], corpus=corpus)
                 self.stderr.write(f"suite {suite.name}: {suite.cases.count()} cases from {options['cases']}")
             else:
-                suite = suite_get(options["suite"])
+                suite = suite_get(options["suite"], corpus=corpus)
             baseline = None
             if options["baseline"]:
                 baseline = EvalRun.objects.filter(pk=options["baseline"]).first()
