@@ -1,7 +1,7 @@
 """Freshness benchmark: from a one-file git push to the new text served over /mcp/, and what a second version costs.
 
-    python bench/freshness.py [--corpus DIR] [--provider none|hash|local] [--broker redis://...]
-                              [--pushes N] [--changed-fraction 0.05] [--keep DIR] [--json OUT]
+    python bench/freshness.py [--corpus DIR] [--name NAME] [--provider none|hash|local] [--broker redis://...]
+                              [--pushes N] [--changed-fraction 0.05] [--no-versions] [--keep DIR] [--json OUT]
 
 What it does, in order (progress on stderr, figures on stdout):
 1. Makes a git repository of the corpus (default ../shared/bench/k8s/corpus) in a temporary
@@ -10,13 +10,17 @@ What it does, in order (progress on stderr, figures on stdout):
    index directory's disk use.
 3. A second version sharing all but `--changed-fraction` of the files (a branch where that many files
    got a new paragraph) built as `k8s@v2`: its build time, and the disk of both versions counted
-   together (`du`, so hard-linked files count once). Printed as ratios to one version.
+   together (`du`, so hard-linked files count once). Printed as ratios to one version. Skipped with
+   `--no-versions`, for a run that measures only the pushes.
 4. Starts `manage.py serve --no-worker` (gunicorn, 1 worker) and a Celery worker on the Redis
    broker, warms both up (a search, and a first webhook build).
 5. `--pushes` times: appends a paragraph with a new word to one file, commits, POSTs a signed
    GitHub push to /api/v1/hooks/git/k8s, and polls `search_docs` over /mcp/ every 50 ms until a
-   hit of the top 3 is that file at the pushed commit (its `revision`). Prints each latency and the
-   median and max.
+   hit of the top 3 is that file at the pushed commit (its `revision`). Prints each latency as it
+   comes (stderr) and the median and max.
+
+`--name` names the corpus (default `k8s`; the webhook is /api/v1/hooks/git/NAME), e.g. `--corpus
+corpus/sample_docs --name sample`.
 
 `--seed-cache DIR` copies an embedding cache (`<index root>/k8s/embedding-cache` of an earlier run)
 in before building, so a `local` run spends its time on pushes rather than on embedding the corpus
@@ -40,8 +44,7 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))  # not bench/: its insights.py would stand in for the insights app
 
 import httpx  # noqa: E402
 from tqdm import tqdm  # noqa: E402
@@ -69,14 +72,14 @@ def make_repo(corpus: Path, repo: Path) -> None:
     git(repo, "commit", "--quiet", "-m", "docs")
 
 
-def configure(workdir: Path, provider: str, broker: str) -> dict[str, str]:
+def configure(workdir: Path, provider: str, broker: str, name: str) -> dict[str, str]:
     env = {
         "DJANGO_SETTINGS_MODULE": "docsmcp_site.settings",
         "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
         "DOCSMCP_INDEX_ROOT": str(workdir / "indexes"),
         "DOCSMCP_GIT_CACHE_DIR": str(workdir / "git-cache"),
         "DOCSMCP_EMBEDDING_PROVIDER": provider,
-        "DOCSMCP_DEFAULT_CORPUS": "k8s",
+        "DOCSMCP_DEFAULT_CORPUS": name,
         "CELERY_BROKER_URL": broker,
         "CELERY_TASK_DEFAULT_QUEUE": f"freshness-{uuid.uuid4().hex[:8]}",
         "MCP_RATE_LIMIT_PER_MINUTE": "0",
@@ -99,12 +102,15 @@ def timed_build(*args: str) -> float:
     return time.perf_counter() - started
 
 
-def versions(repo: Path, workdir: Path, fraction: float, provider: str) -> dict:
+def versions(repo: Path, workdir: Path, fraction: float, provider: str, *, name: str = "k8s",
+             second: bool = True) -> dict:
     from corpus.models import Corpus
 
-    first = timed_build("--corpus", "k8s@v1", "--git", repo.as_uri(), "--ref", "main",
+    first = timed_build("--corpus", f"{name}@v1", "--git", repo.as_uri(), "--ref", "main",
                         "--embedding-provider", provider)
-    one = Corpus.objects.get(name="k8s")
+    one = Corpus.objects.get(name=name)
+    if not second:
+        return {"files": sum(1 for p in repo.rglob("*.md") if ".git" not in p.parts), "one_version_s": round(first, 2)}
     one_dir = Path(one.active_build.index_path).parent.parent
     disk_one = du(one_dir / "builds")
     files = sorted(p for p in repo.rglob("*.md") if ".git" not in p.parts)
@@ -114,8 +120,8 @@ def versions(repo: Path, workdir: Path, fraction: float, provider: str) -> dict:
         path.write_text(path.read_text() + "\n\nThis paragraph exists in version 2 only.\n")
     git(repo, "commit", "--quiet", "-am", "v2")
     git(repo, "checkout", "--quiet", "main")
-    second = timed_build("--corpus", "k8s@v2", "--git", repo.as_uri(), "--ref", "v2")
-    two_dir = Path(Corpus.objects.get(name="k8s@v2").active_build.index_path).parent.parent
+    second = timed_build("--corpus", f"{name}@v2", "--git", repo.as_uri(), "--ref", "v2")
+    two_dir = Path(Corpus.objects.get(name=f"{name}@v2").active_build.index_path).parent.parent
     disk_two = du(one_dir / "builds", two_dir / "builds")
     return {"files": len(files), "changed_files": len(changed), "one_version_s": round(first, 2),
             "second_version_s": round(second, 2), "time_ratio": round((first + second) / first, 3),
@@ -145,23 +151,24 @@ def mcp_search(http: httpx.Client, url: str, query: str) -> list[dict]:
     return (result.get("structuredContent") or {}).get("hits") or []
 
 
-def push(http: httpx.Client, base: str, secret: str, commit: str) -> None:
+def push(http: httpx.Client, base: str, secret: str, commit: str, name: str) -> None:
     body = json.dumps({"ref": "refs/heads/main", "after": commit, "repository": {"default_branch": "main"}}).encode()
     signature = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    response = http.post(f"{base}/api/v1/hooks/git/k8s", content=body,
+    response = http.post(f"{base}/api/v1/hooks/git/{name}", content=body,
                          headers={"Content-Type": "application/json", "X-GitHub-Event": "push",
                                   "X-Hub-Signature-256": f"sha256={signature}"})
     if response.status_code != 202:
         raise SystemExit(f"webhook answered {response.status_code}: {response.text}")
 
 
-def one_push(http: httpx.Client, base: str, secret: str, repo: Path, target: Path, timeout: float) -> float:
+def one_push(http: httpx.Client, base: str, secret: str, repo: Path, target: Path, timeout: float,
+             name: str) -> float:
     word = f"zq{uuid.uuid4().hex[:10]}"
     target.write_text(target.read_text() + f"\n\n{word} marks this push.\n")
     commit = git(repo, "commit", "--quiet", "-am", word) or git(repo, "rev-parse", "HEAD")
     relpath = target.relative_to(repo).as_posix()
     started = time.perf_counter()
-    push(http, base, secret, commit)
+    push(http, base, secret, commit, name)
     while time.perf_counter() - started < timeout:
         hits = mcp_search(http, f"{base}/mcp/", word)
         if any(h["filepath"] == relpath and h["revision"] == commit for h in hits):
@@ -187,6 +194,8 @@ def wait_health(base: str, server: subprocess.Popen, log: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--name", default="k8s", help="the corpus's name (its webhook: /api/v1/hooks/git/NAME)")
+    parser.add_argument("--no-versions", action="store_true", help="build one version only, then push")
     parser.add_argument("--provider", default="none")
     parser.add_argument("--broker", default=os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/11"))
     parser.add_argument("--pushes", type=int, default=5)
@@ -203,19 +212,21 @@ def main(argv: list[str] | None = None) -> int:
     repo = workdir / "repo"
     print(f"work directory {workdir}", file=sys.stderr)
     make_repo(args.corpus, repo)
-    env = configure(workdir, args.provider, args.broker)
+    env = configure(workdir, args.provider, args.broker, args.name)
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
     if args.seed_cache:
-        shutil.copytree(args.seed_cache, workdir / "indexes" / "k8s" / "embedding-cache")
-    report = {"provider": args.provider, "versions": versions(repo, workdir, args.changed_fraction, args.provider)}
+        shutil.copytree(args.seed_cache, workdir / "indexes" / args.name / "embedding-cache")
+    report = {"provider": args.provider, "corpus": args.name, "load_average": [round(x, 2) for x in os.getloadavg()],
+              "versions": versions(repo, workdir, args.changed_fraction, args.provider, name=args.name,
+                                   second=not args.no_versions)}
     print(json.dumps(report["versions"]), flush=True)
 
     from corpus.models import Corpus
     from corpus.webhooks import hook_secret
 
-    secret = hook_secret(Corpus.objects.get(name="k8s"))
+    secret = hook_secret(Corpus.objects.get(name=args.name))
     import socket
 
     with socket.socket() as sock:
@@ -234,16 +245,19 @@ def main(argv: list[str] | None = None) -> int:
         target = max(files, key=lambda p: p.stat().st_size)
         with httpx.Client(timeout=60) as http:
             mcp_search(http, f"{base}/mcp/", "pod")  # loads the index (and the query model) in the server
-            warm = one_push(http, base, secret, repo, files[0], args.timeout)  # the worker's first task imports
+            warm = one_push(http, base, secret, repo, files[0], args.timeout, args.name)  # the worker's first imports
             print(f"warm-up push served in {warm:.2f}s", file=sys.stderr)
-            for _ in tqdm(range(args.pushes), desc="push -> served", file=sys.stderr):
-                latencies.append(one_push(http, base, secret, repo, target, args.timeout))
+            for n in tqdm(range(args.pushes), desc="push -> served", file=sys.stderr):
+                latencies.append(one_push(http, base, secret, repo, target, args.timeout, args.name))
+                tqdm.write(f"push {n + 1}: served in {latencies[-1]:.2f}s (load average {os.getloadavg()[0]:.1f})",
+                           file=sys.stderr)
     finally:
         stop(server)
         stop(worker)
     report["push_to_served_s"] = [round(x, 3) for x in latencies]
     report["push_to_served_median_s"] = round(statistics.median(latencies), 3)
     report["push_to_served_max_s"] = round(max(latencies), 3)
+    report["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps({k: v for k, v in report.items() if k != "versions"}), flush=True)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))

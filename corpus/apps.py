@@ -12,13 +12,15 @@ class CorpusConfig(AppConfig):
 
         storage.configure(settings.DOCSMCP_STORAGE_ENVIRONMENT)  # the engine reads no environment itself
         _install_scope_names()
-        _forget_tokens_on_change()
+        if self.apps.is_installed("oauth2_provider"):  # not in a build (docsmcp_site/installed_apps.py)
+            _forget_tokens_on_change()
 
 
 # Every process sets up Django, and most serve no request: `build_index` and `validate_docs`, a Celery
 # worker's build. So what is installed here loads nothing of the HTTP stack (django-ninja, pydantic) or of
-# the OAuth checks (corpus.oauth, corpus.apikeys) until a request first needs it. API keys are not
-# installed anywhere: every surface calls corpus.apikeys.authenticate (the REST API from corpus/api/auth.py).
+# the OAuth checks (corpus.oauth, corpus.apikeys) until a request first needs it; `build_index` and
+# `validate_docs` run without the OAuth server's app at all, so without its tokens to forget. API keys are
+# not installed anywhere: every surface calls corpus.apikeys.authenticate (the REST API from corpus/api/auth.py).
 
 
 def _install_scope_names() -> None:

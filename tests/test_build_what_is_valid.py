@@ -162,6 +162,15 @@ def test_exclude_patterns_match_as_in_gitignore(patterns, path, is_dir, excluded
     assert Excluder(parse_rules(patterns)).excluded(path, is_dir) is excluded
 
 
+def test_a_path_is_judged_by_every_rule_added_before_it_is_asked_about():
+    rules = Excluder(parse_rules(["/build/"]))
+    assert [rules.excluded_path(p) for p in ("guides/old/a.md", "build/x/b.md", "guides/c.md")] == [False, True, False]
+    rules.add(parse_rules(["old/"], "guides"))  # a folder's .docsmcpignore, met later on the way down
+    assert [rules.excluded_path(p) for p in ("guides/old/a.md", "build/x/b.md", "guides/c.md")] == [True, True, False]
+    rules.add(parse_rules(["!/build/"]))
+    assert not rules.excluded_path("build/x/b.md")
+
+
 def run_validate(*args: str) -> str:
     out = io.StringIO()
     with contextlib.suppress(SystemExit):  # exit status 1 on errors

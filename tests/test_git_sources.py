@@ -355,6 +355,32 @@ def test_a_commits_tree_scans_like_the_same_directory(repo, git_cache):
     assert ("path-escape", "escape.md") in {(f.code, f.file) for f in from_git.findings}
 
 
+def test_the_tree_after_a_push_is_read_asking_git_only_for_the_changed_pages(repo, git_cache, monkeypatch):
+    from retrieval.ingest import git as gitlib
+
+    source = gitlib.GitSource(repo.url, "main", "docs")
+    first = gitlib.read_tree(source, git_cache, gitlib.fetch(source, git_cache))
+    asked: list[list[str]] = []
+    real = gitlib._read_blobs
+
+    def spy(where, shas, timeout):
+        asked.append(list(shas))
+        return real(where, shas, timeout)
+
+    monkeypatch.setattr(gitlib, "_read_blobs", spy)
+    repo.write("guides/retries.md", "# Retries\n\nBack off exponentially.\n")
+    repo.write("guides/fx.md", "# FX\n\nQuotes refresh hourly.\n")
+    repo.commit("two pages")
+    second = gitlib.read_tree(source, git_cache, gitlib.fetch(source, git_cache))
+
+    assert len(asked) == 1 and len(asked[0]) == 2  # the two new blobs; every other page as before
+    assert second.files["guides/retries.md"] == b"# Retries\n\nBack off exponentially.\n"
+    assert {p: b for p, b in second.files.items() if p not in ("guides/retries.md", "guides/fx.md")} == {
+        p: b for p, b in first.files.items() if p != "guides/retries.md"}
+    monkeypatch.setattr(gitlib, "_blobs", {})  # nothing remembered: the same tree from git alone
+    assert gitlib.read_tree(source, git_cache, gitlib.fetch(source, git_cache)) == second
+
+
 @pytest.mark.parametrize("profile", ["documents", "techdoc"])
 def test_other_profiles_instructions_name_versions_and_build_times(two_versions, client, profile):
     init = mcp(client, f"/mcp/{profile}/", "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},

@@ -17,7 +17,8 @@ from retrieval.ingest.sources import scan_corpus, validate_corpus
 from tests.conftest import ROOT
 
 PAYMENTS = "sdks/python/payments.md"
-HTTP_AND_OAUTH = ("ninja", "pydantic", "corpus.oauth", "corpus.apikeys", "jwt")
+HTTP_AND_OAUTH = ("ninja", "pydantic", "corpus.oauth", "corpus.apikeys", "jwt", "oauth2_provider", "oauthlib",
+                  "jwcrypto", "cryptography")
 
 
 def test_validation_after_a_change_parses_only_the_changed_pages_and_finds_what_a_full_validation_finds(
@@ -48,10 +49,11 @@ def _command(home: Path, *args: str) -> list[str]:
     """`manage.py ARGS` in a fresh process with its own data directory; the watched modules it loaded."""
     watched = (*HTTP_AND_OAUTH, "lancedb", "lance")
     code = ("import json, sys\n"
+            f"sys.argv = ['manage.py', *{list(args)!r}]\n"  # what the settings choose the apps by
             "from retrieval.boot import boot\n"
             "boot()\n"
             "from django.core.management import execute_from_command_line\n"
-            f"execute_from_command_line(['manage.py', *{list(args)!r}])\n"
+            "execute_from_command_line(sys.argv)\n"
             f"print(json.dumps([m for m in {watched!r} if m in sys.modules]))\n")
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     env.update(DJANGO_SETTINGS_MODULE="docsmcp_site.settings", DOCSMCP_HOME=str(home), DOCSMCP_SOURCE_ROOTS=str(home))
@@ -73,3 +75,26 @@ def test_build_and_validate_commands_load_no_http_stack_no_oauth_and_a_patch_no_
 
     assert _command(home, "build_index", "--corpus", "skyline", "--no-progress") == ["lance"]
     assert _command(home, "validate_docs", "--corpus", "skyline", "--no-progress") == []
+
+
+def test_a_fresh_installations_first_build_leaves_sign_in_to_work_for_the_next_command(tmp_path, copy_sample_docs):
+    """`docsmcp build_index` runs without the OAuth server's app, and migrates the embedded database
+    without its tables: the next command that signs in gets them, the build's corpus still there."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
+    env.update(DOCSMCP_HOME=str(home), DOCSMCP_SOURCE_ROOTS=str(copy_sample_docs.parent))
+
+    def docsmcp(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "docsmcp_site", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    docsmcp("build_index", "--corpus", "skyline", "--source", str(copy_sample_docs), "--embedding-provider", "hash",
+            "--no-progress")
+    created = docsmcp("mcp_oauth_client", "create", "Editor", "--redirect-uri", "http://127.0.0.1:7777/cb")
+    client_id = created.split("client_id: ")[1].split()[0]
+    assert client_id in docsmcp("mcp_oauth_client", "list")
+    assert "[ ]" not in docsmcp("showmigrations", "oauth2_provider", "corpus")
+    assert "Payments" in docsmcp("chunks", "--corpus", "skyline", "--file", PAYMENTS)

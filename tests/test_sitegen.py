@@ -99,6 +99,23 @@ def test_hugo_leaf_bundle_resources_are_not_pages():
         "hugo-bundle-resources"]
 
 
+def test_every_leaf_bundle_keeps_its_index_only_a_bundle_inside_another_told_once():
+    files = {"_index.md": b"# Site\n", "index.md": b"# Home\n", "about.md": b"# About\n",
+             "posts/a/index.md": b"# A\n", "posts/a/notes.md": b"# Notes\n", "posts/a/img/cap.md": b"# Cap\n",
+             "posts/a/inner/index.md": b"# Inner\n", "posts/a/inner/x.md": b"# X\n",
+             "posts/ab/index.md": b"# AB\n", "posts/a-b/index.md": b"# A-B\n", "posts/a-b/z.md": b"# Z\n",
+             **{f"posts/p{n}/index.md": b"# P\n" for n in range(200)}}
+    scan = scan_tree(Path("git#abc"), files)
+    assert scan.generator == "hugo"
+    assert sorted(p for p in scan.files if not p.startswith("posts/p")) == [
+        "_index.md", "about.md", "index.md", "posts/a-b/index.md", "posts/a/index.md", "posts/ab/index.md"]
+    assert sum(p.startswith("posts/p") for p in scan.files) == 200
+    assert sorted(scan.excluded) == ["posts/a-b/z.md", "posts/a/img/cap.md", "posts/a/inner/index.md",
+                                     "posts/a/inner/x.md", "posts/a/notes.md"]
+    told = {f.file: f.message.split(" page(s)")[0] for f in scan.findings if f.code == "hugo-bundle-resources"}
+    assert told == {"posts/a/index.md": "4", "posts/a-b/index.md": "1"}
+
+
 def test_mkdocs_admonitions_become_labelled_paragraphs_and_tabs_sub_sections():
     _scan, chunks, _findings = chunks_of(ROOTS["mkdocs"])
     overview = chunks["index.md#_preamble"].content

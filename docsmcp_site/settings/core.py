@@ -1,12 +1,14 @@
 """The Django site itself: where state lives, secrets, hosts, apps, middleware, templates, the
 database, static files, the admin's login throttle and logging."""
 
+import sys
 from pathlib import Path
 
 import dj_database_url
 
 from common.home import data_home, is_checkout
 from docsmcp_site import __version__
+from docsmcp_site.installed_apps import installed_apps
 from docsmcp_site.private import keep_private, sqlite_files
 from docsmcp_site.secret import installation_secret_key
 from docsmcp_site.settings.env import env
@@ -29,24 +31,9 @@ SECRET_KEY = env("DJANGO_SECRET_KEY") or (
 ALLOWED_HOSTS = env("DJANGO_ALLOWED_HOSTS")
 VERSION = __version__
 
-INSTALLED_APPS = [
-    # Without autodiscovery: urls.py registers the admin's models when the site's URLs load, so a
-    # management command that serves no page does not import every admin module.
-    "django.contrib.admin.apps.SimpleAdminConfig",
-    "django.contrib.auth",
-    "django.contrib.contenttypes",
-    "django.contrib.sessions",
-    "django.contrib.messages",
-    "django.contrib.staticfiles",
-    # The built-in OAuth 2.1 authorization server (docs/security.md#signing-in-with-oauth).
-    "oauth2_provider",
-    "corpus",
-    "mcp_endpoint",
-    "evals",
-    "insights",
-    # The site's own system checks (docsmcp_site/checks.py).
-    "docsmcp_site.apps.SiteConfig",
-]
+# Every app, but a command that only builds or checks docs runs without the OAuth server's
+# (docsmcp_site/installed_apps.py): its models import jwcrypto and cryptography.
+INSTALLED_APPS = installed_apps(sys.argv)
 
 MIDDLEWARE = [
     # Names each request (X-Request-ID) so a logged server error can be found from the response.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from retrieval.errors import IndexUnavailable
 from retrieval.storage import Location, join, read_bytes, write_bytes
@@ -47,7 +47,10 @@ class BuildMetadata:
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        data = asdict(self)
+        """Field by field: `asdict` deep-copies every value, `files` (a title per page) included, a cost
+        that every build, a one-page rebuild too, paid in proportion to the corpus."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["auto_include"] = [asdict(rule) for rule in self.auto_include]
         data["taxonomy"] = {k: {"description": v.description, "values": list(v.values),
                                 "vector_collapse": v.vector_collapse} for k, v in self.taxonomy.items()}
         return data

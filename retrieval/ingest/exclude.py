@@ -72,9 +72,11 @@ class Excluder:
 
     def __init__(self, rules: list[Rule] | tuple[Rule, ...] = DEFAULT_RULES):
         self.rules = list(rules)
+        self._folders: dict[str, bool] = {}  # folder -> excluded, it or a folder above it, under these rules
 
     def add(self, rules: list[Rule]) -> None:
         self.rules.extend(rules)
+        self._folders.clear()
 
     def excluded(self, relpath: str, is_dir: bool = False) -> bool:
         verdict = False
@@ -84,9 +86,16 @@ class Excluder:
         return verdict
 
     def excluded_path(self, relpath: str) -> bool:
-        """A file, or any folder on its way, excluded: what a walk that prunes folders would skip."""
-        parts = relpath.split("/")
-        for depth in range(1, len(parts)):
-            if self.excluded("/".join(parts[:depth]), is_dir=True):
-                return True
-        return self.excluded(relpath)
+        """A file, or any folder on its way, excluded: what a walk that prunes folders would skip. Each
+        folder is judged once while the rules stay the same, as a walk does: the pages of a tree read
+        from git share their folders, which were otherwise judged again for every page below them."""
+        folder = relpath.rpartition("/")[0]
+        return (bool(folder) and self._folder_excluded(folder)) or self.excluded(relpath)
+
+    def _folder_excluded(self, folder: str) -> bool:
+        known = self._folders.get(folder)
+        if known is None:
+            parent = folder.rpartition("/")[0]
+            known = (bool(parent) and self._folder_excluded(parent)) or self.excluded(folder, is_dir=True)
+            self._folders[folder] = known
+        return known

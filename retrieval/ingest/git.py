@@ -221,10 +221,35 @@ def read_tree(source: GitSource, cache_dir: Path, commit: str, *, timeout: float
     return GitTree(files, links, oversized)
 
 
+# The blobs of the trees last read, by repository and SHA, so that the build after a push asks git for
+# the pages the push changed and takes the others from here. A SHA names its content: a hit is always
+# right, whatever happened to the repository since. One tree per repository, the least recently read
+# repositories dropped past BLOB_CACHE_BYTES in all.
+BLOB_CACHE_BYTES = 64 * 1024 * 1024
+_blobs: dict[Path, dict[str, bytes]] = {}
+_blobs_lock = threading.Lock()
+
+
 def _cat_blobs(repo: Path, shas: list[str], timeout: float) -> dict[str, bytes]:
     if not shas:
         return {}
     unique = list(dict.fromkeys(shas))
+    with _blobs_lock:
+        known = _blobs.pop(repo, {})
+    contents = {sha: known[sha] for sha in unique if sha in known}
+    missing = [sha for sha in unique if sha not in contents]
+    if missing:
+        contents.update(_read_blobs(repo, missing, timeout))
+    with _blobs_lock:
+        _blobs[repo] = contents  # the newest last
+        total = sum(len(data) for tree in _blobs.values() for data in tree.values())
+        while _blobs and total > BLOB_CACHE_BYTES:
+            oldest = next(iter(_blobs))
+            total -= sum(len(data) for data in _blobs.pop(oldest).values())
+    return contents
+
+
+def _read_blobs(repo: Path, unique: list[str], timeout: float) -> dict[str, bytes]:
     out = _git(["cat-file", "--batch"], cwd=repo, stdin="".join(f"{s}\n" for s in unique).encode(), timeout=timeout,
                what="cat-file")
     contents: dict[str, bytes] = {}

@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import re
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -234,11 +235,17 @@ def _read_as_generator(scan: CorpusScan, root: Path | None, names: set[str] | No
 def _hugo_bundle_resources(scan: CorpusScan) -> None:
     """A folder with an `index.md` is a Hugo leaf bundle: its other pages are resources the page
     shows (a glossary's entries), not pages of the site, so they are not indexed as pages."""
-    bundles = sorted({p.rpartition("/")[0] for p in scan.files if p == "index.md" or p.endswith("/index.md")})
+    bundles = sorted({p.rpartition("/")[0] for p in scan.files if p.endswith("/index.md")})
+    if not bundles:
+        return
+    # Each bundle's pages found by bisection in the sorted paths, not by a pass over every page: a site
+    # whose pages are all bundles (`posts/NAME/index.md`) would otherwise cost pages x pages.
+    order = {relpath: n for n, relpath in enumerate(scan.files)}
+    paths = sorted(order)
     for bundle in bundles:
-        inside = [p for p in scan.files if (not bundle or p.startswith(bundle + "/"))
-                  and p != (f"{bundle}/index.md" if bundle else "index.md")]
-        if not bundle or not inside:
+        under = paths[bisect_left(paths, bundle + "/"):bisect_left(paths, bundle + "0")]  # "0" follows "/"
+        inside = sorted((p for p in under if p in scan.files and p != f"{bundle}/index.md"), key=order.__getitem__)
+        if not inside:
             continue
         for relpath in inside:
             del scan.files[relpath]
