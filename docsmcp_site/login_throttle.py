@@ -10,12 +10,17 @@ clears its username's failures.
 The OAuth endpoints anyone may call are held the same way, each kind counted apart: failed client
 authentications at /oauth/token/ (per client ID and per address; a client secret check is a
 password check), and dynamic client registrations per address (DOCSMCP_OAUTH_REGISTRATION_MAX in the
-window), which any web page could otherwise drive in a loop. A registration is counted before it is made
-(`reserve`, one step with the check), so concurrent registrations cannot all pass one count.
+window), which any web page could otherwise drive in a loop.
+
+An attempt is counted before it is made (`reserve`, one step with the check) and given back (`release`) if
+it turns out not to count: a login or a client secret that was right, a registration that was not made. A
+count taken first and a failure recorded after the check let a burst of simultaneous attempts all pass one
+count; attempts under way count instead, so no more than the limit are ever checked at once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from datetime import timedelta
 
@@ -70,32 +75,40 @@ def record_failure(username: str, address: str, kind: str = LOGIN) -> None:
     LoginFailure.objects.create(kind=kind, username=username, address=address, at=now)
 
 
-def _serialize(kind: str, address: str) -> None:
-    """Hold every other reservation for (kind, address) until this transaction ends: the count and the row
-    that makes it one more are a single step, so concurrent attempts cannot all pass a count taken before
-    any was recorded. PostgreSQL: a transaction-level advisory lock; SQLite: nothing more, its transactions
-    begin IMMEDIATE (settings/core.py), holding the database's write lock."""
+def _lock_id(kind: str, key: str) -> int:
+    digest = hashlib.blake2b(f"docsmcp-throttle:{kind}:{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _serialize(kind: str, keys: list[str]) -> None:
+    """Hold every other reservation for any of `keys` until this transaction ends: the count and the row that
+    makes it one more are a single step, so concurrent attempts cannot all pass a count taken before any was
+    recorded. PostgreSQL: transaction-level advisory locks, taken in one order so that two reservations
+    sharing two keys cannot wait on each other; SQLite: nothing more, its transactions begin IMMEDIATE
+    (settings/core.py), holding the database's write lock."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"docsmcp-throttle:{kind}:{address}"])
+            for lock in sorted({_lock_id(kind, key) for key in keys}):
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [lock])
 
 
-def reserve(address: str, kind: str = REGISTRATION) -> tuple[int, int | None]:
-    """Count an attempt from `address` now, if the limit allows one: (0, the attempt's row id) or (seconds to
-    wait, None). Atomic, unlike `seconds_blocked` then `record_failure`; give the row back with `release`
-    when the attempt did not take place after all."""
+def reserve(address: str, kind: str = REGISTRATION, username: str | None = None) -> tuple[int, int | None]:
+    """Count an attempt from `address` (and for `username`, unless None) now, if the limits allow one: (0, the
+    attempt's row id) or (seconds to wait, None). Atomic, unlike `seconds_blocked` then `record_failure`;
+    give the row back with `release` when the attempt turns out not to count."""
     limit, window = _limits(kind)
     if limit <= 0:
         return 0, None
-    _username, address = _key("", address)
+    key_username, address = _key(username or "", address)
+    keys = [f"address:{address}"] + ([] if username is None else [f"username:{key_username}"])
     with transaction.atomic():
-        _serialize(kind, address)
+        _serialize(kind, keys)
         now = timezone.now()
         LoginFailure.objects.filter(at__lte=now - window).delete()
-        wait = seconds_blocked(None, address, kind)
+        wait = seconds_blocked(username, address, kind)
         if wait:
             return wait, None
-        return 0, LoginFailure.objects.create(kind=kind, username="", address=address, at=now).pk
+        return 0, LoginFailure.objects.create(kind=kind, username=key_username, address=address, at=now).pk
 
 
 def release(reservation: int | None) -> None:
@@ -120,15 +133,23 @@ class ThrottledAdminAuthenticationForm(AdminAuthenticationForm):
     def clean(self):
         username = self.cleaned_data.get("username") or ""
         address = client_ip(self.request) if self.request is not None else "unknown"
-        wait = seconds_blocked(username, address)
+        if username and self.cleaned_data.get("password"):  # a password will be checked: count it first
+            wait, reservation = reserve(address, LOGIN, username=username)
+        else:  # nothing is checked (a field is missing), so nothing is counted; a refusal still stands
+            wait, reservation = seconds_blocked(username, address), None
         if wait:
             limit, window = _limits()
             raise forms.ValidationError(self.error_messages["throttled"], code="throttled", params={
                 "limit": limit, "window": int(window.total_seconds() // 60), "minutes": max(1, math.ceil(wait / 60))})
+        failed = False
         try:
             cleaned = super().clean()
         except forms.ValidationError:
-            record_failure(username, address)
+            failed = True  # the reservation stays: it is the failure
             raise
-        forget_failures(username)
+        finally:
+            if not failed:
+                release(reservation)
+        if self.get_user() is not None:  # only a login that succeeded clears the account's failures
+            forget_failures(username)
         return cleaned

@@ -191,19 +191,36 @@ def _client_id(request: HttpRequest) -> str:
     return request.POST.get("client_id", "")
 
 
+def _presents_secret(request: HttpRequest) -> bool:
+    return request.headers.get("Authorization", "").partition(" ")[0].lower() == "basic" or \
+        "client_secret" in request.POST
+
+
 class ClientAuthenticationThrottle:
     """Failed client authentications (a client secret check costs what a password check does) are counted per
     client and per address like failed logins; past the limit every attempt is refused 429 until the window
-    has moved on."""
+    has moved on. A request that presents a secret is counted before the secret is checked and given back
+    when it was right, so simultaneous guesses cannot all pass one count. One without a secret guesses
+    nothing and is counted only when refused: its checks under way must not count, since every install of a
+    public client named by its metadata document shares one client ID."""
 
     def post(self, request: HttpRequest, *args, **kwargs):
         client_id, address = _client_id(request), security.client_ip(request)
-        wait = login_throttle.seconds_blocked(client_id, address, kind=login_throttle.CLIENT)
+        if _presents_secret(request):
+            wait, reservation = login_throttle.reserve(address, kind=login_throttle.CLIENT, username=client_id)
+        else:
+            wait, reservation = login_throttle.seconds_blocked(client_id, address, kind=login_throttle.CLIENT), None
         if wait:
             return _throttled(wait, "failed client authentications")
-        response = super().post(request, *args, **kwargs)
-        if response.status_code in (400, 401) and _error_code(response) == "invalid_client":
-            login_throttle.record_failure(client_id, address, kind=login_throttle.CLIENT)
+        failed = False
+        try:
+            response = super().post(request, *args, **kwargs)
+            failed = response.status_code in (400, 401) and _error_code(response) == "invalid_client"
+            if failed and reservation is None:
+                login_throttle.record_failure(client_id, address, kind=login_throttle.CLIENT)
+        finally:
+            if not failed:
+                login_throttle.release(reservation)
         return response
 
 

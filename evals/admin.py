@@ -17,6 +17,18 @@ def _num(value, digits=3):
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _suites():
+    """Every suite, its corpus fetched with it: each is shown as "corpus / name" (EvalSuite.__str__)."""
+    return EvalSuite.objects.select_related("corpus").order_by("corpus__name", "name")
+
+
+class SuiteListFilter(admin.RelatedFieldListFilter):
+    """The "By suite" filter, listing suites as "corpus / name" in corpus order, in one query."""
+
+    def field_choices(self, field, request, model_admin):
+        return [(suite.pk, str(suite)) for suite in _suites()]
+
+
 @admin.register(EvalSuite)
 class EvalSuiteAdmin(admin.ModelAdmin):
     list_display = ("name", "corpus", "match_mode", "case_count", "cases_link", "updated_at")
@@ -65,9 +77,14 @@ class EvalSuiteAdmin(admin.ModelAdmin):
 class EvalCaseAdmin(admin.ModelAdmin):
     list_display = ("name", "suite", "category", "corpus", "query", "expected", "answerable", "max_rank",
                     "require_covered")
-    list_filter = ("suite__corpus", "suite", "category", "corpus", "answerable")
+    list_filter = ("suite__corpus", ("suite", SuiteListFilter), "category", "corpus", "answerable")
     search_fields = ("name", "query")
-    list_select_related = ("suite",)
+    list_select_related = ("suite__corpus",)
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "suite":
+            kwargs["queryset"] = _suites()
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     @admin.display(description="expected")
     def expected(self, obj):
@@ -79,8 +96,8 @@ class EvalCaseAdmin(admin.ModelAdmin):
 class EvalRunAdmin(admin.ModelAdmin):
     list_display = ("id", "suite", "corpus", "scope", "build_label", "mode", "status_progress", "mrr", "ndcg", "hit1",
                     "pass_rate", "coverage", "resolution", "baseline_delta", "created_at", "dashboard")
-    list_filter = ("status", "mode", "scope", "corpus", "suite")
-    list_select_related = ("suite", "corpus")
+    list_filter = ("status", "mode", "scope", "corpus", ("suite", SuiteListFilter))
+    list_select_related = ("suite__corpus", "corpus")
     search_fields = ("build_label", "target_url", "error")
     readonly_fields = [f.name for f in EvalRun._meta.fields] + ["dashboard"]
     date_hierarchy = "created_at"

@@ -32,7 +32,8 @@ class EvalSuite(models.Model):
         constraints = [models.UniqueConstraint(fields=["corpus", "name"], name="unique_eval_suite_name_per_corpus")]
 
     def __str__(self) -> str:
-        return self.name
+        # Names repeat across corpora: a list filter or drop-down of bare names shows two "gaps" alike.
+        return f"{self.corpus.name} / {self.name}" if self.corpus_id else self.name
 
 
 class EvalCase(models.Model):

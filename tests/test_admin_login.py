@@ -66,3 +66,51 @@ def test_a_username_is_counted_whether_or_not_the_account_exists(db):
     for attempt in range(10):
         assert "Too many" not in login("nobody", f"guess-{attempt}", address=f"10.0.3.{attempt}")[1]
     assert "Too many failed logins" in login("nobody", "guess", address="10.0.4.1")[1]
+
+
+def test_an_empty_password_does_not_clear_a_username_s_failures(staff, settings):
+    """A post with no password checks nothing, so it is no successful login: it used to clear the username's
+    failures, and alternating it with guesses made the count never reach the limit."""
+    settings.DOCSMCP_ADMIN_LOGIN_MAX_FAILURES = 3
+    for attempt in range(3):
+        login("alice", f"guess-{attempt}")
+        login("alice", "")
+    assert LoginFailure.objects.filter(username="alice").count() == 3
+    assert "Too many failed logins" in login("alice", PASSWORD)[1]
+
+
+@pytest.mark.parametrize("page", ["/admin/login/?next=/admin/", "/accounts/login/"])
+def test_concurrent_wrong_passwords_pass_no_more_than_the_limit(transactional_db, django_user_model, settings,
+                                                                page):
+    """16 threads released at once against a limit of 5, each with a wrong password for one account from one
+    address: a count taken before any failure was recorded let every one of them have its password checked.
+    An attempt is counted before its password is checked now (given back when it succeeds), so exactly the
+    limit is checked and the rest are refused."""
+    import collections
+    import threading
+
+    from django.db import connection
+
+    django_user_model.objects.create_user("alice", password=PASSWORD, is_staff=True)
+    settings.DOCSMCP_ADMIN_LOGIN_MAX_FAILURES = 5
+    threads, start = 16, threading.Barrier(16)
+    outcomes: list[str] = []
+
+    def guess(n: int) -> None:
+        try:
+            start.wait(timeout=30)
+            text = Client(REMOTE_ADDR="10.0.5.1").post(page, {"username": "alice", "password": f"guess-{n}"}) \
+                .content.decode()
+            outcomes.append("refused" if "Too many failed logins" in text else
+                            "checked" if "correct username and password" in text else text)
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=guess, args=(n,)) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert collections.Counter(outcomes) == {"checked": 5, "refused": threads - 5}, outcomes
+    assert LoginFailure.objects.filter(kind=LoginFailure.LOGIN, username="alice").count() == 5
+    assert login("alice", PASSWORD, address="10.0.5.2")[0] is False  # the account's count holds it everywhere

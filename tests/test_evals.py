@@ -742,3 +742,20 @@ def test_build_list_shows_eval_scores_when_the_corpus_admin_opts_in(sample_corpu
     assert "Eval scores" in page
     assert f'href="/evals/runs/{run.pk}/"' in page
     assert f"MRR@10 {run.metrics['overall']['chunk']['mrr@10']:.3f}" in page
+
+
+def test_the_admin_names_each_suite_with_its_corpus(admin_client):
+    """Two corpora may each have a suite called `gaps`: by bare name the admin's suite filters and the case
+    form's drop-down showed two alike entries. Each is shown as "corpus / name", and picks its own suite."""
+    alpha = Corpus.objects.create(name="alpha", source_dir="/nonexistent/alpha")
+    beta = Corpus.objects.create(name="beta", source_dir="/nonexistent/beta")
+    ours, theirs = (EvalSuite.objects.create(corpus=corpus, name="gaps") for corpus in (alpha, beta))
+    EvalCase.objects.create(suite=ours, name="c1", query="q")
+    assert (str(ours), str(theirs)) == ("alpha / gaps", "beta / gaps")
+    for page in ("/admin/evals/evalcase/", "/admin/evals/evalrun/"):
+        text = admin_client.get(page).content.decode()
+        assert f'?suite__id__exact={ours.pk}">alpha / gaps' in text.replace("\n", "").replace("  ", ""), page
+        assert "beta / gaps" in text, page
+    form = admin_client.get("/admin/evals/evalcase/add/").content.decode()
+    assert f'<option value="{ours.pk}">alpha / gaps</option>' in form
+    assert f'<option value="{theirs.pk}">beta / gaps</option>' in form

@@ -13,6 +13,7 @@ import threading
 import time
 
 import httpx
+import pytest
 from django.contrib.auth.hashers import check_password
 
 from tests.conftest import ROOT
@@ -194,3 +195,49 @@ def test_concurrent_registrations_from_one_address_pass_no_more_than_the_limit(t
     assert counts[201] == 5 and counts[429] == threads - 5, counts
     assert LoginFailure.objects.filter(kind=LoginFailure.REGISTRATION).count() == 5
     assert _register(Client(), REMOTE_ADDR="192.0.2.7").status_code == 201  # another address is not held
+
+
+@pytest.mark.parametrize("endpoint", ["/oauth/token/", "/oauth/revoke/"])
+def test_concurrent_wrong_client_secrets_pass_no_more_than_the_limit(transactional_db, settings, endpoint):
+    """16 threads released at once against a limit of 5, each with a wrong secret for one client: a count taken
+    before any failure was recorded let every secret be checked. A request that presents a secret is counted
+    before the check now (given back when the secret is right), so exactly the limit is checked."""
+    from django.db import connection
+    from django.test import Client
+
+    from mcp_endpoint.models import LoginFailure
+
+    settings.DOCSMCP_ADMIN_LOGIN_MAX_FAILURES = 5
+    client_id, secret = _confidential(Client())
+    body = ({"grant_type": "authorization_code", "code": "nope", "redirect_uri": REDIRECT}
+            if endpoint == "/oauth/token/" else {"token": "x"})
+    threads, start = 16, threading.Barrier(16)
+    statuses: list[int] = []
+
+    def guess(n: int) -> None:
+        try:
+            start.wait(timeout=30)
+            statuses.append(Client().post(endpoint, body, **_basic(client_id, f"guess-{n}")).status_code)
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=guess, args=(n,)) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert collections.Counter(statuses) == {401: 5, 429: threads - 5}, statuses
+    assert LoginFailure.objects.filter(kind=LoginFailure.CLIENT).count() == 5
+    assert Client().post(endpoint, body, REMOTE_ADDR="192.0.2.7", **_basic(client_id, secret)).status_code == 429
+
+
+def test_a_right_client_secret_gives_back_its_count(client, db, settings):
+    """The count taken before the check is given back when the secret is right, whatever the grant's fate."""
+    from mcp_endpoint.models import LoginFailure
+
+    settings.DOCSMCP_ADMIN_LOGIN_MAX_FAILURES = 2
+    client_id, secret = _confidential(client)
+    assert client.post("/oauth/revoke/", {"token": "x"}, **_basic(client_id, secret)).status_code == 200
+    assert client.post("/oauth/token/", {"grant_type": "authorization_code", "code": "nope",
+                                         "redirect_uri": REDIRECT}, **_basic(client_id, secret)).status_code == 400
+    assert not LoginFailure.objects.filter(kind=LoginFailure.CLIENT).exists()
