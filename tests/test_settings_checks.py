@@ -19,7 +19,7 @@ from docsmcp_site.checks import RULES, findings
 ROOT = Path(__file__).resolve().parent.parent
 BY_ID = {r.id: r for r in RULES}
 S3 = {"DOCSMCP_INDEX_ROOT": "s3://bucket/docs", "DATABASES": {"default": {"ENGINE": "django.db.backends.postgresql"}},
-      "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0"}
+      "CELERY_BROKER_URL": "redis://broker.internal:6379/0"}
 
 
 def ids(deploy: bool) -> list[str]:
