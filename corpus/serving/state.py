@@ -19,9 +19,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-# Seconds a worker trusts a cached active-build pointer (and the other lookups cached with it). While the
-# database cannot be reached the last known pointer is kept, however old, so searches keep answering.
-POINTER_TTL = 1.0
+# Seconds a worker trusts a cached active-build pointer (and the other lookups cached with it): a push
+# webhook's build is served within this of its activation, for one small query per corpus and worker each
+# period. While the database cannot be reached the last known pointer is kept, however old, so searches
+# keep answering.
+POINTER_TTL = 0.5
 CORPORA_SEARCH_THREADS = 4
 LAZY, WARMING, READY = "lazy", "warming", "ready"
 
