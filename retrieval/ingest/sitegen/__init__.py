@@ -25,7 +25,7 @@ from .lines import Notice, split_page
 
 GENERATORS = ("hugo", "mkdocs", "docusaurus", "sphinx", "jekyll")
 CHOICES = ("auto", "none", *GENERATORS)  # the manifest's "generator" values
-CLEANER_VERSION = "1"  # part of every cleaned file's key: a change to the cleaners re-chunks the pages
+CLEANER_VERSION = "2"  # part of every cleaned file's key: a change to the cleaners re-chunks the pages
 
 __all__ = ["CHOICES", "CLEANER_VERSION", "GENERATORS", "Cleaned", "Detected", "Notice", "clean", "detect",
            "included_pages"]

@@ -20,21 +20,26 @@ CALLOUTS = {"note", "tip", "hint", "important", "warning", "caution", "danger", 
             "margin", "epigraph", "pull-quote", "card", "secondary", "experimental"}
 TAB_ITEMS = {"tab-item", "tab", "tabbed", "tab-set-code"}
 CODE = {"code-block", "code", "sourcecode", "code-cell"}
+# Directives whose body is code of a fixed language: a diagram's source, a MyST example shown as written
+# (mystmd's `{myst}` renders its body beside the source; the source is what a search should find).
+CODE_OF = {"mermaid": "mermaid", "myst": "markdown", "myst-example": "markdown"}
 # Directives whose body is the page's text; the markers alone go.
 WRAPPERS = {"tab-set", "tabs", "grid", "grid-item", "grid-item-card", "div", "container", "only", "math",
-            "mermaid", "eval-rst", "rst", "md", "glossary", "list-table", "csv-table", "table", "centered",
+            "eval-rst", "rst", "md", "glossary", "list-table", "csv-table", "table", "centered",
             "rubric", "figure", "details", "highlights", "hlist", "parsed-literal", "line-block", "rst-class",
             "cssclass", "class"}
 DROPPED = {"toctree", "contents", "index", "include", "literalinclude", "image", "raw", "highlight",
            "bibliography", "tableofcontents", "autosummary", "automodule", "autoclass", "autofunction",
            "automethod", "autoattribute", "autodata", "autoexception", "currentmodule", "module", "program",
            "sectionauthor", "moduleauthor", "codeauthor", "meta", "youtube", "video", "iframe", "tags",
-           "plot", "graphviz", "uml", "jupyter-execute", "exec"}
+           "plot", "graphviz", "uml", "jupyter-execute", "exec", "toc"}
 INCLUDES = {"include", "literalinclude"}
 LABEL_NAMES = {"seealso": "See also", "see-also": "See also", "versionadded": "New in version",
                "versionchanged": "Changed in version", "deprecated": "Deprecated since version"}
-INFO = re.compile(r"^\{(?P<myst>[\w:-]+)\}[ \t]*(?P<myst_arg>.*)$|^(?P<name>[a-zA-Z][\w-]*)"
+# `{note}`, and mystmd's inline options: `{note .dropdown class=x}`
+INFO = re.compile(r"^\{(?P<myst>[\w:.-]+)(?:[ \t]+[^{}]*)?\}[ \t]*(?P<myst_arg>.*)$|^(?P<name>[a-zA-Z][\w-]*)"
                   r"(?:\[(?P<title>[^\]]*)\]|[ \t]+(?P<arg>.*))?[ \t]*(?:\{[^}]*\})?[ \t]*$")
+BACKTICK_FENCE = re.compile(r"^[ \t]*(`{3,})")
 OPTION = re.compile(r"^[ \t]*:[\w-]+:(?:[ \t].*)?$")
 
 
@@ -73,10 +78,12 @@ def _directive(page: Page, name: str, arg: str, first: int, body_end: int, close
                depth: int) -> None:
     body = _skip_options(page, first + 1, body_end)
     indent = page.lines[first][: len(page.lines[first]) - len(page.lines[first].lstrip())]
-    if name in CODE:
-        page.lines[first] = f"{indent}```{arg.split()[0] if arg else ''}"
+    if name in CODE or name in CODE_OF:
+        language = CODE_OF.get(name) or (arg.split()[0] if arg else "")
+        fence = _code_fence(page.lines[body:body_end])
+        page.lines[first] = f"{indent}{fence}{language}"
         if closed:
-            page.lines[body_end] = f"{indent}```"
+            page.lines[body_end] = f"{indent}{fence}"
         return
     if closed:
         page.lines[body_end] = ""
@@ -104,6 +111,13 @@ def _directive(page: Page, name: str, arg: str, first: int, body_end: int, close
         page.lines[first] = ""
     if body < body_end:
         _directives(page, body, body_end, docusaurus, depth + 1)
+
+
+def _code_fence(body: list[str]) -> str:
+    """Backticks enough to fence `body`: one more than its longest fence (a ```` ````{code} ```` often shows
+    a page with its own ``` fences)."""
+    longest = max((len(m.group(1)) for line in body if (m := BACKTICK_FENCE.match(line))), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def _skip_options(page: Page, start: int, end: int) -> int:

@@ -31,8 +31,8 @@ CALLOUTS = {"Admonition", "Callout", "Note", "Tip", "Warning", "Caution", "Dange
 def clean(page: Page, *, docusaurus: bool = True) -> None:
     code = page.code_lines()
     _esm(page, code)
-    page.substitute(MDX_COMMENT, lambda m, _line: "", skip=code)
-    page.substitute(COMPONENT, lambda m, line: _component(page, m, line), skip=code)
+    page.substitute(MDX_COMMENT, lambda m, _line: "", skip=code, spans=True)
+    page.substitute(COMPONENT, lambda m, line: _component(page, m, line), skip=code, spans=True)
     read_directives(page, docusaurus=docusaurus)
     code = page.code_lines()
     drop_html_comments(page, code)
