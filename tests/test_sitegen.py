@@ -147,7 +147,7 @@ def test_mdx_imports_vanish_tabs_become_sub_sections_and_admonitions_paragraphs(
 def test_myst_directives_roles_and_targets_read_as_the_page_shows_them():
     _scan, chunks, findings = chunks_of(ROOTS["sphinx"])
     install = chunks["install.md#_preamble"].content
-    assert "```bash\n\npip install example\n```" in install  # {code-block} is a code block
+    assert "Install\n```bash\npip install example\n```" in install  # {code-block} is a code block, its caption text
     assert "Note:\nThe package needs Python 3.10" in install
     assert "Warning: Old releases\n\nReleases before 2.0" in install
     config = chunks["install.md#installation/configuration"].content
@@ -171,6 +171,7 @@ def test_myst_roles_and_directives_written_as_code_stay_as_written():
         in examples
     assert "````\n\n---\ntitle: front matter inside the example\n---\n\n```{code-cell} python\n" in examples
     assert "```mermaid\ngraph LR\n  parse --> render\n```" in examples
+    assert "The parse and render pipeline\n\n\nPages are parsed, then rendered." in examples  # alt and caption
     assert "authoring.md#authoring/examples-shown-as-written/title-front-matter-inside-the-example" not in chunks
 
 
@@ -220,6 +221,16 @@ def test_the_manifest_names_the_generator_or_turns_reading_off(tmp_path):
     _scan, _chunks, findings = chunks_of(site)
     assert [f.message for f in findings if f.code == "manifest-invalid"] == [
         ".docs-mcp.json: unknown generator 'gatsby'; use one of auto, none, hugo, mkdocs, docusaurus, sphinx, jekyll"]
+
+
+@pytest.mark.parametrize("config", ["myst.yml", "_toc.yml"])
+def test_a_mystmd_or_jupyter_book_folder_is_read_as_myst(tmp_path, config):
+    """mystmd and Jupyter Book keep no conf.py: their myst.yml (or Jupyter Book 1's _toc.yml, beside
+    a _config.yml Jekyll would also claim) names them."""
+    (tmp_path / config).write_text("version: 1\n")
+    (tmp_path / "_config.yml").write_text("title: Book\n")
+    (tmp_path / "intro.md").write_text("# Intro\n\nPlain text.\n")
+    assert detect(tmp_path, {"intro.md": b"# Intro\n"}).name == "sphinx"
 
 
 def test_a_plain_folder_is_read_as_plain_markdown(tmp_path):

@@ -40,6 +40,7 @@ LABEL_NAMES = {"seealso": "See also", "see-also": "See also", "versionadded": "N
 INFO = re.compile(r"^\{(?P<myst>[\w:.-]+)(?:[ \t]+[^{}]*)?\}[ \t]*(?P<myst_arg>.*)$|^(?P<name>[a-zA-Z][\w-]*)"
                   r"(?:\[(?P<title>[^\]]*)\]|[ \t]+(?P<arg>.*))?[ \t]*(?:\{[^}]*\})?[ \t]*$")
 BACKTICK_FENCE = re.compile(r"^[ \t]*(`{3,})")
+CAPTION = re.compile(r"^([ \t]*):(?:caption|alt):[ \t]+(.+)$")
 OPTION = re.compile(r"^[ \t]*:[\w-]+:(?:[ \t].*)?$")
 
 
@@ -82,6 +83,11 @@ def _directive(page: Page, name: str, arg: str, first: int, body_end: int, close
         language = CODE_OF.get(name) or (arg.split()[0] if arg else "")
         fence = _code_fence(page.lines[body:body_end])
         page.lines[first] = f"{indent}{fence}{language}"
+        caption = next((n for n in range(first + 1, body) if page.lines[n].strip()), None)
+        if caption is not None:  # the caption above the code, the fence on the options' last line
+            page.lines[first] = f"{indent}{page.lines[caption].strip()}"
+            page.lines[caption] = ""
+            page.lines[body - 1] = f"{indent}{fence}{language}"
         if closed:
             page.lines[body_end] = f"{indent}{fence}"
         return
@@ -121,7 +127,8 @@ def _code_fence(body: list[str]) -> str:
 
 
 def _skip_options(page: Page, start: int, end: int) -> int:
-    """Blank a directive's options (`:class: x` lines, or a `---` YAML block); the first body line after them."""
+    """Blank a directive's options (`:class: x` lines, or a `---` YAML block); the first body line after them.
+    A caption is text the page shows: its line keeps it."""
     n = start
     if n < end and page.lines[n].strip() == "---":
         close = next((k for k in range(n + 1, end) if page.lines[k].strip() == "---"), None)
@@ -130,6 +137,7 @@ def _skip_options(page: Page, start: int, end: int) -> int:
                 page.lines[k] = ""
             return close + 1
     while n < end and OPTION.match(page.lines[n]):
-        page.lines[n] = ""
+        caption = CAPTION.match(page.lines[n])
+        page.lines[n] = f"{caption.group(1)}{caption.group(2).strip()}" if caption else ""
         n += 1
     return n
