@@ -38,6 +38,7 @@ KINDS: dict[str, re.Pattern[str]] = {
     "mkdocs-snippet": re.compile(r"--8<--"),
     "mdx-import-export": re.compile(r"^\s*(?:import|export)\s+(?:[\w{*}]|default\b)"),
     "mdx-comment": re.compile(r"\{/\*|\*/\}"),
+    "jsx-attribute": re.compile(r"\bclassName\s*=|^\s*\w+=\{|\s\w+=\{\{?[\w'\"]"),  # <div className=...>, src={...}
     "jsx-tag": re.compile(r"</?[A-Z][a-z][\w.]*(?:\s[^<>]*)?/?>"),  # <Tabs>, not HTML's <B> or a <KEYID>
     "colon-fence": re.compile(r"^\s*:::+\s*(?:[\w{]|$)"),
     "myst-directive": re.compile(r"^\s*(?:`{3,}|~{3,})\s*\{[\w:.-]+\}"),

@@ -197,6 +197,23 @@ def test_jsx_written_in_code_spans_is_code():
     assert not [f for f in findings if f.file == "guides/typing.md" and f.code == "generator-syntax"]
 
 
+def test_html_written_with_jsx_attributes_loses_its_tags_and_keeps_its_text():
+    """`<div className=...>` and `<img src={useBaseUrl(...)} alt=...>` are JSX a reader never sees."""
+    _scan, chunks, _findings = chunks_of(ROOTS["docusaurus"])
+    browser = chunks["guides/typing.md#typing-slices/the-store-in-the-browser"].content
+    assert "The Redux DevTools showing the store" in browser
+    for syntax in ("className", "useBaseUrl", "src=", "<div", "</div>", "<table", "</table>", "/>"):
+        assert syntax not in browser, syntax
+    assert "<tr><td>Cached</td></tr>" in browser  # plain HTML, as markdown keeps it
+
+
+def test_a_component_whose_attribute_is_an_array_of_objects_vanishes():
+    _scan, chunks, _findings = chunks_of(ROOTS["docusaurus"])
+    installing = chunks["guides/typing.md#typing-slices/installing"].content
+    assert "values={[" not in installing and "label: 'npm'" not in installing and "<Tabs" not in installing
+    assert "### npm\n\nRun `npm install @reduxjs/toolkit`." in installing
+
+
 def test_jekyll_liquid_tags_vanish_highlight_is_code_and_raw_stays_literal():
     _scan, chunks, _findings = chunks_of(ROOTS["jekyll"])
     requirements = chunks["setup.md#setup/requirements"].content
