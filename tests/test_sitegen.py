@@ -202,7 +202,9 @@ def test_html_written_with_jsx_attributes_loses_its_tags_and_keeps_its_text():
     _scan, chunks, _findings = chunks_of(ROOTS["docusaurus"])
     browser = chunks["guides/typing.md#typing-slices/the-store-in-the-browser"].content
     assert "The Redux DevTools showing the store" in browser
-    for syntax in ("className", "useBaseUrl", "src=", "<div", "</div>", "<table", "</table>", "/>"):
+    assert "A walk through the store in two minutes" in browser  # an iframe's title
+    for syntax in ("className", "useBaseUrl", "src=", "<div", "</div>", "<table", "</table>", "/>", "<iframe",
+                   "</iframe>", "style="):
         assert syntax not in browser, syntax
     assert "<tr><td>Cached</td></tr>" in browser  # plain HTML, as markdown keeps it
 

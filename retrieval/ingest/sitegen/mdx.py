@@ -28,7 +28,8 @@ CONTAINERS = {"Tabs", "TabGroup"}
 # of contents, head tags): nothing of the page's text is in them.
 SITE_ONLY = {"DocCardList", "TOCInline", "Head", "DocSidebar", "BrowserOnly", "Redirect", "DocsRating"}
 # An HTML element written with JSX attributes (`className="x"`, `src={useBaseUrl(...)}`, `style={{...}}`) is
-# JSX syntax a reader never sees: its tag goes, an image keeps its alt text, what it wraps stays.
+# JSX syntax a reader never sees: its tag goes, an image keeps its alt text (an iframe its title), what
+# it wraps stays.
 ELEMENT = re.compile(r"<(?P<name>[a-z][a-z0-9]*)(?P<attrs>(?:\s+(?:[\w:-]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|"
                      r"\{(?:[^{}]|\{[^{}]*\})*\}))?|\{[^{}]*\}))+)\s*(?P<self>/)?>")
 JSX_ATTRS = re.compile(r"\bclassName\s*=|=\s*\{")
@@ -73,7 +74,7 @@ def _element(match: re.Match, written: set[str]) -> str:
         return match.group(0)  # HTML as markdown keeps it
     written.add(match.group("name"))
     _positional, attrs = args_of(match.group("attrs").replace("'", '"'))
-    return attrs.get("alt", "") if match.group("name") == "img" else ""
+    return attrs.get("alt") or attrs.get("title") or ""  # an image's alt text, a video's title
 
 
 def _component(page: Page, match: re.Match, line: int) -> str:
