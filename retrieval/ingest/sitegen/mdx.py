@@ -74,7 +74,8 @@ def _element(match: re.Match, written: set[str]) -> str:
         return match.group(0)  # HTML as markdown keeps it
     written.add(match.group("name"))
     _positional, attrs = args_of(match.group("attrs").replace("'", '"'))
-    return attrs.get("alt") or attrs.get("title") or ""  # an image's alt text, a video's title
+    text = attrs.get("alt") or attrs.get("title") or ""  # an image's alt text, a video's title
+    return "" if text.startswith("{") else text  # `alt={photo.name}`: a value only the page's code knows
 
 
 def _component(page: Page, match: re.Match, line: int) -> str:
