@@ -36,6 +36,7 @@ KINDS: dict[str, re.Pattern[str]] = {
     "mkdocs-admonition": re.compile(r"^\s*(?:!!!|\?\?\?)\+?[ \t]"),
     "mkdocs-tab": re.compile(r'^\s*===\+?[ \t]+"'),
     "mkdocs-snippet": re.compile(r"--8<--"),
+    "mkdocs-include": re.compile(r"^\s*\{![^!]+!\}\s*$"),
     "mdx-import-export": re.compile(r"^\s*(?:import|export)\s+(?:[\w{*}]|default\b)"),
     "mdx-comment": re.compile(r"\{/\*|\*/\}"),
     "jsx-attribute": re.compile(r"\bclassName\s*=|^\s*\w+=\{|\s\w+=\{\{?[\w'\"]"),  # <div className=...>, src={...}
@@ -50,6 +51,7 @@ KINDS: dict[str, re.Pattern[str]] = {
     "kramdown-attribute": re.compile(r"^\s*\{:[^}]*\}\s*$"),
     "heading-id": re.compile(r"^#{1,6}\s.*\{#[\w.-]+\}\s*$"),
 }
+MARKDOWN_INCLUDE = re.compile(r"^\s*\{![^!]+!\}\s*$")
 FENCE = re.compile(r"^\s*(?:(?:[-*+]|\d{1,9}[.)]|>)\s+)*(`{3,}|~{3,})(.*)$")  # in a list item too
 CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)")
 COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -65,6 +67,8 @@ def scan_text(text: str) -> list[tuple[str, str]]:
             if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
                     and not match.group(2).strip():
                 fence = ""
+            elif MARKDOWN_INCLUDE.match(line):  # markdown-include's `{!file!}` is syntax even in a code block
+                found.append(("mkdocs-include", line))
             continue
         if match:
             if match.group(2).strip().startswith("{"):  # a MyST directive fence is syntax, not code

@@ -131,6 +131,15 @@ def test_mkdocs_admonitions_become_labelled_paragraphs_and_tabs_sub_sections():
     assert "### macOS\n" in cli and "Note:\nHomebrew updates the CLI" in cli
 
 
+def test_a_mkdocs_markdown_include_is_told_and_leaves_no_syntax():
+    """Argo CD's reference pages are one `{!docs/...yaml!}` in a code block (markdown-include)."""
+    _scan, chunks, findings = chunks_of(ROOTS["mkdocs"])
+    example = chunks["user-guide/sync.md#sync-options/example-configuration"].content
+    assert "{!" not in example and "A complete example of the configuration map:" in example
+    assert [(f.file, f.line) for f in findings if "markdown-include of 'docs/user-guide/example-cm.yaml'" in f.message] \
+        == [("user-guide/sync.md", 35)]
+
+
 def test_mdx_imports_vanish_tabs_become_sub_sections_and_admonitions_paragraphs():
     _scan, chunks, findings = chunks_of(ROOTS["docusaurus"])
     started = chunks["intro.mdx#tutorial-intro/getting-started"].content
