@@ -42,3 +42,21 @@ def post_worker_init(worker) -> None:
     from mcp_endpoint.startup import serve_ready
 
     serve_ready(notify=worker.notify)
+
+
+def worker_exit(server, worker) -> None:
+    """A worker that stops cleanly leaves without running native destructors: the threads the
+    embedding model's runtime keeps were the master's, not this forked child's, and joining them at
+    interpreter exit aborts the worker ("terminate called ... No such process", "was sent SIGABRT!")
+    on every shutdown. gunicorn calls this while the worker's own `sys.exit` unwinds; an exit with
+    an error code (a boot or import error, which stops the master) keeps its code and its way out."""
+    import logging
+    import os
+    import sys
+
+    leaving = sys.exc_info()[1]
+    if isinstance(leaving, SystemExit) and leaving.code in (0, None):
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

@@ -19,17 +19,23 @@ step 4 "running the sample's eval suite"
 .venv/bin/python manage.py run_eval --corpus sample --suite sample --cases corpus/sample_docs_eval.json \
     || echo "the eval run did not complete; /evals/ shows why" >&2
 step 5 "starting the server (it prints its URL once it answers; $((SECONDS - started)) s so far)"
-.venv/bin/python manage.py serve &
+# serve prints "docsmcp: ready" once every worker is warm and /health/ answers; the tour follows it.
+# (Asking /health/ from here while the workers warm would queue requests they answer 503, logged as
+# errors.)
+log=$(mktemp -t docsmcp-demo.XXXXXX)
+.venv/bin/python manage.py serve > >(tee "$log") &
 server=$!
-trap 'kill "$server" 2>/dev/null' INT TERM
+trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' INT TERM EXIT
 base="http://127.0.0.1:${MCP_SERVER_PORT:-8001}"
-# serve shows its progress while the workers warm the index; the tour below follows its URL.
 while kill -0 "$server" 2>/dev/null; do
-    if .venv/bin/python -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' \
-            "$base/health/" 2>/dev/null; then
+    if grep -q '^docsmcp: ready in' "$log"; then
+        sleep 1  # the banner's lines follow the ready line
+        if grep -q '^docsmcp: the server answers but can serve no corpus' "$log"; then
+            break
+        fi
         cat <<NEXT
 
-docsmcp is up:
+docsmcp is up ($((SECONDS - started)) s since the demo started):
   MCP endpoint       $base/mcp/  (one corpus: $base/mcp/c/sample/)
   Admin              $base/admin/  (first user: .venv/bin/python manage.py createsuperuser)
   Eval dashboards    $base/evals/
@@ -38,6 +44,7 @@ docsmcp is up:
   Connect a client   .venv/bin/python manage.py setup CLIENT --url $base/mcp/c/sample/
                      (CLIENT: claude-code, cursor, vscode, codex, gemini, windsurf; docs/clients.md)
                      (stdio needs no server: .venv/bin/python manage.py setup CLIENT --corpus sample)
+  Stop it            Ctrl-C
 
 NEXT
         break

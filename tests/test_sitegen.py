@@ -35,6 +35,26 @@ LEFTOVER = {  # syntax a reader of the rendered page never sees
 }
 
 
+FENCE = re.compile(r"^\s*(?:[-*+]\s+)*(`{3,}|~{3,})")
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)")
+
+
+def prose_lines(text: str) -> list[str]:
+    """The lines of a chunk outside its code, code spans as ``: docs about a generator show its syntax as code."""
+    out, fence = [], ""
+    for line in text.split("\n"):
+        match = FENCE.match(line)
+        if fence:
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
+                    and not line.strip().strip(fence[0]):
+                fence = ""
+        elif match:
+            fence = match.group(1)
+        else:
+            out.append(CODE_SPAN.sub("``", line))
+    return out
+
+
 def chunks_of(root: Path):
     scan, results, findings = validate_corpus(root, workers=1)
     return scan, {c.chunk_id: c for r in results for c in r.chunks}, findings
@@ -50,7 +70,7 @@ def test_each_generator_is_detected_from_the_configuration_beside_its_pages(gene
 def test_no_chunk_of_a_real_format_site_keeps_its_generator_syntax(generator):
     _scan, chunks, _findings = chunks_of(ROOTS[generator])
     assert chunks
-    left = [(chunk_id, line) for chunk_id, chunk in chunks.items() for line in chunk.content.split("\n")
+    left = [(chunk_id, line) for chunk_id, chunk in chunks.items() for line in prose_lines(chunk.content)
             if any(re.search(p, line) for p in LEFTOVER[generator])]
     assert left == []
 
@@ -128,6 +148,15 @@ def test_mkdocs_admonitions_become_labelled_paragraphs_and_tabs_sub_sections():
     assert "### macOS\n" in cli and "Note:\nHomebrew updates the CLI" in cli
 
 
+def test_a_mkdocs_markdown_include_is_told_and_leaves_no_syntax():
+    """Argo CD's reference pages are one `{!docs/...yaml!}` in a code block (markdown-include)."""
+    _scan, chunks, findings = chunks_of(ROOTS["mkdocs"])
+    example = chunks["user-guide/sync.md#sync-options/example-configuration"].content
+    assert "{!" not in example and "A complete example of the configuration map:" in example
+    assert [(f.file, f.line) for f in findings if "markdown-include of 'docs/user-guide/example-cm.yaml'" in f.message] \
+        == [("user-guide/sync.md", 35)]
+
+
 def test_mdx_imports_vanish_tabs_become_sub_sections_and_admonitions_paragraphs():
     _scan, chunks, findings = chunks_of(ROOTS["docusaurus"])
     started = chunks["intro.mdx#tutorial-intro/getting-started"].content
@@ -144,7 +173,7 @@ def test_mdx_imports_vanish_tabs_become_sub_sections_and_admonitions_paragraphs(
 def test_myst_directives_roles_and_targets_read_as_the_page_shows_them():
     _scan, chunks, findings = chunks_of(ROOTS["sphinx"])
     install = chunks["install.md#_preamble"].content
-    assert "```bash\n\npip install example\n```" in install  # {code-block} is a code block
+    assert "Install\n```bash\npip install example\n```" in install  # {code-block} is a code block, its caption text
     assert "Note:\nThe package needs Python 3.10" in install
     assert "Warning: Old releases\n\nReleases before 2.0" in install
     config = chunks["install.md#installation/configuration"].content
@@ -152,8 +181,65 @@ def test_myst_directives_roles_and_targets_read_as_the_page_shows_them():
     assert "### Linux\nPut the file" in config and "### Windows\n" in config
     assert "usage" not in config  # the toctree's entries are navigation, not text
     assert "Body of a directive nobody knows." in config
-    assert [f.message for f in findings if f.code == "generator-syntax"] == [
+    assert [f.message for f in findings if f.code == "generator-syntax" and f.file == "install.md"] == [
         "directive {mystery} is not one docsmcp knows: its markers are dropped, its body kept"]
+
+
+def test_myst_roles_and_directives_written_as_code_stay_as_written():
+    """mystmd's own docs name directives in code spans (`{note}`) and show examples as source: a
+    role is only a role outside code, and an example block stays code, its inner fences too."""
+    _scan, chunks, _findings = chunks_of(ROOTS["sphinx"])
+    preamble = chunks["authoring.md#_preamble"].content
+    assert "Write a `{note}` or a `{warning}` directive for a callout; replace `{count}` with a number." in preamble
+    assert "The render function reads the page, the figure directive too." in preamble  # domain roles
+    examples = chunks["authoring.md#authoring/examples-shown-as-written"].content
+    assert "````markdown\n:::{tip} Title\nA tip, as its source reads.\n:::\n\n```{math}\ne = mc^2\n```\n````" \
+        in examples
+    assert "````\n\n---\ntitle: front matter inside the example\n---\n\n```{code-cell} python\n" in examples
+    assert "```mermaid\ngraph LR\n  parse --> render\n```" in examples
+    assert "The parse and render pipeline\n\n\nPages are parsed, then rendered." in examples  # alt and caption
+    assert "authoring.md#authoring/examples-shown-as-written/title-front-matter-inside-the-example" not in chunks
+
+
+def test_myst_directive_options_after_the_name_and_fences_in_list_items():
+    _scan, chunks, findings = chunks_of(ROOTS["sphinx"])
+    options = chunks["authoring.md#authoring/callout-options"].content
+    assert "Note: Inline options\nClasses and options may follow" in options
+    assert "See also: Generated lists" in options and "{example:generated-list}" not in options
+    tables = chunks["authoring.md#authoring/tables"].content
+    assert "  - ```yaml\n    type: strong\n    ```" in tables  # a fence opening a list item is code
+    assert "(results-target)=" not in tables  # the target after it is still markup
+    results = chunks["authoring.md#authoring/results"].content
+    assert ":context:" not in results and "{toc}" not in results
+    assert "The results section is plain text." in results
+
+
+def test_jsx_written_in_code_spans_is_code():
+    """TypeScript generics in inline code are not components: `Slice<SliceState>` keeps its type."""
+    _scan, chunks, findings = chunks_of(ROOTS["docusaurus"])
+    typing = chunks["guides/typing.md#_preamble"].content
+    assert "`createSlice<SliceState>` gives a `Slice<SliceState, Reducers>`." in typing
+    assert "a `Dictionary<Entity>` and `<Provider store={store}>` wrapped the app." in typing
+    assert not [f for f in findings if f.file == "guides/typing.md" and f.code == "generator-syntax"]
+
+
+def test_html_written_with_jsx_attributes_loses_its_tags_and_keeps_its_text():
+    """`<div className=...>` and `<img src={useBaseUrl(...)} alt=...>` are JSX a reader never sees."""
+    _scan, chunks, _findings = chunks_of(ROOTS["docusaurus"])
+    browser = chunks["guides/typing.md#typing-slices/the-store-in-the-browser"].content
+    assert "The Redux DevTools showing the store" in browser
+    assert "A walk through the store in two minutes" in browser  # an iframe's title
+    for syntax in ("className", "useBaseUrl", "src=", "<div", "</div>", "<table", "</table>", "/>", "<iframe",
+                   "</iframe>", "style=", "avatar"):  # `alt={avatar.name}` is a value the page's code holds
+        assert syntax not in browser, syntax
+    assert "<tr><td>Cached</td></tr>" in browser  # plain HTML, as markdown keeps it
+
+
+def test_a_component_whose_attribute_is_an_array_of_objects_vanishes():
+    _scan, chunks, _findings = chunks_of(ROOTS["docusaurus"])
+    installing = chunks["guides/typing.md#typing-slices/installing"].content
+    assert "values={[" not in installing and "label: 'npm'" not in installing and "<Tabs" not in installing
+    assert "### npm\n\nRun `npm install @reduxjs/toolkit`." in installing
 
 
 def test_jekyll_liquid_tags_vanish_highlight_is_code_and_raw_stays_literal():
@@ -180,6 +266,16 @@ def test_the_manifest_names_the_generator_or_turns_reading_off(tmp_path):
     _scan, _chunks, findings = chunks_of(site)
     assert [f.message for f in findings if f.code == "manifest-invalid"] == [
         ".docs-mcp.json: unknown generator 'gatsby'; use one of auto, none, hugo, mkdocs, docusaurus, sphinx, jekyll"]
+
+
+@pytest.mark.parametrize("config", ["myst.yml", "_toc.yml"])
+def test_a_mystmd_or_jupyter_book_folder_is_read_as_myst(tmp_path, config):
+    """mystmd and Jupyter Book keep no conf.py: their myst.yml (or Jupyter Book 1's _toc.yml, beside
+    a _config.yml Jekyll would also claim) names them."""
+    (tmp_path / config).write_text("version: 1\n")
+    (tmp_path / "_config.yml").write_text("title: Book\n")
+    (tmp_path / "intro.md").write_text("# Intro\n\nPlain text.\n")
+    assert detect(tmp_path, {"intro.md": b"# Intro\n"}).name == "sphinx"
 
 
 def test_a_plain_folder_is_read_as_plain_markdown(tmp_path):

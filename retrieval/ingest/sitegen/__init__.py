@@ -9,7 +9,7 @@ numbers and findings still refer to the file the author edits; a chunk's content
 text of its source lines.
 
 `detect` names the generator from the files a site keeps beside its pages (hugo.toml,
-mkdocs.yml, docusaurus.config.js, conf.py, _config.yml) or, for a folder without them (a
+mkdocs.yml, docusaurus.config.js, conf.py or myst.yml, _config.yml) or, for a folder without them (a
 repository's `content/` alone), from the syntax its pages use.
 """
 
@@ -25,7 +25,7 @@ from .lines import Notice, split_page
 
 GENERATORS = ("hugo", "mkdocs", "docusaurus", "sphinx", "jekyll")
 CHOICES = ("auto", "none", *GENERATORS)  # the manifest's "generator" values
-CLEANER_VERSION = "1"  # part of every cleaned file's key: a change to the cleaners re-chunks the pages
+CLEANER_VERSION = "2"  # part of every cleaned file's key: a change to the cleaners re-chunks the pages
 
 __all__ = ["CHOICES", "CLEANER_VERSION", "GENERATORS", "Cleaned", "Detected", "Notice", "clean", "detect",
            "included_pages"]
@@ -70,7 +70,7 @@ CONFIG_FILES = (
     ("hugo", ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json")),
     ("docusaurus", ("docusaurus.config.js", "docusaurus.config.ts", "docusaurus.config.mjs", "docusaurus.config.cjs")),
     ("mkdocs", ("mkdocs.yml", "mkdocs.yaml")),
-    ("sphinx", ("conf.py",)),
+    ("sphinx", ("conf.py", "myst.yml", "_toc.yml")),  # Sphinx; mystmd (Jupyter Book 2); Jupyter Book 1
     ("jekyll", ("_config.yml", "_config.yaml")),
 )
 HUGO_LEGACY_CONFIG = ("config.toml", "config.yaml", "config.yml")  # Hugo's, when a content/ folder is beside it

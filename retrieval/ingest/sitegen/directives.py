@@ -20,21 +20,27 @@ CALLOUTS = {"note", "tip", "hint", "important", "warning", "caution", "danger", 
             "margin", "epigraph", "pull-quote", "card", "secondary", "experimental"}
 TAB_ITEMS = {"tab-item", "tab", "tabbed", "tab-set-code"}
 CODE = {"code-block", "code", "sourcecode", "code-cell"}
+# Directives whose body is code of a fixed language: a diagram's source, a MyST example shown as written
+# (mystmd's `{myst}` renders its body beside the source; the source is what a search should find).
+CODE_OF = {"mermaid": "mermaid", "myst": "markdown", "myst-example": "markdown"}
 # Directives whose body is the page's text; the markers alone go.
 WRAPPERS = {"tab-set", "tabs", "grid", "grid-item", "grid-item-card", "div", "container", "only", "math",
-            "mermaid", "eval-rst", "rst", "md", "glossary", "list-table", "csv-table", "table", "centered",
+            "eval-rst", "rst", "md", "glossary", "list-table", "csv-table", "table", "centered",
             "rubric", "figure", "details", "highlights", "hlist", "parsed-literal", "line-block", "rst-class",
             "cssclass", "class"}
 DROPPED = {"toctree", "contents", "index", "include", "literalinclude", "image", "raw", "highlight",
            "bibliography", "tableofcontents", "autosummary", "automodule", "autoclass", "autofunction",
            "automethod", "autoattribute", "autodata", "autoexception", "currentmodule", "module", "program",
            "sectionauthor", "moduleauthor", "codeauthor", "meta", "youtube", "video", "iframe", "tags",
-           "plot", "graphviz", "uml", "jupyter-execute", "exec"}
+           "plot", "graphviz", "uml", "jupyter-execute", "exec", "toc"}
 INCLUDES = {"include", "literalinclude"}
 LABEL_NAMES = {"seealso": "See also", "see-also": "See also", "versionadded": "New in version",
                "versionchanged": "Changed in version", "deprecated": "Deprecated since version"}
-INFO = re.compile(r"^\{(?P<myst>[\w:-]+)\}[ \t]*(?P<myst_arg>.*)$|^(?P<name>[a-zA-Z][\w-]*)"
+# `{note}`, and mystmd's inline options: `{note .dropdown class=x}`
+INFO = re.compile(r"^\{(?P<myst>[\w:.-]+)(?:[ \t]+[^{}]*)?\}[ \t]*(?P<myst_arg>.*)$|^(?P<name>[a-zA-Z][\w-]*)"
                   r"(?:\[(?P<title>[^\]]*)\]|[ \t]+(?P<arg>.*))?[ \t]*(?:\{[^}]*\})?[ \t]*$")
+BACKTICK_FENCE = re.compile(r"^[ \t]*(`{3,})")
+CAPTION = re.compile(r"^([ \t]*):(?:caption|alt):[ \t]+(.+)$")
 OPTION = re.compile(r"^[ \t]*:[\w-]+:(?:[ \t].*)?$")
 
 
@@ -73,10 +79,17 @@ def _directive(page: Page, name: str, arg: str, first: int, body_end: int, close
                depth: int) -> None:
     body = _skip_options(page, first + 1, body_end)
     indent = page.lines[first][: len(page.lines[first]) - len(page.lines[first].lstrip())]
-    if name in CODE:
-        page.lines[first] = f"{indent}```{arg.split()[0] if arg else ''}"
+    if name in CODE or name in CODE_OF:
+        language = CODE_OF.get(name) or (arg.split()[0] if arg else "")
+        fence = _code_fence(page.lines[body:body_end])
+        page.lines[first] = f"{indent}{fence}{language}"
+        caption = next((n for n in range(first + 1, body) if page.lines[n].strip()), None)
+        if caption is not None:  # the caption above the code, the fence on the options' last line
+            page.lines[first] = f"{indent}{page.lines[caption].strip()}"
+            page.lines[caption] = ""
+            page.lines[body - 1] = f"{indent}{fence}{language}"
         if closed:
-            page.lines[body_end] = f"{indent}```"
+            page.lines[body_end] = f"{indent}{fence}"
         return
     if closed:
         page.lines[body_end] = ""
@@ -106,8 +119,16 @@ def _directive(page: Page, name: str, arg: str, first: int, body_end: int, close
         _directives(page, body, body_end, docusaurus, depth + 1)
 
 
+def _code_fence(body: list[str]) -> str:
+    """Backticks enough to fence `body`: one more than its longest fence (a ```` ````{code} ```` often shows
+    a page with its own ``` fences)."""
+    longest = max((len(m.group(1)) for line in body if (m := BACKTICK_FENCE.match(line))), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def _skip_options(page: Page, start: int, end: int) -> int:
-    """Blank a directive's options (`:class: x` lines, or a `---` YAML block); the first body line after them."""
+    """Blank a directive's options (`:class: x` lines, or a `---` YAML block); the first body line after them.
+    A caption is text the page shows: its line keeps it."""
     n = start
     if n < end and page.lines[n].strip() == "---":
         close = next((k for k in range(n + 1, end) if page.lines[k].strip() == "---"), None)
@@ -116,6 +137,7 @@ def _skip_options(page: Page, start: int, end: int) -> int:
                 page.lines[k] = ""
             return close + 1
     while n < end and OPTION.match(page.lines[n]):
-        page.lines[n] = ""
+        caption = CAPTION.match(page.lines[n])
+        page.lines[n] = f"{caption.group(1)}{caption.group(2).strip()}" if caption else ""
         n += 1
     return n

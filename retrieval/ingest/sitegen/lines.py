@@ -22,7 +22,11 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 
 ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)")
 HEADING_ATTRS = re.compile(r"^( {0,3}#{1,6}[ \t].*?)[ \t]*\{[ \t]*[#.][^{}]*\}[ \t]*$")
-FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+# A fence may open a list item or a quote line (`- ```yaml`): its body is code all the same.
+FENCE = re.compile(r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|>)[ \t]+)*(`{3,}|~{3,})(.*)$")
+# An inline code span (CommonMark: a backtick run closed by the next run of the same length, inside
+# one paragraph). Markup written inside one is code the reader sees as written.
+CODE_SPAN = r"(?P<code_span>(?<!`)(?P<code_ticks>`+)(?!`)(?:[^`\n]|`+|\n(?![ \t]*\n))+?(?<!`)(?P=code_ticks)(?!`))"
 HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 HINT_MARKER = "mcp_chunking_hint"
 
@@ -102,22 +106,35 @@ class Page:
         return f"{'#' * level} {title.strip()}"
 
     def substitute(self, pattern: re.Pattern, replace: Callable[[re.Match, int], str], *,
-                   skip: set[int] | frozenset[int] = frozenset()) -> None:
+                   skip: set[int] | frozenset[int] = frozenset(), spans: bool = False) -> None:
         """Replace every match in the body that does not start on a `skip` line, keeping the line
-        count: a match over several lines gives its replacement on its first line and blanks after."""
+        count: a match over several lines gives its replacement on its first line and blanks after.
+        With `spans`, a match inside an inline code span is left as written (MDX and MyST read code
+        spans literally; Hugo and Liquid do not, they expand before markdown is read)."""
         text = "\n".join(self.lines[self.body:])
         if not pattern.search(text):
             return
+        # The code-span-aware pattern costs a third more: only a page with a match on a line that
+        # holds a backtick needs it.
+        spans = spans and any("`" in line and pattern.search(line) for line in self.lines[self.body:])
+        if spans:
+            pattern = _with_spans(pattern)
         starts = list(accumulate((len(line) + 1 for line in self.lines[self.body:-1]), initial=0))
 
         def one(match: re.Match) -> str:
             line = self.body + bisect.bisect_right(starts, match.start()) - 1
-            if line in skip:
+            if line in skip or (spans and match.group("code_span") is not None):
                 return match.group(0)
             value = replace(match, line).replace("\n", " ")
             return value + "\n" * match.group(0).count("\n")
 
         self.lines[self.body:] = pattern.sub(one, text).split("\n")
+
+
+@lru_cache(maxsize=64)
+def _with_spans(pattern: re.Pattern) -> re.Pattern:
+    """`pattern`, or a code span where one starts first: the span is matched whole, and kept."""
+    return re.compile(f"{CODE_SPAN}|(?:{pattern.pattern})", pattern.flags)
 
 
 def split_page(text: str) -> Page:
@@ -146,7 +163,8 @@ def block_tokens(text: str) -> list:
 
 def drop_html_comments(page: Page, code: set[int]) -> None:
     """HTML comments render as nothing (`<!-- overview -->`, `<!--more-->`); chunking hints stay."""
-    page.substitute(HTML_COMMENT, lambda m, _line: m.group(0) if HINT_MARKER in m.group(0) else "", skip=code)
+    page.substitute(HTML_COMMENT, lambda m, _line: m.group(0) if HINT_MARKER in m.group(0) else "", skip=code,
+                    spans=True)
 
 
 def drop_heading_attrs(page: Page, code: set[int]) -> None:

@@ -18,21 +18,34 @@ from .lines import Page, args_of, drop_heading_attrs, drop_html_comments
 
 ESM = re.compile(r"^(?:import|export)(?:[\s{*]|$)")
 MDX_COMMENT = re.compile(r"\{/\*.*?\*/\}", re.DOTALL)
-COMPONENT = re.compile(r"<(?P<close>/)?(?P<name>[A-Z][\w.]*)(?P<attrs>(?:\"[^\"]*\"|'[^']*'|\{[^{}]*\}|[^<>\"'{}/])*)"
+# Attribute values may hold an object or array literal one level deep: `values={[{label: 'React'}]}`.
+COMPONENT = re.compile(r"<(?P<close>/)?(?P<name>[A-Z][\w.]*)(?P<attrs>(?:\"[^\"]*\"|'[^']*'|\{(?:[^{}]|\{[^{}]*\})*\}|"
+                       r"[^<>\"'{}/])*)"
                        r"(?P<self>/)?>")
 TAB_ITEMS = {"TabItem", "Tab", "Tabs.Tab", "Tabs.Item"}
 CONTAINERS = {"Tabs", "TabGroup"}
 # Docusaurus theme components that only render the site around the page (a sidebar's cards, a table
 # of contents, head tags): nothing of the page's text is in them.
 SITE_ONLY = {"DocCardList", "TOCInline", "Head", "DocSidebar", "BrowserOnly", "Redirect", "DocsRating"}
+# An HTML element written with JSX attributes (`className="x"`, `src={useBaseUrl(...)}`, `style={{...}}`) is
+# JSX syntax a reader never sees: its tag goes, an image keeps its alt text (an iframe its title), what
+# it wraps stays.
+ELEMENT = re.compile(r"<(?P<name>[a-z][a-z0-9]*)(?P<attrs>(?:\s+(?:[\w:-]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|"
+                     r"\{(?:[^{}]|\{[^{}]*\})*\}))?|\{[^{}]*\}))+)\s*(?P<self>/)?>")
+JSX_ATTRS = re.compile(r"\bclassName\s*=|=\s*\{")
 CALLOUTS = {"Admonition", "Callout", "Note", "Tip", "Warning", "Caution", "Danger", "Info", "Important"}
 
 
 def clean(page: Page, *, docusaurus: bool = True) -> None:
     code = page.code_lines()
     _esm(page, code)
-    page.substitute(MDX_COMMENT, lambda m, _line: "", skip=code)
-    page.substitute(COMPONENT, lambda m, line: _component(page, m, line), skip=code)
+    page.substitute(MDX_COMMENT, lambda m, _line: "", skip=code, spans=True)
+    page.substitute(COMPONENT, lambda m, line: _component(page, m, line), skip=code, spans=True)
+    written: set[str] = set()  # elements written with JSX attributes: their closing tags go too
+    page.substitute(ELEMENT, lambda m, _line: _element(m, written), skip=code, spans=True)
+    if written:
+        closing = re.compile(rf"</(?:{'|'.join(sorted(written))})\s*>")
+        page.substitute(closing, lambda m, _line: "", skip=code, spans=True)
     read_directives(page, docusaurus=docusaurus)
     code = page.code_lines()
     drop_html_comments(page, code)
@@ -54,6 +67,15 @@ def _esm(page: Page, code: set[int]) -> None:
             n += 1
             if depth <= 0 and not line.rstrip().endswith((",", "=", "(", "{", "[")):
                 break
+
+
+def _element(match: re.Match, written: set[str]) -> str:
+    if not JSX_ATTRS.search(match.group("attrs")):
+        return match.group(0)  # HTML as markdown keeps it
+    written.add(match.group("name"))
+    _positional, attrs = args_of(match.group("attrs").replace("'", '"'))
+    text = attrs.get("alt") or attrs.get("title") or ""  # an image's alt text, a video's title
+    return "" if text.startswith("{") else text  # `alt={photo.name}`: a value only the page's code knows
 
 
 def _component(page: Page, match: re.Match, line: int) -> str:

@@ -18,6 +18,9 @@ TAB = re.compile(r'^(?P<indent>[ \t]*)===\+?[ \t]+"(?P<title>[^"]*)"[ \t]*$')
 ADMONITION = re.compile(r'^[ \t]*(?:!!!|\?\?\?\+?)[ \t]+(?P<kind>[\w-]+)(?:[ \t]+(?P<classes>[^"]*?))?'
                         r'(?:[ \t]*"(?P<title>[^"]*)")?[ \t]*$')
 SNIPPET = re.compile(r'^[ \t]*-{1,2}8<-{1,2}[ \t]+"?(?P<path>[^"]*)"?[ \t]*$')
+# markdown-include's `{!docs/operator-manual/argocd-cm.yaml!}`, most often alone in a code block: the
+# path is from the folder of mkdocs.yml and names any file, which a corpus of pages does not hold.
+MARKDOWN_INCLUDE = re.compile(r"^[ \t]*\{!(?P<path>[^!]+)!\}[ \t]*$")
 
 
 def clean(page: Page) -> None:
@@ -30,6 +33,12 @@ def clean(page: Page) -> None:
     for n in range(page.body, len(page.lines)):
         if n not in code and "8<" in page.lines[n] and SNIPPET.match(page.lines[n]):
             page.lines[n] = include(page, SNIPPET.match(page.lines[n]).group("path"), n, "mkdocs snippet", "snippet")
+    for n in range(page.body, len(page.lines)):  # code lines too: the include is the block's whole text
+        if "{!" in page.lines[n] and (match := MARKDOWN_INCLUDE.match(page.lines[n])):
+            page.notice("mkdocs markdown-include", n, f"markdown-include of {match.group('path')!r} is not resolved: "
+                        "its text is left out of the page's chunks", "copy the text into the page if agents should "
+                        "find it here")
+            page.lines[n] = ""
     drop_html_comments(page, code)
     drop_heading_attrs(page, code)
 

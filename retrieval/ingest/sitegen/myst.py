@@ -15,7 +15,8 @@ from .lines import Page, drop_heading_attrs, drop_html_comments
 TARGET = re.compile(r"^[ \t]{0,3}\([^()\s]+\)=[ \t]*$")
 COMMENT = re.compile(r"^[ \t]{0,3}%")
 BREAK = re.compile(r"^[ \t]{0,3}\+\+\+")
-ROLE = re.compile(r"\{(?P<role>[\w:+-]+)\}`(?P<text>[^`]*)`")
+# A role's text is one code span, inside one paragraph; `{py:func}` and `{myst:directive}` name a domain.
+ROLE = re.compile(r"\{(?P<role>[\w.:+-]+)\}`(?P<text>(?:[^`\n]|\n(?![ \t]*\n))*)`")
 
 
 def clean(page: Page) -> None:
@@ -27,7 +28,7 @@ def clean(page: Page) -> None:
         line = page.lines[n]
         if TARGET.match(line) or COMMENT.match(line) or BREAK.match(line):
             page.lines[n] = ""
-    page.substitute(ROLE, lambda m, _line: role_text(m.group("text")), skip=code)
+    page.substitute(ROLE, lambda m, _line: role_text(m.group("text")), skip=code, spans=True)
     drop_html_comments(page, code)
     drop_heading_attrs(page, code)
 
