@@ -49,13 +49,16 @@ def worker_exit(server, worker) -> None:
     embedding model's runtime keeps were the master's, not this forked child's, and joining them at
     interpreter exit aborts the worker ("terminate called ... No such process", "was sent SIGABRT!")
     on every shutdown. gunicorn calls this while the worker's own `sys.exit` unwinds; an exit with
-    an error code (a boot or import error, which stops the master) keeps its code and its way out."""
+    an error code (a boot or import error, which stops the master) keeps its code and its way out.
+    The Python exit handlers still run first: the query log writes the records it holds."""
+    import atexit
     import logging
     import os
     import sys
 
     leaving = sys.exc_info()[1]
     if isinstance(leaving, SystemExit) and leaving.code in (0, None):
+        atexit._run_exitfuncs()
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()

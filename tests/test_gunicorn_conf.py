@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
 from docsmcp_site import gunicorn_conf
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class Left(Exception):
@@ -38,6 +43,25 @@ def test_a_worker_stopping_cleanly_leaves_without_native_destructors(exits):
     with pytest.raises(Left) as left:
         stopping(0)
     assert left.value.args == (0,)
+
+
+def test_a_worker_stopping_cleanly_still_runs_its_exit_handlers(tmp_path):
+    """Leaving with os._exit skips interpreter exit, where the query log's writer flushes its buffer
+    (corpus/querylog.py registers that with atexit): the hook runs the exit handlers itself. In a
+    child process, since running them here would run the test process's own."""
+    mark = tmp_path / "flushed"
+    child = textwrap.dedent(f"""
+        import atexit, sys
+        from docsmcp_site import gunicorn_conf
+        atexit.register(lambda: open({str(mark)!r}, "w").write("written"))
+        try:
+            sys.exit(0)
+        finally:
+            gunicorn_conf.worker_exit(None, None)
+    """)
+    done = subprocess.run([sys.executable, "-c", child], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert mark.read_text() == "written"
 
 
 @pytest.mark.parametrize("code", [3, 4, -1])
