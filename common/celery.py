@@ -8,6 +8,10 @@ from celery.signals import task_postrun, task_prerun
 from retrieval.boot import boot
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "docsmcp_site.settings")
+# Celery's Django fix-up runs every system check when a worker starts and discards what they find, and
+# the URL checks import the whole site (the REST API, OAuth, pydantic, the build's Arrow): 30 MB a worker
+# that serves no request never frees. `manage.py check` and the web server run them.
+os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 boot()  # a worker runs builds; a process that only queues tasks imports this module too, harmlessly
 
 app = Celery("docsmcp")

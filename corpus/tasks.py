@@ -2,15 +2,18 @@ from celery.signals import task_postrun, worker_ready
 
 from common.celery import app
 
-from .execution import build_execute
-from .fixes import fix_scan_report
 from .models import BuildRun, Corpus
+
+# The build's modules (Arrow, markdown-it, LanceDB) are imported by the first task that runs one: an idle
+# worker holds none of them.
 
 
 # acks_late + reject_on_worker_lost: a worker killed mid-build leaves its message to be redelivered;
 # build_execute's claim (queued -> running) makes the redelivery a no-op once the build has run or failed.
 @app.task(name="corpus.run_build", acks_late=True, reject_on_worker_lost=True)
 def run_build(build_pk: int) -> str:
+    from .execution import build_execute
+
     build = BuildRun.objects.select_related("corpus").get(pk=build_pk)
     return build_execute(build=build).status
 
@@ -41,6 +44,8 @@ def _reap_in_worker(sender=None, **kwargs) -> None:
 
 @app.task(name="corpus.run_fix")
 def run_fix(corpus_pk: int, use_llm: bool = False, model: str | None = None) -> dict:
+    from .fixes import fix_scan_report
+
     report = fix_scan_report(corpus=Corpus.objects.get(pk=corpus_pk), use_llm=use_llm, model=model)
     return {"proposals": [p.pk for p in report.proposals], "created": report.created,
             "stale": report.marked_stale, "llm_failures": len(report.llm_failures)}

@@ -7,7 +7,8 @@ from celery.signals import task_postrun
 from common.celery import app
 from corpus.models import BuildRun, Corpus
 
-from .gaps import group_pending, settle
+# insights.gaps (NumPy, the grouping model's code) is imported by the first task that needs it: an idle
+# worker holds none of it.
 
 
 @app.task(name="insights.group_gaps")
@@ -16,6 +17,8 @@ def group_gaps(corpus_pk: int) -> dict:
     corpus = Corpus.objects.filter(pk=corpus_pk).first()
     if corpus is None:
         return {"grouped": 0}
+    from .gaps import group_pending
+
     report = group_pending(corpus)
     return {"grouped": report.grouped, "new_groups": report.new_groups, "regrouped": report.regrouped,
             "method": report.method}
@@ -27,6 +30,8 @@ def _after_build(sender=None, args=None, **kwargs) -> None:
         return
     build = BuildRun.objects.filter(pk=args[0]).select_related("corpus").first()
     if build is not None and build.status == BuildRun.COMPLETE:
+        from .gaps import settle
+
         settle(build.corpus.family.name)
 
 

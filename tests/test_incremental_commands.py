@@ -98,3 +98,22 @@ def test_a_fresh_installations_first_build_leaves_sign_in_to_work_for_the_next_c
     assert client_id in docsmcp("mcp_oauth_client", "list")
     assert "[ ]" not in docsmcp("showmigrations", "oauth2_provider", "corpus")
     assert "Payments" in docsmcp("chunks", "--corpus", "skyline", "--file", PAYMENTS)
+
+
+def test_an_idle_celery_worker_imports_neither_the_site_nor_the_build(tmp_path):
+    """A worker waits for builds far longer than it runs them: what it holds while idle is the price of
+    every host running one. Celery's Django fix-up used to run the URL checks at start, importing the whole
+    site, and the task modules imported the build."""
+    watched = (*HTTP_AND_OAUTH, "pyarrow", "markdown_it", "numpy", "lancedb", "docsmcp_site.urls")
+    code = ("import json, sys\n"
+            "from celery import signals\n"
+            "from common.celery import app\n"
+            "app.loader.init_worker()\n"  # the task modules, as `celery worker` imports them
+            "signals.worker_init.send(sender=None)\n"  # the Django fix-up's start-up
+            f"print(json.dumps([m for m in {watched!r} if m in sys.modules]))\n")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "docsmcp_site.settings", "DOCSMCP_HOME": str(tmp_path)}
+    env.pop("DATABASE_URL", None)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert loaded <= {"oauth2_provider", "oauthlib", "jwcrypto", "cryptography"}  # an installed app's models
