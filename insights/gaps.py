@@ -12,8 +12,9 @@ Two halves, so a page view never pays for grouping:
   A new question joins a stored group or makes a new one; a stored group keeps its ID, its decisions
   and its links. At most MAX_NEW questions per run: a flood costs the worker a bounded run, not a page.
 - **the list, on the request path** (`gap_list`): a fixed number of queries whatever the traffic (the
-  candidates, their groups, the groups), ranked by signal (selectors.gap_candidates). Questions not
-  grouped yet are counted as pending and a grouping run is queued (at most one a minute per corpus).
+  candidates, their groups, the groups), ranked by signal (selectors.gap_candidates, summed and ranked
+  in the database; reused while the corpus has no new record, selectors.recent_gap_candidates). Questions
+  not grouped yet are counted as pending and a grouping run is queued (at most one a minute per corpus).
 
 Changing the corpus's `gap_similarity` regroups its open groups that have no eval case or fix: the next
 run dissolves them and groups their questions again. A dismissed or closed group stays hidden until a
