@@ -165,18 +165,20 @@ pairs AS (
 asked AS (
     SELECT pairs.*, CASE WHEN "key_name" <> '' THEN 'key:' || "key_name" ELSE 'anonymous:' || "client" END AS "caller"
     FROM pairs),
-totals AS (SELECT "caller", SUM("n" + "m") AS "total" FROM asked GROUP BY "caller"),
+shared AS (SELECT asked.*, SUM("n" + "m") OVER (PARTITION BY "caller") AS "total" FROM asked),
 questions AS (
-    SELECT asked."query" AS "query", SUM("n") AS "calls", SUM("nc") AS "nc", SUM("p") AS "p", SUM("m") AS "missing",
+    SELECT "query", SUM("n") AS "calls", SUM("nc") AS "nc", SUM("p") AS "p", SUM("m") AS "missing",
            SUM(CASE WHEN "key_name" <> '' THEN {keyed} ELSE 1.0 END * ("n" + "m") / "total") AS "votes",
            MIN("first") AS "first", MAX("last") AS "last", {callers} AS "callers"
-    FROM asked JOIN totals ON totals."caller" = asked."caller"
+    FROM shared
     WHERE "key_name" <> '' OR "rank" <= {per_caller}
-    GROUP BY asked."query")
+    GROUP BY "query")
 SELECT "query", "calls", "nc", "p", "missing", "votes", {first}, {last}, "callers" FROM questions
 ORDER BY ROUND("votes", 9) DESC, "calls" + "missing" DESC, "last" DESC, "query"{bytewise}
 LIMIT {limit}
 """
+
+
 def _moment(value) -> datetime:
     """A time of the candidates query: epoch seconds (PostgreSQL: read faster than a timestamptz, and a
     double keeps microseconds), else the text SQLite keeps (UTC)."""
@@ -200,10 +202,10 @@ def gap_candidates(period: Period) -> list[Candidate]:
     connection = connections[QueryRecord.objects.db]
     if connection.vendor == "postgresql":
         first, last = 'EXTRACT(EPOCH FROM "first")::float8', 'EXTRACT(EPOCH FROM "last")::float8'
-        callers, bytewise = 'array_agg(DISTINCT asked."caller")', ' COLLATE "C"'
+        callers, bytewise = 'array_agg(DISTINCT "caller")', ' COLLATE "C"'
     else:
         first, last = '"first"', '"last"'
-        callers, bytewise = 'json_group_array(DISTINCT asked."caller")', ""  # SQLite compares bytes already
+        callers, bytewise = 'json_group_array(DISTINCT "caller")', ""  # SQLite compares bytes already
     sql = _CANDIDATES_SQL.format(searches=searches, reports=reported, keyed=float(KEYED_WEIGHT), first=first,
                                  last=last, callers=callers, per_caller=int(PER_CALLER), bytewise=bytewise,
                                  limit=int(MAX_CANDIDATES))
