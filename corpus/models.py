@@ -242,7 +242,8 @@ class QueryRecord(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["corpus", "is_eval", "at"]),
-                   models.Index(fields=["corpus", "tool", "at"])]
+                   models.Index(fields=["corpus", "tool", "at"]),
+                   models.Index(fields=["corpus", "id"])]  # a corpus's newest record: has its gap list changed
 
     def __str__(self) -> str:
         return f"{self.tool} {self.query or self.target!r} on {self.corpus}"

@@ -12,8 +12,9 @@ Two halves, so a page view never pays for grouping:
   A new question joins a stored group or makes a new one; a stored group keeps its ID, its decisions
   and its links. At most MAX_NEW questions per run: a flood costs the worker a bounded run, not a page.
 - **the list, on the request path** (`gap_list`): a fixed number of queries whatever the traffic (the
-  candidates, their groups, the groups), ranked by signal (selectors.gap_candidates). Questions not
-  grouped yet are counted as pending and a grouping run is queued (at most one a minute per corpus).
+  candidates, their groups, the groups), ranked by signal (selectors.gap_candidates, summed and ranked
+  in the database; reused while the corpus has no new record, selectors.recent_gap_candidates). Questions
+  not grouped yet are counted as pending and a grouping run is queued (at most one a minute per corpus).
 
 Changing the corpus's `gap_similarity` regroups its open groups that have no eval case or fix: the next
 run dissolves them and groups their questions again. A dismissed or closed group stays hidden until a
@@ -34,12 +35,12 @@ from datetime import datetime
 import numpy as np
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connections, transaction
 
 from corpus.models import BuildRun, Corpus, FixProposal, QueryRecord
 
 from .models import Gap, GapQuery
-from .selectors import Candidate, Period, gap_candidates, period_for
+from .selectors import Candidate, Period, gap_candidates, period_for, recent_gap_candidates
 from .similarity import GROUP_THRESHOLD, TEXT_THRESHOLD, cluster, grouping_provider, pair_similarity
 
 log = logging.getLogger("docsmcp.insights")
@@ -222,13 +223,13 @@ def gap_list(*, corpus: Corpus, period: Period, statuses: tuple[str, ...] = (Gap
     """The period's gap groups in `statuses` (and of `verdict`, when given), strongest signal first: a fixed
     number of queries, no grouping. Queues a grouping run when questions are waiting for one."""
     name = period.corpus
-    candidates = gap_candidates(period)
+    candidates = recent_gap_candidates(period)
     by_digest = {digest(c.query): c for c in candidates}
-    owner = dict(GapQuery.objects.filter(corpus=name, digest__in=list(by_digest)).values_list("digest", "gap_id"))
+    owner = _owners(name, list(by_digest))
     pending = sum(1 for d in by_digest if d not in owner)
     if (pending or _needs_regroup(corpus)) and schedule_grouping(corpus) and settings.CELERY_TASK_ALWAYS_EAGER:
         # the run happened inside this call (tasks run inline: tests, one-off scripts): list its groups
-        owner = dict(GapQuery.objects.filter(corpus=name, digest__in=list(by_digest)).values_list("digest", "gap_id"))
+        owner = _owners(name, list(by_digest))
         pending = sum(1 for d in by_digest if d not in owner)
     grouped: dict[int, list[Candidate]] = {}
     for d, c in by_digest.items():
@@ -248,6 +249,18 @@ def gap_list(*, corpus: Corpus, period: Period, statuses: tuple[str, ...] = (Gap
                                           "updated_at"])
     views.sort(key=lambda v: (-v.signal, -(v.count + v.missing), -v.last_seen.timestamp(), v.gap.pk))
     return GapList(groups=views, pending=pending, unjudged=any(c.unjudged for c in candidates))
+
+
+def _owners(corpus: str, digests: list[str]) -> dict[str, int]:
+    """The group of each question that has one, by digest. On PostgreSQL the digests go as one array: two
+    thousand `IN` parameters cost more to compile and send than the lookup itself."""
+    connection = connections[GapQuery.objects.db]
+    if connection.vendor != "postgresql":
+        return dict(GapQuery.objects.filter(corpus=corpus, digest__in=digests).values_list("digest", "gap_id"))
+    with connection.cursor() as cursor:
+        cursor.execute(f'SELECT "digest", "gap_id" FROM "{GapQuery._meta.db_table}" '
+                       'WHERE "corpus" = %s AND "digest" = ANY(%s)', [corpus, digests])
+        return dict(cursor.fetchall())
 
 
 def _needs_regroup(corpus: Corpus) -> bool:

@@ -281,3 +281,53 @@ def test_a_named_caller_is_not_capped_like_an_anonymous_one(sample_corpus):
     found = selectors.gap_candidates(selectors.period_for(sample_corpus))
     assert sum(c.query.startswith("question") for c in found) == many
     assert sum(c.query.startswith("anon") for c in found) == selectors.PER_CALLER
+
+
+def test_a_callers_vote_is_split_over_what_it_asked_and_a_key_weighs_two(sample_corpus):
+    """The signal as the database sums it: a keyed caller's two votes split 2:1 over its questions, an
+    anonymous client's one vote, a feedback report's vote of its own."""
+    QueryRecord.objects.bulk_create([_row("retry webhooks forever", key_name="team", ago=timedelta(hours=3)),
+                                     _row("retry webhooks forever", key_name="team", ago=timedelta(hours=2)),
+                                     _row("pay in crypto", key_name="team", verdict=QueryRecord.PARTIAL),
+                                     _row("retry webhooks forever", client="anon/1")])
+    Feedback.objects.create(at=timezone.now(), corpus="sample", verdict=Feedback.MISSING, query="gift cards",
+                            client="agent/2")
+    found = selectors.gap_candidates(selectors.period_for(sample_corpus))
+    assert [c.query for c in found] == ["retry webhooks forever", "gift cards", "pay in crypto"]
+    retry, gifts, crypto = found
+    assert retry.votes == pytest.approx(2 * 2 / 3 + 1) and crypto.votes == pytest.approx(2 / 3)
+    assert gifts.votes == pytest.approx(1) and (gifts.missing, gifts.calls) == (1, 0)
+    assert retry.callers == {"key:team", "anonymous:anon/1"} and (retry.calls, retry.not_covered) == (3, 3)
+    assert (crypto.partial, crypto.verdict) == (1, QueryRecord.PARTIAL)
+    assert retry.last - retry.first >= timedelta(minutes=89)
+
+
+def test_the_gap_list_reloaded_without_new_traffic_does_not_rescan_the_log(sample_corpus, settings):
+    """One indexed query tells a reload that nothing arrived; a new search, a new report and a dismissed
+    report are in the very next list."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from insights.services import feedback_dismiss
+
+    settings.DOCSMCP_INSIGHTS_CACHE_SECONDS = 30
+    QueryRecord.objects.bulk_create([_row("Can customers pay with Apple Pay?")])
+
+    def listed() -> set[str]:
+        return {c.query for c in selectors.recent_gap_candidates(selectors.period_for(sample_corpus))}
+
+    assert listed() == {"Can customers pay with Apple Pay?"}
+    with CaptureQueriesContext(connection) as queries:
+        assert listed() == {"Can customers pay with Apple Pay?"}
+    assert len(queries.captured_queries) == 1, queries.captured_queries
+    QueryRecord.objects.bulk_create([_row("Is there a PHP SDK?", client="cursor/1.2")])
+    assert listed() == {"Can customers pay with Apple Pay?", "Is there a PHP SDK?"}
+    report = Feedback.objects.create(at=timezone.now(), corpus="sample", verdict=Feedback.MISSING,
+                                     query="gift cards", client="agent/2")
+    assert "gift cards" in listed()
+    feedback_dismiss(item=report, reason="spam")
+    assert "gift cards" not in listed()
+    settings.DOCSMCP_INSIGHTS_CACHE_SECONDS = 0  # off: every list reads the log
+    with CaptureQueriesContext(connection) as queries:
+        listed()
+    assert any("ROW_NUMBER" in q["sql"] for q in queries.captured_queries)

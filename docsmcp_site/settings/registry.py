@@ -308,7 +308,7 @@ SETTINGS: tuple[Setting, ...] = (
             "corpus's settings `{\"low_score\": ...}` override it (docs/feedback.md)", maximum=1),
     Setting("DOCSMCP_INSIGHTS_CACHE_SECONDS", "int", 30, _LOG,
             "seconds a corpus's insights page reuses its calls per day, top queries and pages (`0`: always "
-            "recomputed)"),
+            "recomputed, and the gap list's questions too, which are otherwise reused until a call arrives)"),
     Setting("DOCSMCP_EVAL_ALLOWED_URLS", "list", (), _LOG,
             "URL prefixes eval runs over HTTP may target besides this server's own `/mcp/` URLs", shown="none"),
     # citeloom profile
