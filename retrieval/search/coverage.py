@@ -86,7 +86,7 @@ class Evidence:
     cosine: float | None  # the best hit's cosine to the question; None without semantic vectors
     terms: int  # the question's informative terms
     runner_up: float = 0.0  # the second-best hit's share: an answered question's words recur in its pages
-    absent: float = 0.0  # the share of the question's term weight in terms no chunk of the corpus holds
+    absent: float = 0.0  # the share of the question's term weight in terms the corpus never uses
 
 
 
@@ -130,8 +130,8 @@ def features_of(evidence: Evidence) -> tuple[float, ...]:
 
 # Logistic models of P(the docs answer the question), fitted by bench/answerability.py --fit:
 # (lexical, log(1 + terms), runner-up, absent, bias) and the same with the cosine before the bias.
-LEXICAL_MODEL = (3.522, 1.263, 2.204, -4.515, -3.997)
-SEMANTIC_MODEL = (3.085, 0.487, 0.204, -4.958, 10.949, -6.618)
+LEXICAL_MODEL = (3.448, 1.264, 2.322, -4.491, -4.014)
+SEMANTIC_MODEL = (2.865, 0.457, 0.351, -5.018, 11.078, -6.556)
 
 
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ed", "ly", "es", "s", "e")
@@ -222,22 +222,25 @@ def _holds_word(text: str, root: str, endings: frozenset[str]) -> bool:
     return False
 
 
-def lexical_shares(terms: Sequence[str], weights: np.ndarray, texts: Iterable[str]) -> tuple[float, float]:
-    """The best and second-best texts' shares of the terms' weight; an identifier (`client.list_users`) is
-    looked up as it is written."""
+def lexical_shares(terms: Sequence[str], weights: np.ndarray,
+                   texts: Iterable[str]) -> tuple[float, float, np.ndarray]:
+    """The best and second-best texts' shares of the terms' weight, and which terms some text holds; an
+    identifier (`client.list_users`) is looked up as it is written."""
+    found = np.zeros(len(terms), dtype=bool)
     total = float(weights.sum())
     if total <= 0:
-        return 0.0, 0.0
-    wanted = [(term, _is_identifier(term), _root_and_endings(term), float(w))
-              for term, w in zip(terms, weights, strict=True)]
+        return 0.0, 0.0, found
+    wanted = [(term, _is_identifier(term), _root_and_endings(term)) for term in terms]
     shares = [0.0, 0.0]
     for text in texts:
         raw = text.lower()
         spaced = raw.replace("_", " ").replace("-", " ")
-        shares.append(sum(w for term, identifier, (root, endings), w in wanted
-                          if (term in raw if identifier else _holds_word(spaced, root, endings))) / total)
+        held = np.array([term in raw if identifier else _holds_word(spaced, root, endings)
+                         for term, identifier, (root, endings) in wanted])
+        found |= held
+        shares.append(float(weights[held].sum()) / total)
     best, runner_up = sorted(shares, reverse=True)[:2]
-    return best, runner_up
+    return best, runner_up, found
 
 
 def evidence(index: Index, query: str, positions: Sequence[int], query_vector: np.ndarray | None,
@@ -257,8 +260,9 @@ def evidence(index: Index, query: str, positions: Sequence[int], query_vector: n
             texts = [hit_text(row["title"] or "", row["breadcrumb"] or "", row["heading"] or "", content)
                      for row, content in zip(rows, index.contents(top), strict=True)]
         weights, unknown = term_weights(terms, index.lexicon())
-        lexical, runner_up = lexical_shares(terms, weights, texts)
-        absent = float(weights[unknown].sum() / weights.sum())
+        lexical, runner_up, found = lexical_shares(terms, weights, texts)
+        # unknown to the lexicon, which spells words as written, and in no hit under any ending
+        absent = float(weights[unknown & ~found].sum() / weights.sum())
     cosine = None
     if query_vector is not None:
         cosine = float(index.vectors().dots(query_vector, np.asarray(top, dtype=np.int64)).max())
