@@ -130,8 +130,8 @@ def features_of(evidence: Evidence) -> tuple[float, ...]:
 
 # Logistic models of P(the docs answer the question), fitted by bench/answerability.py --fit:
 # (lexical, log(1 + terms), runner-up, absent, bias) and the same with the cosine before the bias.
-LEXICAL_MODEL = (3.448, 1.264, 2.322, -4.491, -4.014)
-SEMANTIC_MODEL = (2.865, 0.457, 0.351, -5.018, 11.078, -6.556)
+LEXICAL_MODEL = (3.406, 1.257, 2.363, -4.495, -3.991)
+SEMANTIC_MODEL = (2.889, 0.467, 0.341, -5.016, 11.078, -6.583)
 
 
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ed", "ly", "es", "s", "e")
@@ -158,7 +158,8 @@ def question_terms(query: str) -> list[str]:
 
 
 _PLAIN_WORD = re.compile(r"[a-z0-9][a-z0-9+#]*")
-# English function words, spelt as `words` leaves them (plurals cut: "does" is "doe", "was" is "wa").
+# English function words, and the words that frame a question rather than name its topic ("VACUUM
+# explained", "an example of"), spelt as `words` leaves them (plurals cut: "does" is "doe", "was" is "wa").
 QUESTION_WORDS = frozenset({
     "about", "above", "after", "again", "against", "all", "also", "am", "any", "because", "been", "before",
     "being", "below", "between", "both", "but", "can", "cannot", "could", "did", "do", "doe", "doing", "done",
@@ -169,7 +170,9 @@ QUESTION_WORDS = frozenset({
     "their", "theirs", "them", "themselves", "then", "there", "these", "they", "those", "through", "thu",
     "too", "under", "until", "up", "upon", "very", "wa", "want", "way", "we", "were", "what", "whatever",
     "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "would", "yet",
-    "anyone", "anything", "someone", "something", "thing"
+    "anyone", "anything", "someone", "something", "thing",
+    "explain", "explained", "explaining", "explanation", "example", "tutorial", "overview", "introduction",
+    "meaning", "mean", "describe", "described", "description",
 })
 
 
