@@ -95,7 +95,7 @@ def test_missing_terms_are_empty_when_the_page_has_every_word():
 
 # --- the heuristic proposal: an outline the author writes ------------------------------------------------
 
-ANSWER = ("When a key sends more than its rate limit, the API answers HTTP 429 Too Many Requests. Handle the "
+ANSWER = ("When a key exceeds its rate limit, the API answers HTTP 429 Too Many Requests. Handle the "
           "error by waiting for the Retry-After header, then retry: the limit is 600 requests a minute.")
 
 
