@@ -47,7 +47,7 @@ from retrieval.fixes.edits import content_hash, unified_diff
 from retrieval.fixes.heuristics import analyse_corpus, heuristic_fixes
 from retrieval.fixes.llm import LLMFixer, llm_candidates
 from retrieval.fixes.preview import Preview, preview_change
-from retrieval.ingest.sources import MARKDOWN_SUFFIXES
+from retrieval.ingest.scan import MARKDOWN_SUFFIXES
 
 from .errors import CorpusError, FixError, UnsafeFixTarget
 from .execution import source_root

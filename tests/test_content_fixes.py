@@ -16,7 +16,7 @@ from corpus.models import Corpus, FixProposal
 from retrieval.fixes.content import CONTENT_PROMPT, FENCE, intent_heading, missing_terms
 from retrieval.fixes.edits import content_hash, frontmatter_extend
 from retrieval.ingest.build import BuildRequest, build_index
-from retrieval.ingest.sources import validate_corpus
+from retrieval.ingest.validate import validate_corpus
 from retrieval.search.engine import SearchRequest, search
 from retrieval.search.index import Index
 from tests.openai_stub import openai_stub
@@ -220,7 +220,7 @@ def test_front_matter_keyword_edits_keep_strings_flow_lists_and_crlf():
 
 
 def test_identifier_keywords_join_the_ident_column_and_the_first_chunk_embeds_them(tmp_path):
-    from retrieval.ingest.sources import process_file
+    from retrieval.ingest.pages import process_file
 
     raw = b"---\nkeywords: [max_connections, pool size]\n---\n# Pool\n\nIntro.\n\n## Tuning\n\nText.\n"
     result = process_file("pool.md", raw, "", {}, {})

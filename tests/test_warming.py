@@ -232,7 +232,7 @@ def test_a_parallel_parse_leaves_no_process_behind_and_its_workers_cpu_is_counte
     out = _fresh_python(
         "import json, os, resource, sys\n"
         "from pathlib import Path\n"
-        "from retrieval.ingest.sources import process_corpus, scan_corpus\n"
+        "from retrieval.ingest.folder import scan_corpus\nfrom retrieval.ingest.validate import process_corpus\n"
         f"results = process_corpus(scan_corpus(Path({str(docs)!r})), workers=2)\n"
         "children = [c for t in os.listdir('/proc/self/task')\n"
         "            for c in open(f'/proc/self/task/{t}/children').read().split()]\n"

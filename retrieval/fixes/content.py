@@ -27,9 +27,10 @@ from pathlib import Path
 
 from retrieval.errors import ConfigError, ContentFixError, LLMFixError
 from retrieval.format.terms import identifier_terms
+from retrieval.ingest.folder import scan_corpus
 from retrieval.ingest.keywords import KEY, MAX_KEYWORD_CHARS, MAX_KEYWORDS, page_keywords
+from retrieval.ingest.pages import FileResult, file_text, process_file
 from retrieval.ingest.parsing import parse_markdown
-from retrieval.ingest.sources import FileResult, file_text, process_file, scan_corpus
 
 from .base import Change, FixContext, ProposedFix, make_fix
 from .edits import frontmatter_extend, preserving_newlines
