@@ -22,7 +22,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from retrieval.errors import ConfigError, LLMFixError, UnsafeTarget
+from retrieval.errors import ConfigError, ContentFixError, LLMFixError, UnsafeTarget
 from retrieval.fixes.apply import atomic_write, current_hash, resolve_target
 from retrieval.fixes.base import ProposedFix, Thresholds
 from retrieval.fixes.content import (
@@ -31,22 +31,17 @@ from retrieval.fixes.content import (
     MAX_FEEDBACK_CHARS,
     MAX_QUESTION_CHARS,
     MAX_QUESTIONS,
-    ContentFixError,
-    Draft,
-    check_draft,
-    clean_texts,
-    draft_text,
-    llm_content_fix,
-    outline_fix,
     page_context,
-    page_outline_fix,
     quoted,
-    unwritten,
 )
+from retrieval.fixes.drafts import Draft, check_draft, draft_text
 from retrieval.fixes.edits import content_hash, unified_diff
 from retrieval.fixes.heuristics import analyse_corpus, heuristic_fixes
 from retrieval.fixes.llm import LLMFixer, llm_candidates
+from retrieval.fixes.llm_content import llm_content_fix
+from retrieval.fixes.outline import outline_fix, page_outline_fix, unwritten
 from retrieval.fixes.preview import Preview, preview_change
+from retrieval.fixes.questions import clean_texts
 from retrieval.ingest.scan import MARKDOWN_SUFFIXES
 
 from .errors import CorpusError, FixError, UnsafeFixTarget

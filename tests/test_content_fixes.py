@@ -13,8 +13,9 @@ import pytest
 from corpus.errors import FixError
 from corpus.fixes import content_fix_propose, content_fix_write, fix_approve, fix_preview
 from corpus.models import Corpus, FixProposal
-from retrieval.fixes.content import CONTENT_PROMPT, FENCE, intent_heading, missing_terms
 from retrieval.fixes.edits import content_hash, frontmatter_extend
+from retrieval.fixes.llm_content import CONTENT_PROMPT, FENCE
+from retrieval.fixes.questions import intent_heading, missing_terms
 from retrieval.ingest.build import BuildRequest, build_index
 from retrieval.ingest.validate import validate_corpus
 from retrieval.search.engine import SearchRequest, search
