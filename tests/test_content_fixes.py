@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from corpus.content_fixes import content_fix_propose, content_fix_write
 from corpus.errors import FixError
-from corpus.fixes import content_fix_propose, content_fix_write, fix_approve, fix_preview
+from corpus.fix_decisions import fix_approve, fix_preview
 from corpus.models import Corpus, FixProposal
 from retrieval.fixes.edits import content_hash, frontmatter_extend
 from retrieval.fixes.llm_content import CONTENT_PROMPT, FENCE

@@ -14,15 +14,8 @@ import pytest
 from django.core.management import call_command
 
 from corpus.errors import FixError, UnsafeFixTarget
-from corpus.fixes import (
-    fix_approve,
-    fix_approve_many,
-    fix_preview,
-    fix_reject,
-    fix_reject_many,
-    fix_scan,
-    fix_scan_report,
-)
+from corpus.fix_decisions import fix_approve, fix_approve_many, fix_preview, fix_reject, fix_reject_many
+from corpus.fixes import fix_scan, fix_scan_report
 from corpus.models import Corpus, FixDecision, FixProposal
 from retrieval.fixes.apply import UnsafeTarget, resolve_target
 from retrieval.fixes.edits import content_hash, frontmatter_set, json_append, unified_diff

@@ -270,7 +270,8 @@ def test_a_single_version_corpus_gets_no_version_filter(copy_sample_docs, index_
 
 
 def test_an_approved_fix_on_a_git_source_is_a_commit_on_a_branch_and_a_patch(tmp_path, git_cache, index_root, client):
-    from corpus.fixes import fix_approve, fix_scan
+    from corpus.fix_decisions import fix_approve
+    from corpus.fixes import fix_scan
     from tests.git_helpers import Repo
 
     repo = Repo(tmp_path / "bare-docs")

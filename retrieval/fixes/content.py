@@ -15,7 +15,7 @@ applied only while the page is unchanged) whose text the author writes or edits 
   line of the page; the page must still parse, with its old headings and blocks intact.
 
 This module holds what both share: the kinds, the limits, the page a fix reads. Plain Python:
-`corpus.fixes.content_fix_propose` stores the proposal.
+`corpus.content_fixes.content_fix_propose` stores the proposal.
 """
 
 from __future__ import annotations
