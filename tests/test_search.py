@@ -445,7 +445,7 @@ def test_a_corpus_new_build_replaces_its_previous_index_in_the_cache(handwritten
     import shutil
     import weakref
 
-    from retrieval.search.index import IndexCache
+    from retrieval.search.index_cache import IndexCache
 
     rebuilt = tmp_path / "rebuilt"
     shutil.copytree(handwritten_index.path, rebuilt)

@@ -22,7 +22,7 @@ from corpus.models import BuildRun
 from corpus.serving import active_index
 from retrieval.embeddings import get_provider
 from retrieval.ingest.build import BuildRequest, build_index
-from retrieval.search.index import IndexCache
+from retrieval.search.index_cache import IndexCache
 from tests.conftest import ROOT, SAMPLE_DOCS
 from tests.test_celery_worker import _database_url
 from tests.test_deploy_e2e import free_port, stop
