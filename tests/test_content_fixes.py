@@ -14,7 +14,8 @@ from corpus.content_fixes import content_fix_propose, content_fix_write
 from corpus.errors import FixError
 from corpus.fix_decisions import fix_approve, fix_preview
 from corpus.models import Corpus, FixProposal
-from retrieval.fixes.edits import content_hash, frontmatter_extend
+from retrieval.fixes.edits import content_hash
+from retrieval.fixes.frontmatter_edits import frontmatter_extend
 from retrieval.fixes.llm_content import CONTENT_PROMPT, FENCE
 from retrieval.fixes.questions import intent_heading, missing_terms
 from retrieval.ingest.build import BuildRequest, build_index

@@ -31,7 +31,9 @@ from retrieval.ingest.parsing import ParsedDocument, parse_markdown
 from retrieval.ingest.scan import CorpusScan, Finding
 from retrieval.ingest.validate import process_corpus
 
-from .edits import content_hash, frontmatter_set, json_append, json_set, replace_span, unified_diff
+from .edits import content_hash, replace_span, unified_diff
+from .frontmatter_edits import frontmatter_set
+from .json_edits import json_append, json_set
 
 # Every kind a proposal can have; the admin's filter and the docs are generated from this tuple.
 KINDS = ("bootstrap-manifest", "deeper-split", "shallower-split", "strategy-tune", "taxonomy-value", "hint-fix",

@@ -12,7 +12,8 @@ from retrieval.ingest.pages import FileResult, file_text
 from retrieval.ingest.parsing import parse_markdown
 
 from .content import MAX_HEADING_CHARS, MAX_SECTION_CHARS, quoted
-from .edits import frontmatter_extend, preserving_newlines
+from .edits import preserving_newlines
+from .frontmatter_edits import frontmatter_extend
 
 
 def motivating_finding(relpath: str, questions: list[str], feedback: list[str], *, draft: Draft | None = None,
