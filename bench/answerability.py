@@ -187,8 +187,9 @@ def main(argv=None) -> int:
 
     from corpus.serving import active_index, embedder_for
     from retrieval.search.coverage import COVERAGE_DEPTH, coverage_of, evidence, hit_text
-    from retrieval.search.engine import SearchRequest, rank, search
+    from retrieval.search.engine import SearchRequest, search
     from retrieval.search.filters import plan_filters
+    from retrieval.search.ranking import rank
 
     call_command("migrate", verbosity=0)
     corpora = (*cross_corpus.CORPORA, HELD_OUT) if args.held_out else cross_corpus.CORPORA

@@ -25,8 +25,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     sys.path.insert(0, args.root)
+    from retrieval.ingest.folder import scan_corpus
+    from retrieval.ingest.pages import file_text
     from retrieval.ingest.sitegen import clean
-    from retrieval.ingest.sources import file_text, scan_corpus
 
     for folder in args.folders:
         scan = scan_corpus(Path(folder))

@@ -201,11 +201,13 @@ def main() -> None:
                 "/api/v1/corpora/sample/feedback", "/api/v1/corpora/sample/gaps"]
         print(f"{Gap.objects.count()} gap groups; {args.repeat} warm loads each: median / max", file=sys.stderr)
         from insights import selectors
+        from insights.feedback_reads import feedback_by_page
         from insights.gaps import gap_list
+        from insights.traffic import page_reads, top_queries, traffic
 
         period = selectors.period_for(CorpusModel.objects.get(name="sample"))
-        parts = {"traffic": selectors.traffic, "top_queries": selectors.top_queries,
-                 "page_reads": selectors.page_reads, "feedback_by_page": selectors.feedback_by_page,
+        parts = {"traffic": traffic, "top_queries": top_queries,
+                 "page_reads": page_reads, "feedback_by_page": feedback_by_page,
                  "gap_list": lambda p: gap_list(corpus=CorpusModel.objects.get(name="sample"), period=p)}
         for label, fn in parts.items():
             start = time.perf_counter()

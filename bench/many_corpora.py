@@ -51,7 +51,7 @@ worker = time.perf_counter() - forked
 from corpus.serving import corpus_search, corpora_search
 from django.conf import settings
 from retrieval.search.engine import SearchRequest
-from retrieval.search.index import INDEXES
+from retrieval.search.index_cache import INDEXES
 names = json.loads(os.environ["BENCH_NAMES"])
 queries = json.loads(os.environ["BENCH_QUERIES"])
 rounds = int(os.environ["BENCH_ROUNDS"])

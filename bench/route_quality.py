@@ -65,7 +65,7 @@ def main() -> None:
     from corpus.serving import corpora as corpora_module
     from corpus.serving import corpora_search, corpus_search, readable_corpus_names
     from retrieval.search.engine import SearchRequest
-    from retrieval.search.index import INDEXES
+    from retrieval.search.index_cache import INDEXES
 
     INDEXES.configure(budget_bytes=None, max_open=None)
     names = readable_corpus_names()

@@ -30,7 +30,7 @@ ROOT = Path.cwd()
 sys.path.insert(0, str(ROOT))
 
 from retrieval.ingest import git  # noqa: E402
-from retrieval.ingest.sources import scan_tree  # noqa: E402
+from retrieval.ingest.tree import scan_tree  # noqa: E402
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost", "GIT_COMMITTER_NAME": "bench",
            "GIT_COMMITTER_EMAIL": "bench@localhost"}

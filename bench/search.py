@@ -151,10 +151,11 @@ def rss_mb() -> tuple[float, float]:
 
 
 def bench(args) -> dict:
-    from retrieval.search.engine import SearchRequest, rank, search
+    from retrieval.search.engine import SearchRequest, search
     from retrieval.search.filters import plan_filters
     from retrieval.search.index import Index
     from retrieval.search.legs import lexical_queries
+    from retrieval.search.ranking import rank
 
     path = ensure_index(args)
     started = time.perf_counter()

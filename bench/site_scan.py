@@ -84,7 +84,8 @@ def scan_text(text: str) -> list[tuple[str, str]]:
 
 def altered_code_spans(folder: Path, examples: int) -> tuple[int, int, list[str]]:
     """(spans in prose, spans the cleaned text lost, examples) over the pages of `folder`."""
-    from retrieval.ingest.sources import file_text, scan_corpus, served_text
+    from retrieval.ingest.folder import scan_corpus
+    from retrieval.ingest.pages import file_text, served_text
 
     scan = scan_corpus(folder)
     if scan.generator in ("hugo", "jekyll"):

@@ -20,9 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from retrieval.ingest.folder import scan_corpus  # noqa: E402
+from retrieval.ingest.pages import file_text, process_file  # noqa: E402
 from retrieval.ingest.parsing import parse_markdown  # noqa: E402
 from retrieval.ingest.sitegen import clean  # noqa: E402
-from retrieval.ingest.sources import file_text, process_file, scan_corpus  # noqa: E402
 
 LEFTOVER = re.compile(r"\{\{[<%]|[<%]\}\}|^\s*(?:!!!|\?\?\?|:::|```\{)|^(?:import|export) |</?Tabs?\b|</?TabItem|\{%")
 

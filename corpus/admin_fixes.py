@@ -15,17 +15,9 @@ from django.utils.html import format_html
 from common.admin_base import ReadOnlyAdmin
 from retrieval.fixes.content import DRAFT_KINDS
 
+from .content_fixes import content_fix_unwritten, content_fix_verdicts, content_fix_write
 from .errors import FixError
-from .fixes import (
-    content_fix_unwritten,
-    content_fix_verdicts,
-    content_fix_write,
-    fix_approve,
-    fix_approve_many,
-    fix_preview,
-    fix_reject,
-    fix_reject_many,
-)
+from .fix_decisions import fix_approve, fix_approve_many, fix_preview, fix_reject, fix_reject_many
 from .models import FixDecision, FixProposal
 
 STATUS_COLOURS = {

@@ -22,8 +22,10 @@ from django.utils import timezone
 from retrieval import storage
 from retrieval.errors import BuildCancelled, GitError, StorageUnavailable, ValidationFailed
 from retrieval.format.metadata import METADATA_FILE, read_metadata
+from retrieval.ingest.folder import scan_corpus
+from retrieval.ingest.pages import FileResult
 from retrieval.ingest.reuse import validate_changed
-from retrieval.ingest.sources import CorpusScan, FileResult, Finding, scan_corpus
+from retrieval.ingest.scan import CorpusScan, Finding
 from retrieval.storage import Location
 
 from .errors import BuildStateConflict, CorpusError, SourceDirNotAllowed

@@ -21,7 +21,8 @@ from django.utils import timezone
 
 from retrieval.allowlist import url_allowed
 from retrieval.ingest import git
-from retrieval.ingest.sources import CorpusScan, scan_tree
+from retrieval.ingest.scan import CorpusScan
+from retrieval.ingest.tree import scan_tree
 
 from .errors import CorpusError, SourceDirNotAllowed
 from .models import Corpus

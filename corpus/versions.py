@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import transaction
 
 from retrieval.ingest.build import content_revision
-from retrieval.ingest.sources import scan_corpus
+from retrieval.ingest.folder import scan_corpus
 
 from .errors import CorpusError, CorpusNotFound
 from .execution import source_root

@@ -23,6 +23,7 @@ from corpus.models import Feedback, QueryRecord
 from evals.models import EvalCase
 
 from . import selectors, services
+from .feedback_reads import feedback_get, feedback_list
 from .gaps import GapView, gap_list
 from .models import Gap
 
@@ -229,7 +230,7 @@ def list_queries(request: HttpRequest, name: str, filters: Query[QueryListParams
 def list_feedback(request: HttpRequest, name: str, filters: Query[FeedbackListParams], page: Query[PageParams]):
     """Agents' reports on answers (docs_feedback and its equivalents), newest first; dismissed ones left out."""
     corpus = corpus_selectors.corpus_get(name)
-    return paginate(selectors.feedback_list(corpus=corpus, since=filters.since, verdict=filters.verdict,
+    return paginate(feedback_list(corpus=corpus, since=filters.since, verdict=filters.verdict,
                                             include_dismissed=filters.include_dismissed), page, feedback_out)
 
 
@@ -282,7 +283,7 @@ def feedback_eval_case(request: HttpRequest, name: str, payload: FeedbackEvalCas
                        feedback_id: int = FeedbackId):
     """Make the feedback's question an eval case (expected: `expected_files`, default the page it is about)."""
     corpus = corpus_selectors.corpus_get(name)
-    item = selectors.feedback_get(corpus=corpus, feedback_id=feedback_id)
+    item = feedback_get(corpus=corpus, feedback_id=feedback_id)
     case = services.feedback_eval_case(corpus=corpus, item=item, suite=payload.suite,
                                        expected_files=payload.expected_files)
     return Status(201, case_out(case))
@@ -291,7 +292,7 @@ def feedback_eval_case(request: HttpRequest, name: str, payload: FeedbackEvalCas
 @router.post("/corpora/{name}/feedback/{int:feedback_id}/dismiss", response=FeedbackOut, auth=ADMIN)
 def feedback_dismiss(request: HttpRequest, name: str, payload: DismissIn, feedback_id: int = FeedbackId):
     """Hide the feedback item, with a reason."""
-    item = selectors.feedback_get(corpus=corpus_selectors.corpus_get(name), feedback_id=feedback_id)
+    item = feedback_get(corpus=corpus_selectors.corpus_get(name), feedback_id=feedback_id)
     return feedback_out(services.feedback_dismiss(item=item, reason=payload.reason))
 
 
@@ -299,6 +300,6 @@ def feedback_dismiss(request: HttpRequest, name: str, payload: DismissIn, feedba
 def feedback_fix(request: HttpRequest, name: str, payload: FeedbackFixIn, feedback_id: int = FeedbackId):
     """Ask for a content fix proposal of the page, with the feedback (and the page's other feedback) as context."""
     corpus = corpus_selectors.corpus_get(name)
-    item = selectors.feedback_get(corpus=corpus, feedback_id=feedback_id)
+    item = feedback_get(corpus=corpus, feedback_id=feedback_id)
     proposal = services.feedback_fix(corpus=corpus, item=item, filepath=payload.filepath, use_llm=payload.llm)
     return Status(201, fix_out(proposal))

@@ -4,7 +4,7 @@ Two halves, so a page view never pays for grouping:
 
 - **grouping, off the request path** (`group_pending`, run by the `insights.group_gaps` task in a Celery
   worker or `manage.py serve`'s embedded one): takes the unanswered questions of the last GROUP_DAYS
-  (selectors.gap_candidates: searches judged `not_covered` or `partial`, older records by the
+  (gap_candidates.gap_candidates: searches judged `not_covered` or `partial`, older records by the
   zero-hit/low-score rule, and docs_feedback `missing` reports; strongest signal first, at most
   PER_CALLER per caller), and puts the ones no group holds yet into groups: embedded with the bundled
   local model whatever the corpus was built with (text similarity where it cannot load), compared with
@@ -12,8 +12,8 @@ Two halves, so a page view never pays for grouping:
   A new question joins a stored group or makes a new one; a stored group keeps its ID, its decisions
   and its links. At most MAX_NEW questions per run: a flood costs the worker a bounded run, not a page.
 - **the list, on the request path** (`gap_list`): a fixed number of queries whatever the traffic (the
-  candidates, their groups, the groups), ranked by signal (selectors.gap_candidates, summed and ranked
-  in the database; reused while the corpus has no new record, selectors.recent_gap_candidates). Questions
+  candidates, their groups, the groups), ranked by signal (gap_candidates.gap_candidates, summed and ranked
+  in the database; reused while the corpus has no new record, gap_candidates.recent_gap_candidates). Questions
   not grouped yet are counted as pending and a grouping run is queued (at most one a minute per corpus).
 
 Changing the corpus's `gap_similarity` regroups its open groups that have no eval case or fix: the next
@@ -39,8 +39,9 @@ from django.db import connections, transaction
 
 from corpus.models import BuildRun, Corpus, FixProposal, QueryRecord
 
+from .gap_candidates import Candidate, gap_candidates, recent_gap_candidates
 from .models import Gap, GapQuery
-from .selectors import Candidate, Period, gap_candidates, period_for, recent_gap_candidates
+from .selectors import Period, period_for
 from .similarity import GROUP_THRESHOLD, TEXT_THRESHOLD, cluster, grouping_provider, pair_similarity
 
 log = logging.getLogger("docsmcp.insights")

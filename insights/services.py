@@ -2,7 +2,7 @@
 
 - make it an eval case: a case in the suite of the author's choice, asking the gap's question and
   expecting the page(s) the author picked, so every later run of that suite says whether it is answered;
-- ask for a content fix: `corpus.fixes.content_fix_propose`, with the questions and feedback as
+- ask for a content fix: `corpus.content_fixes.content_fix_propose`, with the questions and feedback as
   context; the proposal is reviewed and applied like every other fix;
 - dismiss it, with a reason (a gap reappears when new queries of it arrive).
 
@@ -142,9 +142,9 @@ def feedback_eval_case(*, corpus: Corpus, item: Feedback, suite: str, expected_f
 def _propose(*, corpus: Corpus, filepath: str, questions: list[str], feedback: list[str],
              use_llm: bool, heading: str | None = None) -> FixProposal:
     try:
-        from corpus.fixes import content_fix_propose
+        from corpus.content_fixes import content_fix_propose
     except ImportError:
-        raise FixUnavailable("this server has no content fixer (corpus.fixes.content_fix_propose); upgrade "
+        raise FixUnavailable("this server has no content fixer (corpus.content_fixes.content_fix_propose); upgrade "
                              "docsmcp, or edit the page by hand") from None
     return content_fix_propose(corpus=corpus, filepath=filepath, questions=questions, feedback=feedback,
                                use_llm=use_llm, heading=heading)

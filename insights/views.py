@@ -21,8 +21,10 @@ from evals.models import EvalSuite
 
 from . import charts, selectors, served, services
 from .errors import InsightsError
+from .feedback_reads import feedback, feedback_by_page, feedback_get
 from .gaps import gap_list
 from .models import Gap
+from .traffic import cached_aggregates
 
 PERIODS = (1, 7, 30, 90, 365)
 
@@ -69,10 +71,10 @@ def _trend_chart(trend: list[dict]):
 def corpus_detail(request: HttpRequest, name: str):
     corpus = _corpus_or_404(name)
     period = _period(request, corpus)
-    found = selectors.cached_aggregates(period)
+    found = cached_aggregates(period)
     seen = found["traffic"]
     trend = seen.builds
-    feedback_pages = selectors.feedback_by_page(period)
+    feedback_pages = feedback_by_page(period)
     for row in feedback_pages:
         row["bar"] = charts.verdict_bar(row["verdicts"])
     top = [dict(q) for q in found["top_queries"]]
@@ -92,7 +94,7 @@ def corpus_detail(request: HttpRequest, name: str):
         "partial_gaps": [row for row in shown if row[0].verdict == "partial"][:50], "gap_total": len(gaps),
         "gaps_pending": found_gaps.pending, "unjudged": found_gaps.unjudged or seen.summary["unjudged"],
         "pages": found["pages"], "feedback_pages": feedback_pages,
-        "feedback_items": list(selectors.feedback(period)[:30]), "tools": seen.tools,
+        "feedback_items": list(feedback(period)[:30]), "tools": seen.tools,
         "verdict_colors": charts.VERDICT_COLORS,
         "dismissed": Gap.objects.filter(corpus=corpus.family.name, status=Gap.DISMISSED).count(),
     })
@@ -152,7 +154,7 @@ def gap_detail(request: HttpRequest, name: str, gap_id: int):
 def feedback_detail(request: HttpRequest, name: str, feedback_id: int):
     corpus = _corpus_or_404(name)
     try:
-        item = selectors.feedback_get(corpus=corpus, feedback_id=feedback_id)
+        item = feedback_get(corpus=corpus, feedback_id=feedback_id)
     except (CorpusError, InsightsError) as exc:
         raise Http404(str(exc)) from None
     if request.method == "POST":

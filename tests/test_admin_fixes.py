@@ -145,7 +145,7 @@ def test_only_a_reviewer_writes_an_outlines_text_and_bad_text_is_refused_with_th
                                                                                         django_user_model):
     from django.contrib.auth.models import Permission
 
-    from corpus.fixes import content_fix_propose
+    from corpus.content_fixes import content_fix_propose
 
     outline = content_fix_propose(corpus=corpus, filepath="guides/typo.md", questions=["Is there a PHP SDK?"],
                                   feedback=[])

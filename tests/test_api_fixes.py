@@ -103,7 +103,7 @@ def test_a_proposal_of_another_corpus_is_404(client, docs, sample_corpus):
 
 
 def test_an_outline_gets_its_text_over_rest_before_it_can_be_approved(client, docs):
-    from corpus.fixes import content_fix_propose
+    from corpus.content_fixes import content_fix_propose
 
     corpus, root = docs
     outline = content_fix_propose(corpus=corpus, filepath="page.md", questions=["Can customers pay with Apple Pay?"],

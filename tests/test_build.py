@@ -23,7 +23,8 @@ from retrieval import storage
 from retrieval.embeddings import EmbeddingSpec, check_compatible, get_provider
 from retrieval.errors import EmbeddingMismatch
 from retrieval.format.metadata import read_metadata
-from retrieval.ingest.sources import process_corpus, scan_corpus
+from retrieval.ingest.folder import scan_corpus
+from retrieval.ingest.validate import process_corpus
 from tests.cli_helpers import build_cmd, build_corpus
 
 pytestmark = pytest.mark.django_db

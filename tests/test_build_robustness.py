@@ -23,7 +23,7 @@ from corpus.models import BuildRun, Corpus
 from corpus.providers import cached_provider
 from corpus.services import build_cancel, build_request, corpus_create, corpus_update, expire_builds
 from corpus.serving import active_index, forget_active, query_embedder
-from retrieval.ingest.sources import validate_corpus
+from retrieval.ingest.validate import validate_corpus
 from tests.cli_helpers import build_cmd
 from tests.openai_stub import openai_stub
 

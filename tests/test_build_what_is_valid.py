@@ -15,7 +15,8 @@ from corpus.models import BuildRun, Corpus
 from corpus.services import corpus_update
 from corpus.serving import corpus_documents
 from retrieval.ingest.exclude import Excluder, parse_rules
-from retrieval.ingest.sources import scan_corpus, scan_tree
+from retrieval.ingest.folder import scan_corpus
+from retrieval.ingest.tree import scan_tree
 from tests.cli_helpers import build_cmd, build_corpus
 
 BAD_FRONT_MATTER = "---\ntitle: [unclosed\n---\n# Broken\n\nText.\n"

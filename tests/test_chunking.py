@@ -12,9 +12,11 @@ import pytest
 
 from retrieval.format.slugs import slugify
 from retrieval.ingest.chunking import chunk_document
+from retrieval.ingest.folder import scan_corpus
 from retrieval.ingest.manifest import Strategy, parse_manifest
+from retrieval.ingest.pages import process_file
 from retrieval.ingest.parsing import parse_markdown
-from retrieval.ingest.sources import process_corpus, process_file, scan_corpus
+from retrieval.ingest.validate import process_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = ROOT / "corpus" / "sample_docs"

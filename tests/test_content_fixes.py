@@ -10,13 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from corpus.content_fixes import content_fix_propose, content_fix_write
 from corpus.errors import FixError
-from corpus.fixes import content_fix_propose, content_fix_write, fix_approve, fix_preview
+from corpus.fix_decisions import fix_approve, fix_preview
 from corpus.models import Corpus, FixProposal
-from retrieval.fixes.content import CONTENT_PROMPT, FENCE, intent_heading, missing_terms
-from retrieval.fixes.edits import content_hash, frontmatter_extend
+from retrieval.fixes.edits import content_hash
+from retrieval.fixes.frontmatter_edits import frontmatter_extend
+from retrieval.fixes.llm_content import CONTENT_PROMPT, FENCE
+from retrieval.fixes.questions import intent_heading, missing_terms
 from retrieval.ingest.build import BuildRequest, build_index
-from retrieval.ingest.sources import validate_corpus
+from retrieval.ingest.validate import validate_corpus
 from retrieval.search.engine import SearchRequest, search
 from retrieval.search.index import Index
 from tests.openai_stub import openai_stub
@@ -220,7 +223,7 @@ def test_front_matter_keyword_edits_keep_strings_flow_lists_and_crlf():
 
 
 def test_identifier_keywords_join_the_ident_column_and_the_first_chunk_embeds_them(tmp_path):
-    from retrieval.ingest.sources import process_file
+    from retrieval.ingest.pages import process_file
 
     raw = b"---\nkeywords: [max_connections, pool size]\n---\n# Pool\n\nIntro.\n\n## Tuning\n\nText.\n"
     result = process_file("pool.md", raw, "", {}, {})

@@ -14,19 +14,14 @@ import pytest
 from django.core.management import call_command
 
 from corpus.errors import FixError, UnsafeFixTarget
-from corpus.fixes import (
-    fix_approve,
-    fix_approve_many,
-    fix_preview,
-    fix_reject,
-    fix_reject_many,
-    fix_scan,
-    fix_scan_report,
-)
+from corpus.fix_decisions import fix_approve, fix_approve_many, fix_preview, fix_reject, fix_reject_many
+from corpus.fixes import fix_scan, fix_scan_report
 from corpus.models import Corpus, FixDecision, FixProposal
 from retrieval.fixes.apply import UnsafeTarget, resolve_target
-from retrieval.fixes.edits import content_hash, frontmatter_set, json_append, unified_diff
+from retrieval.fixes.edits import content_hash, unified_diff
+from retrieval.fixes.frontmatter_edits import frontmatter_set
 from retrieval.fixes.heuristics import analyse_corpus, heuristic_fixes, repair_hint
+from retrieval.fixes.json_edits import json_append
 from retrieval.fixes.llm import LLMFixer, file_outline
 from retrieval.ingest.manifest import parse_manifest, resolve_file_config
 from tests.conftest import SAMPLE_DOCS

@@ -21,9 +21,11 @@ from corpus.models import BuildRun, Corpus, Feedback, FixProposal, QueryRecord
 from corpus.services import build_request
 from insights import gaps as gaps_module
 from insights import selectors
+from insights.gap_candidates import PER_CALLER, gap_candidates, recent_gap_candidates
 from insights.gaps import gap_list, gaps_refresh, group_pending
 from insights.models import Gap, GapQuery
 from insights.tasks import group_gaps
+from insights.traffic import per_day, summary
 from mcp_endpoint import profiles, ratelimit
 from tests.api_helpers import call as api
 from tests.profile_fixtures import call as tool
@@ -150,18 +152,18 @@ def test_a_flood_of_one_callers_questions_does_not_push_real_gaps_out(sample_cor
     with django_assert_max_num_queries(12):
         listed = api(client, "get", "/corpora/sample/gaps", key=key)
     assert listed.status_code == 200 and listed.json()["items"] == []
-    assert int(listed["X-Docsmcp-Gaps-Pending"]) == 3 + selectors.PER_CALLER
+    assert int(listed["X-Docsmcp-Gaps-Pending"]) == 3 + PER_CALLER
     assert queued == [("insights.group_gaps", sample_corpus.pk)] and not Gap.objects.exists()
 
     # the worker's run (the task the page queued) groups them; the real gaps lead the list
     report = group_gaps(sample_corpus.pk)
-    assert report["grouped"] == 3 + selectors.PER_CALLER
+    assert report["grouped"] == 3 + PER_CALLER
     groups = api(client, "get", "/corpora/sample/gaps?page_size=100", key=key).json()["items"]
     assert [g["representative"] for g in groups[:2]] == ["Can customers pay with Apple Pay?", "Is there a PHP SDK?"]
     assert groups[0]["callers"] == 2 and groups[0]["distinct_queries"] == 2
     junk = [g for g in groups if g["representative"].startswith("zx")]
-    assert len(junk) <= selectors.PER_CALLER and all(g["signal"] < groups[1]["signal"] for g in junk)
-    assert GapQuery.objects.filter(text__startswith="zx").count() == selectors.PER_CALLER
+    assert len(junk) <= PER_CALLER and all(g["signal"] < groups[1]["signal"] for g in junk)
+    assert GapQuery.objects.filter(text__startswith="zx").count() == PER_CALLER
 
 
 def test_partial_groups_are_told_apart_and_older_records_fall_back_to_zero_hits(sample_corpus, settings):
@@ -184,9 +186,9 @@ def test_partial_groups_are_told_apart_and_older_records_fall_back_to_zero_hits(
     assert groups["GraphQL schema for payments"].unjudged == 1
     only_partial = gap_list(corpus=sample_corpus, period=period, verdict="partial").groups
     assert [g.gap.representative for g in only_partial] == ["how do refunds of partial captures work"]
-    s = selectors.summary(period)
+    s = summary(period)
     assert (s["covered"], s["partial"], s["not_covered"], s["unjudged"], s["old_unanswered"]) == (1, 1, 1, 2, 1)
-    days = selectors.per_day(period)
+    days = per_day(period)
     assert tuple(sum(d[k] for d in days) for k in ("covered", "partial", "not_covered", "old_unanswered")) == \
         (1, 1, 1, 1)
 
@@ -275,12 +277,12 @@ def test_feedback_missing_reports_alone_make_a_gap(sample_corpus):
 def test_a_named_caller_is_not_capped_like_an_anonymous_one(sample_corpus):
     """A team's own agent, on one key, asking many real questions keeps them all; one anonymous client
     gets PER_CALLER places."""
-    many = selectors.PER_CALLER + 10
+    many = PER_CALLER + 10
     QueryRecord.objects.bulk_create([_row(f"question {i} about feature{i}", key_name="team-agent") for i in range(many)]
                                     + [_row(f"anon {i} about thing{i}", client="anon/1") for i in range(many)])
-    found = selectors.gap_candidates(selectors.period_for(sample_corpus))
+    found = gap_candidates(selectors.period_for(sample_corpus))
     assert sum(c.query.startswith("question") for c in found) == many
-    assert sum(c.query.startswith("anon") for c in found) == selectors.PER_CALLER
+    assert sum(c.query.startswith("anon") for c in found) == PER_CALLER
 
 
 def test_a_callers_vote_is_split_over_what_it_asked_and_a_key_weighs_two(sample_corpus):
@@ -292,7 +294,7 @@ def test_a_callers_vote_is_split_over_what_it_asked_and_a_key_weighs_two(sample_
                                      _row("retry webhooks forever", client="anon/1")])
     Feedback.objects.create(at=timezone.now(), corpus="sample", verdict=Feedback.MISSING, query="gift cards",
                             client="agent/2")
-    found = selectors.gap_candidates(selectors.period_for(sample_corpus))
+    found = gap_candidates(selectors.period_for(sample_corpus))
     assert [c.query for c in found] == ["retry webhooks forever", "gift cards", "pay in crypto"]
     retry, gifts, crypto = found
     assert retry.votes == pytest.approx(2 * 2 / 3 + 1) and crypto.votes == pytest.approx(2 / 3)
@@ -314,7 +316,7 @@ def test_the_gap_list_reloaded_without_new_traffic_does_not_rescan_the_log(sampl
     QueryRecord.objects.bulk_create([_row("Can customers pay with Apple Pay?")])
 
     def listed() -> set[str]:
-        return {c.query for c in selectors.recent_gap_candidates(selectors.period_for(sample_corpus))}
+        return {c.query for c in recent_gap_candidates(selectors.period_for(sample_corpus))}
 
     assert listed() == {"Can customers pay with Apple Pay?"}
     with CaptureQueriesContext(connection) as queries:

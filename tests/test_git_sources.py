@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 from corpus.errors import CorpusError, SourceDirNotAllowed
 from corpus.gitsource import check_git_url
 from corpus.models import Corpus
-from retrieval.ingest.sources import scan_corpus
+from retrieval.ingest.folder import scan_corpus
 from tests.cli_helpers import build_cmd
 from tests.conftest import SAMPLE_DOCS
 from tests.git_helpers import git, sample_repo
@@ -270,7 +270,8 @@ def test_a_single_version_corpus_gets_no_version_filter(copy_sample_docs, index_
 
 
 def test_an_approved_fix_on_a_git_source_is_a_commit_on_a_branch_and_a_patch(tmp_path, git_cache, index_root, client):
-    from corpus.fixes import fix_approve, fix_scan
+    from corpus.fix_decisions import fix_approve
+    from corpus.fixes import fix_scan
     from tests.git_helpers import Repo
 
     repo = Repo(tmp_path / "bare-docs")
@@ -338,7 +339,7 @@ def test_techdoc_reads_a_document_from_the_version_its_id_names(two_versions, cl
 
 def test_a_commits_tree_scans_like_the_same_directory(repo, git_cache):
     from retrieval.ingest import git as gitlib
-    from retrieval.ingest.sources import scan_tree
+    from retrieval.ingest.tree import scan_tree
 
     (repo.docs / "guides" / "alias.md").symlink_to("retries.md")
     (repo.docs / "escape.md").symlink_to("../README.md")

@@ -13,7 +13,8 @@ from pathlib import Path
 from retrieval.embeddings import get_provider
 from retrieval.ingest import reuse
 from retrieval.ingest.build import BuildRequest, build_index
-from retrieval.ingest.sources import scan_corpus, validate_corpus
+from retrieval.ingest.folder import scan_corpus
+from retrieval.ingest.validate import validate_corpus
 from tests.conftest import ROOT
 
 PAYMENTS = "sdks/python/payments.md"

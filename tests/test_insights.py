@@ -16,9 +16,11 @@ from corpus.apikeys import create_api_key
 from corpus.models import BuildRun, Corpus, Feedback, QueryRecord
 from evals.models import EvalCase
 from insights import selectors
+from insights.feedback_reads import feedback_by_page
 from insights.gaps import gaps_refresh
 from insights.models import Gap
 from insights.similarity import TextSignature, text_similarity
+from insights.traffic import build_trend, page_reads, summary
 from tests.api_helpers import assert_error, call
 
 KUBERNETES = ["kubernetes helm chart", "helm charts on kubernetes", "deploy with helm on kubernetes"]
@@ -92,23 +94,23 @@ def test_admin_index_and_eval_dashboards_link_the_insights(admin_client, db):
 
 def test_summary_counts_zero_hit_and_low_score_searches_without_eval_runs(traffic):
     period = selectors.period_for(traffic)
-    s = selectors.summary(period)
+    s = summary(period)
     assert (s["calls"], s["searches"], s["reads"]) == (20 + 8 + 3 + 13 + 7, 20 + 8 + 3 + 13, 7)
     assert (s["zero"], s["low"]) == (13, 3)
     assert s["zero_share"] == pytest.approx(13 / 44)
-    with_eval = selectors.summary(selectors.period_for(traffic, include_eval=True))
+    with_eval = summary(selectors.period_for(traffic, include_eval=True))
     assert with_eval["zero"] == 18
-    assert selectors.summary(selectors.period_for(traffic, days=60))["searches"] == 45
+    assert summary(selectors.period_for(traffic, days=60))["searches"] == 45
 
 
 def test_the_low_score_threshold_is_a_corpus_setting(traffic):
     traffic.settings = {**traffic.settings, "low_score": 0.95}
     traffic.save()
-    assert selectors.summary(selectors.period_for(traffic))["low"] == 31
+    assert summary(selectors.period_for(traffic))["low"] == 31
 
 
 def test_pages_most_and_least_read(traffic):
-    pages = selectors.page_reads(selectors.period_for(traffic))
+    pages = page_reads(selectors.period_for(traffic))
     assert pages["most"][0] == {"page": "guides/retries.md", "reads": 6, "shown": 20}
     least = {p["page"]: p for p in pages["least"]}
     assert least["guides/payments.md"]["reads"] == 0 and pages["least"][0]["page"] == "guides/payments.md"
@@ -254,14 +256,14 @@ def test_build_trend_orders_builds_by_first_use(traffic):
     BuildRun.objects.create(corpus=traffic, build_id="next-build", status=BuildRun.COMPLETE)
     QueryRecord.objects.bulk_create([record("retry backoff", build="next-build", ago=timedelta(minutes=1))
                                      for _ in range(4)])
-    trend = selectors.build_trend(selectors.period_for(traffic))
+    trend = build_trend(selectors.period_for(traffic))
     assert [t["build_id"] for t in trend] == ["sample-build", "next-build"]
     assert trend[1]["zero_share"] == 0 and trend[0]["zero_share"] == pytest.approx(13 / 44)
 
 
 def test_feedback_by_page_counts_every_report(traffic):
     Feedback.objects.create(at=timezone.now(), corpus="sample", verdict="helpful", filepath="guides/retries.md")
-    (page,) = selectors.feedback_by_page(selectors.period_for(traffic))
+    (page,) = feedback_by_page(selectors.period_for(traffic))
     assert (page["page"], page["total"], page["negative"]) == ("guides/retries.md", 3, 1)
     assert page["verdicts"]["helpful"] == 2 and page["verdicts"]["wrong"] == 1
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from retrieval.errors import ConfigError
+from retrieval.ingest.folder import scan_corpus
 from retrieval.ingest.manifest import Strategy, glob_match, parse_manifest, resolve_file_config
-from retrieval.ingest.sources import process_corpus, scan_corpus
+from retrieval.ingest.validate import process_corpus
 
 
 def write_corpus(root: Path, files: dict[str, str | dict]) -> Path:

@@ -19,8 +19,8 @@ from retrieval.format.mapped import (
 )
 from retrieval.ingest.links import link_targets
 from retrieval.ingest.parsing import parse_markdown
-from retrieval.search import engine, priors, warm
 from retrieval.search import index as index_module
+from retrieval.search import priors, ranking, warm
 from retrieval.search.engine import SearchRequest, search
 from retrieval.search.filters import FilterPlan
 from retrieval.search.index import Index
@@ -198,9 +198,9 @@ def test_a_filtered_search_goes_without_links(budgets, monkeypatch):
     seen = []
     real = priors.link_votes
     monkeypatch.setattr(priors, "link_votes", lambda *a: seen.append(a) or real(*a))
-    engine.rank(index, QUESTION, FilterPlan({}, None))
+    ranking.rank(index, QUESTION, FilterPlan({}, None))
     assert len(seen) == 1
-    assert engine.rank(index, QUESTION, FilterPlan({"area": "x"}, "filepath != ''")).items
+    assert ranking.rank(index, QUESTION, FilterPlan({"area": "x"}, "filepath != ''")).items
     assert len(seen) == 1
 
 

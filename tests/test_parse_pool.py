@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = """
 import sys, time
 from pathlib import Path
-from retrieval.ingest.sources import validate_corpus
+from retrieval.ingest.validate import validate_corpus
 
 def progress(done, total):
     if done == total:

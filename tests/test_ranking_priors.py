@@ -171,7 +171,7 @@ def test_a_section_that_matches_the_question_exactly_still_leads(backups_index):
 
 
 def test_a_filtered_search_goes_without_the_page_text_prior(backups_index, monkeypatch):
-    from retrieval.search import engine, legs
+    from retrieval.search import legs, ranking
     from retrieval.search.filters import FilterPlan
 
     calls = []
@@ -182,9 +182,9 @@ def test_a_filtered_search_goes_without_the_page_text_prior(backups_index, monke
         return real(*args, **kwargs)
 
     monkeypatch.setattr(legs, "page_text", counted)
-    engine.rank(backups_index, "how do I restore a snapshot", FilterPlan({}, None))
+    ranking.rank(backups_index, "how do I restore a snapshot", FilterPlan({}, None))
     assert len(calls) == 1
-    filtered = engine.rank(backups_index, "how do I restore a snapshot", FilterPlan({"area": "x"}, "filepath != ''"))
+    filtered = ranking.rank(backups_index, "how do I restore a snapshot", FilterPlan({"area": "x"}, "filepath != ''"))
     assert len(calls) == 1 and filtered.items
 
 

@@ -391,7 +391,7 @@ def test_hits_are_the_same_whether_chunk_text_is_held_plain_or_compressed(handwr
 def _break_legs(monkeypatch, names):
     from lance.query import MatchQuery
 
-    import retrieval.search.engine as search_module
+    import retrieval.search.ranking as search_module
 
     real = search_module.lexical_queries
 
@@ -445,7 +445,7 @@ def test_a_corpus_new_build_replaces_its_previous_index_in_the_cache(handwritten
     import shutil
     import weakref
 
-    from retrieval.search.index import IndexCache
+    from retrieval.search.index_cache import IndexCache
 
     rebuilt = tmp_path / "rebuilt"
     shutil.copytree(handwritten_index.path, rebuilt)

@@ -13,7 +13,8 @@ from corpus.execution import build_activate
 from corpus.models import BuildRun, Corpus
 from corpus.serving import corpus_search, forget_active
 from retrieval.search.engine import SearchRequest
-from retrieval.search.index import INDEXES, Index, IndexCache, estimated_bytes
+from retrieval.search.index import Index
+from retrieval.search.index_cache import INDEXES, IndexCache, estimated_bytes
 
 
 @pytest.fixture

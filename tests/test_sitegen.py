@@ -14,8 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.ingest.folder import scan_corpus
+from retrieval.ingest.pages import file_text
 from retrieval.ingest.sitegen import clean, detect
-from retrieval.ingest.sources import file_text, scan_corpus, scan_tree, validate_corpus
+from retrieval.ingest.tree import scan_tree
+from retrieval.ingest.validate import validate_corpus
 
 SITES = Path(__file__).parent / "corpora" / "sitegen"
 ROOTS = {  # the folder a user serves, and where the generator's configuration sits

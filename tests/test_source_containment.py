@@ -14,7 +14,8 @@ import pytest
 
 from corpus.errors import FixError
 from corpus.execution import build_execute
-from corpus.fixes import fix_approve, fix_scan
+from corpus.fix_decisions import fix_approve
+from corpus.fixes import fix_scan
 from corpus.models import BuildRun, Corpus
 from corpus.services import build_request, corpus_create
 from tests.cli_helpers import build_cmd
@@ -187,7 +188,7 @@ def test_named_pipes_and_sockets_in_a_directory_corpus_are_skipped_with_a_findin
 
 
 def test_a_fix_preview_never_opens_a_named_pipe(roots, pipe_watch):
-    from corpus.fixes import fix_preview
+    from corpus.fix_decisions import fix_preview
 
     docs = roots / "docs"
     shutil.copytree(SAMPLE_DOCS, docs)

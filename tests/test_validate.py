@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from retrieval.ingest.sources import validate_corpus
+from retrieval.ingest.validate import validate_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = ROOT / "corpus" / "sample_docs"

@@ -22,7 +22,7 @@ from corpus.models import BuildRun
 from corpus.serving import active_index
 from retrieval.embeddings import get_provider
 from retrieval.ingest.build import BuildRequest, build_index
-from retrieval.search.index import IndexCache
+from retrieval.search.index_cache import IndexCache
 from tests.conftest import ROOT, SAMPLE_DOCS
 from tests.test_celery_worker import _database_url
 from tests.test_deploy_e2e import free_port, stop
@@ -232,7 +232,7 @@ def test_a_parallel_parse_leaves_no_process_behind_and_its_workers_cpu_is_counte
     out = _fresh_python(
         "import json, os, resource, sys\n"
         "from pathlib import Path\n"
-        "from retrieval.ingest.sources import process_corpus, scan_corpus\n"
+        "from retrieval.ingest.folder import scan_corpus\nfrom retrieval.ingest.validate import process_corpus\n"
         f"results = process_corpus(scan_corpus(Path({str(docs)!r})), workers=2)\n"
         "children = [c for t in os.listdir('/proc/self/task')\n"
         "            for c in open(f'/proc/self/task/{t}/children').read().split()]\n"

@@ -12,7 +12,8 @@ from ninja import Field, Path, Query, Router, Schema
 from common.api.pagination import Input, Page, PageParams, paginate
 from corpus import gitfixes, selectors
 from corpus.api.auth import BUILD, READ
-from corpus.fixes import content_fix_write, fix_approve, fix_reject
+from corpus.content_fixes import content_fix_write
+from corpus.fix_decisions import fix_approve, fix_reject
 from corpus.models import FixProposal
 
 router = Router(tags=["fixes"])

@@ -1,7 +1,7 @@
 """The active build of each corpus, resolved once per call and handed down (`resolve` -> `Active`).
 
 A worker caches each corpus's active-build pointer (with the corpus's coverage thresholds) on STATE for
-POINTER_TTL seconds and opens each build once (retrieval.search.index.INDEXES). While the database cannot
+POINTER_TTL seconds and opens each build once (retrieval.search.index_cache.INDEXES). While the database cannot
 be reached it keeps the last pointer it saw, however old, so searches and reads keep answering from the
 index on disk.
 """

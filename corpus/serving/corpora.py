@@ -85,7 +85,8 @@ class CorporaSearch:
     def cursor_after(self, kept: int) -> str:
         """The cursor of the page that starts after the first `kept` hits of this one."""
         from retrieval.search.cursor import CursorState, encode_cursor
-        from retrieval.search.engine import DEFAULT_DEPTH, check_query
+        from retrieval.search.engine import check_query
+        from retrieval.search.ranking import DEFAULT_DEPTH
 
         return encode_cursor(cursor_secret(), query=check_query(self.request.query), filters={},
                              build_id=self.builds, state=CursorState(self.offset + kept, self.limit, DEFAULT_DEPTH))

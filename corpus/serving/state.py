@@ -2,7 +2,7 @@
 
 Each cache of serving lives on `STATE` (a `ServingState`), none in module globals: the active-build pointers,
 the version lists, the corpus count, the cards of list_corpora, the documents of each build, the routing
-profiles, the names checked per URL, the opened indexes (retrieval.search.index.INDEXES), the memos of the
+profiles, the names checked per URL, the opened indexes (retrieval.search.index_cache.INDEXES), the memos of the
 floors above (the MCP tool lists) and the warming state /health/ reports. `forget(name)` is what an
 activation calls; `forget(process=True)` puts the process back as it started (tests, a reload). A cache
 added anywhere else would serve stale builds under multi-worker activation races; add it here.
@@ -139,8 +139,8 @@ class ServingState:
 
     @property
     def indexes(self) -> Any:
-        """The opened builds (retrieval.search.index.INDEXES), one per corpus, least recently used closed."""
-        from retrieval.search.index import INDEXES
+        """The opened builds (retrieval.search.index_cache.INDEXES), one per corpus, least recently used closed."""
+        from retrieval.search.index_cache import INDEXES
 
         return INDEXES
 

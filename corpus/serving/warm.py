@@ -72,7 +72,7 @@ def pinned_corpora(names: Sequence[str]) -> list[str]:
 def serve_warm(notify: Callable[[], None] | None = None, watch: bool = True) -> dict:
     """Warms the active build of every pinned corpus (pinned_corpora); then (with `watch`) warms new
     activations of the corpora this process has loaded as they come. Other corpora open on first use
-    and stay while they fit DOCSMCP_SERVING_MEMORY_MB (retrieval.search.index.IndexCache).
+    and stay while they fit DOCSMCP_SERVING_MEMORY_MB (retrieval.search.index_cache.IndexCache).
 
     `notify` is called between corpora, so a supervisor that expects signs of life (gunicorn's
     worker timeout) does not kill a process warming a large corpus.

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 from retrieval.errors import SkippedFile, UnsafeTarget
 from retrieval.ingest.files import read_regular_file
 from retrieval.ingest.manifest import MANIFEST_NAME
-from retrieval.ingest.sources import MARKDOWN_SUFFIXES
+from retrieval.ingest.scan import MARKDOWN_SUFFIXES
 
 from .edits import content_hash
 

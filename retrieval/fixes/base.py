@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from retrieval.errors import ConfigError, SkippedFile
 from retrieval.ingest.chunking import Chunk, chunk_document
 from retrieval.ingest.files import read_regular_file
+from retrieval.ingest.folder import scan_corpus
 from retrieval.ingest.manifest import (
     DEFAULT_MAX_CHUNK_SIZE,
     MANIFEST_NAME,
@@ -25,18 +26,14 @@ from retrieval.ingest.manifest import (
     nearest_manifest,
     parse_manifest,
 )
+from retrieval.ingest.pages import FileResult, _resolve_hints, process_file
 from retrieval.ingest.parsing import ParsedDocument, parse_markdown
-from retrieval.ingest.sources import (
-    CorpusScan,
-    FileResult,
-    Finding,
-    _resolve_hints,
-    process_corpus,
-    process_file,
-    scan_corpus,
-)
+from retrieval.ingest.scan import CorpusScan, Finding
+from retrieval.ingest.validate import process_corpus
 
-from .edits import content_hash, frontmatter_set, json_append, json_set, replace_span, unified_diff
+from .edits import content_hash, replace_span, unified_diff
+from .frontmatter_edits import frontmatter_set
+from .json_edits import json_append, json_set
 
 # Every kind a proposal can have; the admin's filter and the docs are generated from this tuple.
 KINDS = ("bootstrap-manifest", "deeper-split", "shallower-split", "strategy-tune", "taxonomy-value", "hint-fix",

@@ -29,8 +29,8 @@ from .base import (
     median_size,
     strategy_source,
 )
-from .edits import format_json
 from .hints import HINT_CODES, hint_fixes, repair_hint
+from .json_edits import format_json
 from .taxonomy import closest_value, taxonomy_fixes
 
 __all__ = ["HINT_CODES", "KINDS", "FixContext", "ProposedFix", "Thresholds", "analyse_corpus", "closest_value",

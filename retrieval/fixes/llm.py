@@ -199,7 +199,7 @@ class LLMFixer:
 
     def complete(self, outline: dict, *, system: str = SYSTEM_PROMPT, user: str | None = None) -> str:
         """The answer's text; raises LLMFixError when the endpoint fails or the answer is incomplete.
-        `system`: another task's instructions (retrieval/fixes/content.py drafts page content); `user`: the
+        `system`: another task's instructions (retrieval/fixes/llm_content.py drafts page content); `user`: the
         user message as written (it fences untrusted text itself) instead of `outline` as JSON."""
         import openai
 

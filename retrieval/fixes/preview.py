@@ -21,13 +21,8 @@ from retrieval.ingest.manifest import (
     parse_manifest,
     resolve_file_config,
 )
-from retrieval.ingest.sources import (
-    DEFAULT_MAX_FILE_BYTES,
-    MARKDOWN_SUFFIXES,
-    CorpusScan,
-    FileResult,
-    process_file,
-)
+from retrieval.ingest.pages import FileResult, process_file
+from retrieval.ingest.scan import DEFAULT_MAX_FILE_BYTES, MARKDOWN_SUFFIXES, CorpusScan
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from .base import (
     manifest_path,
     metadata_block,
 )
-from .edits import frontmatter_set, json_append, json_set
+from .frontmatter_edits import frontmatter_set
+from .json_edits import json_append, json_set
 
 
 def taxonomy_fixes(ctx: FixContext, *, skip: set[str] = frozenset()) -> list[ProposedFix]:

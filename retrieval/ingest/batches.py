@@ -12,8 +12,10 @@ import pyarrow as pa
 from retrieval.errors import BuildCancelled
 from retrieval.format.layout import BASE_CHUNK_SCHEMA, DOCUMENT_SCHEMA, TAXONOMY_PREFIX
 
+from .pages import FileResult, file_text, served_text
 from .progress import Cancelled, Progress
-from .sources import CorpusScan, FileResult, file_text, process_files, served_text
+from .scan import CorpusScan
+from .validate import process_files
 
 BATCH_CHUNKS = 8192  # rows per Arrow batch: large enough for cheap writes, small next to the corpus
 _FROM_CHUNK = [name for name in BASE_CHUNK_SCHEMA.names if name not in ("title", "total_chunks", "file_key")]

@@ -45,11 +45,14 @@ from retrieval.storage.contents import write_contents
 from .batches import parse_files
 from .carryover import carry_over
 from .embed import embed_batches
+from .folder import scan_corpus
 from .indexes import create_indexes, index_patched
+from .pages import FileResult
 from .progress import Cancelled, Progress
 from .reuse import file_keys, open_previous, write_file_records
-from .sources import DEFAULT_MAX_FILE_BYTES, CorpusScan, FileResult, Finding, left_out_stats, scan_corpus
+from .scan import DEFAULT_MAX_FILE_BYTES, CorpusScan, Finding
 from .tables import copy_part, patch_tables, write_tables
+from .validate import left_out_stats
 
 PATCH_MAX_TOUCHED = 0.2  # above this fraction of files added, changed or removed, rewriting beats patching
 

@@ -24,7 +24,9 @@ from retrieval.storage import Location
 
 from .batches import file_record
 from .manifest import MANIFEST_NAME
-from .sources import CorpusScan, FileResult, Finding, OutlineEntry, process_files
+from .pages import FileResult, OutlineEntry
+from .scan import CorpusScan, Finding
+from .validate import process_files
 
 log = logging.getLogger("retrieval.ingest")
 

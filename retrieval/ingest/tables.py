@@ -26,9 +26,9 @@ from retrieval.format.metadata import TaxonomyField
 from retrieval.storage import Location
 
 from .batches import Batch, conform, documents_with_text, fresh_chunks
+from .pages import FileResult
 from .progress import Cancelled, Progress
 from .reuse import PreviousBuild
-from .sources import FileResult
 
 FILES_PER_QUERY = 1000  # files named in one `filepath IN (...)` clause
 

@@ -27,10 +27,11 @@ from retrieval.embeddings.base import EmbeddingProvider
 from retrieval.errors import InvalidArgument, NotFound
 
 from .documents import check_document_path, check_int, get_outline
-from .engine import SearchHit, make_hits, rank
+from .engine import SearchHit, make_hits
 from .filters import FilterPlan
 from .index import Index
 from .legs import TEXT
+from .ranking import rank
 
 log = logging.getLogger("retrieval.search")
 

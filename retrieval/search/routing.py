@@ -34,8 +34,8 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from .engine import WORD_HASH_PROVIDERS
 from .index import Index
+from .ranking import WORD_HASH_PROVIDERS
 
 PROFILE_WEIGHT = 0.1
 

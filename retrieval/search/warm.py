@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from retrieval.embeddings.base import EmbeddingProvider
 
-from .engine import SearchRequest, page_links, search
+from .engine import SearchRequest, search
 from .index import Index
+from .ranking import page_links
 
 WARM_QUERIES = ("configure", "how to install and configure the client")  # one word, and a phrase
 

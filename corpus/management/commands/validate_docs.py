@@ -9,8 +9,8 @@ from corpus.execution import active_index_path, validate_source
 from corpus.progress import StageBars
 from corpus.selectors import corpus_get
 from retrieval.errors import ConfigError
+from retrieval.ingest.folder import scan_corpus
 from retrieval.ingest.sitegen import label_for
-from retrieval.ingest.sources import scan_corpus
 
 from ._findings import finding_lines
 

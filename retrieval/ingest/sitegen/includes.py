@@ -5,7 +5,7 @@ only among the corpus's own markdown pages: nothing outside the root is read (a 
 it resolves to nothing). Its text takes the include's one line, so every line of the including
 page stays where it was: headings, list markers and fences are dropped and its lines joined, which
 keeps its words for search and reads as one paragraph. An included page's own includes are not
-followed. The pages a page includes are part of its key (sources.py), so editing one chunks its
+followed. The pages a page includes are part of its key (scan.py), so editing one chunks its
 includers again.
 """
 
