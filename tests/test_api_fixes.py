@@ -122,3 +122,32 @@ def test_an_outline_gets_its_text_over_rest_before_it_can_be_approved(client, do
     other = propose(corpus, root)  # not a content section: it has no text to write
     assert_error(call(client, "post", f"/corpora/docs/fixes/{other.pk}/text", {"heading": "X", "body": "y"}), 400,
                  "fix_error", "has no text to write")
+
+
+def test_a_decision_over_rest_records_the_key_that_made_it(client, docs):
+    from corpus.models import FixDecision
+
+    corpus, root = docs
+    approved, rejected = propose(corpus, root), propose(corpus, root, kind="hint")
+    body = call(client, "post", f"/corpora/docs/fixes/{rejected.pk}/reject", {"reason": "not needed"}).json()
+    assert body["decided_by"] == "api-key:test-writer"
+    assert call(client, "post", f"/corpora/docs/fixes/{approved.pk}/approve").json()["decided_by"] \
+        == "api-key:test-writer"
+    decisions = FixDecision.objects.filter(proposal__in=[approved, rejected]).order_by("pk")
+    assert [(d.action, d.username, d.user_id) for d in decisions] == [
+        (FixDecision.REJECT, "api-key:test-writer", None), (FixDecision.APPROVE, "api-key:test-writer", None)]
+
+
+def test_a_decision_from_an_admin_session_records_the_staff_member(docs, admin_user):
+    from django.test import Client
+
+    from corpus.models import FixDecision
+
+    corpus, root = docs
+    proposal = propose(corpus, root)
+    staff = Client()
+    staff.force_login(admin_user)
+    body = call(staff, "post", f"/corpora/docs/fixes/{proposal.pk}/reject", {"reason": "wrong"}).json()
+    assert body["decided_by"] == "admin"
+    decision = FixDecision.objects.get(proposal=proposal)
+    assert (decision.username, decision.user_id) == ("admin", admin_user.pk)
