@@ -164,6 +164,21 @@ def test_a_worker_that_has_not_served_the_default_corpus_answers_from_it_during_
     assert index.build_id and serving.STATE.indexes.loaded("sample")  # opened from disk, its build known without the database
 
 
+def test_a_worker_of_serve_is_ready_only_when_it_sees_every_worker_warm(tmp_path, monkeypatch):
+    """A worker that cannot read the directory where its siblings say they are warm reports warming: a
+    load balancer then keeps its burst off the server instead of sending it to the one warm worker."""
+    monkeypatch.setitem(serving.STATE.warming, "state", warming.READY)
+    directory = tmp_path / "warm"
+    directory.mkdir()
+    monkeypatch.setattr(warming, "_server", {"directory": str(directory), "workers": 2})
+    (directory / str(os.getpid())).touch()
+    assert warming.warm_state()["state"] == warming.WARMING  # one of two
+    (directory / str(os.getppid())).touch()
+    assert warming.warm_state()["state"] == warming.READY
+    monkeypatch.setattr(warming, "_server", {"directory": str(tmp_path / "gone"), "workers": 2})
+    assert warming.warm_state()["state"] == warming.WARMING
+
+
 def test_health_is_503_starting_while_the_process_warms(sample_corpus, cold_process, client):
     serving.STATE.warming["state"] = warming.WARMING
     response = client.get("/health/")
