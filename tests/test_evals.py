@@ -613,20 +613,8 @@ def test_in_process_run_on_the_sample_corpus(sample_corpus):
     assert scores[sample_corpus.active_build_id][0]["suite"] == "sample"
 
 
-def _docs_profile_serves_search() -> bool:
-    from mcp_endpoint.profiles import Context, get_profile
-
-    profile = get_profile("docs")
-    try:
-        return any(t.name == "search_docs" for t in profile.tools(Context(request=None, profile="docs")))
-    except Exception:  # noqa: BLE001 - no corpus yet: the profile still lists its tools
-        return False
-
-
 @pytest.mark.django_db(transaction=True)
 def test_http_run_matches_the_in_process_run(sample_corpus, live_server, settings):
-    if not _docs_profile_serves_search():
-        pytest.skip("the docs profile does not serve search_docs yet (mcp_endpoint/profiles/docs.py)")
     settings.MCP_RATE_LIMIT_PER_MINUTE = 100_000
     settings.MCP_SERVER_PORT = int(live_server.url.rsplit(":", 1)[1])  # the server's own /mcp/ is always allowed
     suite = suite_import(name="sample", path=SAMPLE_SUITE, corpus=sample_corpus)
