@@ -21,3 +21,7 @@ CELERY_TASK_ALWAYS_EAGER = True
 DOCSMCP_QUERY_LOG = os.environ.get("DOCSMCP_TEST_QUERY_LOG", "off")
 # Nor does the writer's hourly retention run delete a test's deliberately old rows (tests prune explicitly).
 DOCSMCP_QUERY_LOG_DAYS = 0
+# Users' passwords hashed with a fast hasher: the site's PBKDF2 costs about half a second of CPU per hash,
+# paid for every admin user a test makes and every login it tries. The site's list follows, so stored
+# hashes of every kind still verify, and OAuth client secrets keep their own hasher (listed last).
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", *PASSWORD_HASHERS]  # noqa: F405
