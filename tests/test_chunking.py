@@ -316,10 +316,10 @@ def test_crlf_line_endings_give_the_same_chunks_as_lf():
 
 # --- properties over real corpora ---------------------------------------------------------
 
-def _corpora() -> list[Path]:
-    roots = [SAMPLE_DOCS]
+def _corpora() -> list:
+    roots: list = [SAMPLE_DOCS]
     if K8S_DOCS.is_dir():
-        roots.append(K8S_DOCS)
+        roots.append(pytest.param(K8S_DOCS, marks=pytest.mark.slow))  # a benchmark corpus: the slow tier
     return roots
 
 

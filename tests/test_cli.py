@@ -33,6 +33,7 @@ def docsmcp(*args: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
+@pytest.mark.slow
 def test_help_lists_docsmcps_commands_by_task_and_hides_djangos_development_ones():
     result = docsmcp("--help")
     assert result.returncode == 0, result.stderr
@@ -49,12 +50,14 @@ def test_help_lists_docsmcps_commands_by_task_and_hides_djangos_development_ones
     assert docsmcp().stdout == text and docsmcp("help").stdout == text
 
 
+@pytest.mark.slow
 def test_djangos_commands_are_still_listed_by_django_help_and_still_run():
     listed = docsmcp("django-help")
     assert listed.returncode == 0 and "startproject" in listed.stdout and "squashmigrations" in listed.stdout
     assert docsmcp("showmigrations", "--help").stdout.startswith("usage: docsmcp showmigrations")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--help", "--version"])
 def test_help_and_version_answer_without_setting_up_django(flag):
     probe = ("import sys, contextlib, io\n"
@@ -90,6 +93,7 @@ def test_every_listed_commands_help_shows_its_arguments(name):
         assert all(name in shown for name in names), (name, names)
 
 
+@pytest.mark.slow
 def test_serve_and_stdio_help_show_the_folder_argument():
     for name in ("serve", "stdio"):
         result = docsmcp(name, "--help")
@@ -137,6 +141,7 @@ def test_serve_prints_the_endpoint_only_once_the_server_answers_with_progress_be
     assert lines[1].startswith("docsmcp: ready in ")
 
 
+@pytest.mark.slow
 def test_progress_before_the_web_server_listens_says_it_is_starting_and_asks_health_once_all_are_warm(
         tmp_path, monkeypatch):
     """Nothing listens yet, then the workers warm one by one: the supervisor says so, and asks /health/
@@ -210,6 +215,7 @@ def test_the_banner_suggests_a_setup_command_that_runs(settings, auth):
     assert parsed.url == "http://127.0.0.1:8001/mcp/c/docs/" and parsed.auth == ("key" if auth else "none")
 
 
+@pytest.mark.slow
 def test_the_supervisor_hands_the_web_server_a_warm_directory_and_removes_it(tmp_path):
     seen = tmp_path / "seen"
     web = [sys.executable, "-c", "import os, sys, pathlib\n"

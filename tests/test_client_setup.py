@@ -184,6 +184,7 @@ def test_a_database_password_never_goes_into_a_projects_file(project, home, monk
         "postgres://docs:s3cret@db.example.com/docs")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_written_stdio_server_starts_and_lists_its_tools(sample_corpus, settings, project, home, monkeypatch):
     from django.db import connection

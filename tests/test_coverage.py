@@ -114,6 +114,7 @@ def test_every_page_of_one_search_has_the_same_verdict(fts_index):
     assert second.coverage == first.coverage
 
 
+@pytest.mark.slow
 def test_the_local_model_tells_coding_questions_and_paraphrases_apart(fts_index, local_index):
     """Full text alone cannot: a Python SDK's pages hold the words of "reverse a string" as a Python page
     does, and a paraphrase shares few words with its answer (docs/search.md gives the measured rates)."""

@@ -116,6 +116,7 @@ def own_database_server(db, sample_build_dir, tmp_path) -> Iterator[tuple[str, s
         _admin(f'DROP DATABASE IF EXISTS "{name}"')
 
 
+@pytest.mark.slow
 def test_search_and_get_doc_keep_answering_while_the_database_is_down(own_database_server):
     base, name, key = own_database_server
     url = f"{base}/mcp/"
@@ -161,6 +162,7 @@ def test_search_and_get_doc_keep_answering_while_the_database_is_down(own_databa
         assert http.get(f"{base}/health/").json()["health"] == "ok"
 
 
+@pytest.mark.slow
 def test_per_corpus_and_per_version_urls_keep_answering_while_the_database_is_down(own_database_server):
     base, name, key = own_database_server
     urls = (f"{base}/mcp/c/sample/", f"{base}/mcp/c/sample@v2/")

@@ -8,11 +8,14 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 DEPLOY_MD = ROOT / "docs" / "deploy.md"
 
 
+@pytest.mark.slow
 def test_the_documented_environment_file_passes_its_json_value_intact(tmp_path):
     text = DEPLOY_MD.read_text()
     assert "| xargs) .venv" not in text, "splitting the environment file at spaces breaks its JSON values"

@@ -207,6 +207,7 @@ def test_hash_dimensions_option_and_validation():
         get_provider("hash", dimensions=0)
 
 
+@pytest.mark.slow
 def test_hash_vectors_do_not_depend_on_the_process_hash_seed():
     code = (
         "import json; from retrieval.embeddings import get_provider; "
@@ -540,6 +541,7 @@ def test_a_repeated_query_is_embedded_once_and_its_vector_is_shared_read_only():
     assert not np.array_equal(first, other)
 
 
+@pytest.mark.slow
 def test_a_celery_worker_gives_the_local_model_back_once_no_task_runs_and_an_eager_task_keeps_it():
     code = (
         "import json, os, types\n"

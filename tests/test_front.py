@@ -126,6 +126,7 @@ def _raw(port: int, request: bytes) -> tuple[int, dict]:
     return int(head.split(b" ")[1]), json.loads(body)
 
 
+@pytest.mark.slow
 def test_clients_trickling_their_requests_leave_the_threads_to_searches(served):
     """More half-sent requests than the server has threads, heads and bodies: a search still gets through."""
     slow = []
@@ -175,6 +176,7 @@ def _read_response(sock: socket.socket) -> tuple[bytes, bytes]:
     return head, body
 
 
+@pytest.mark.slow
 def test_clients_reading_a_large_response_slowly_leave_the_threads_to_searches(served):
     """More clients than threads ask for a 6 MB response and read none of it: searches are answered, and a
     reader that then reads gets the whole response."""
@@ -193,6 +195,7 @@ def test_clients_reading_a_large_response_slowly_leave_the_threads_to_searches(s
             sock.close()
 
 
+@pytest.mark.slow
 def test_a_client_that_takes_none_of_its_response_for_the_send_timeout_is_disconnected(served):
     reader = _slow_reader(served)
     try:
@@ -203,6 +206,7 @@ def test_a_client_that_takes_none_of_its_response_for_the_send_timeout_is_discon
         reader.close()
 
 
+@pytest.mark.slow
 def test_one_address_holding_its_share_of_connections_is_refused_more_and_others_are_served(served):
     """Connections that send nothing, from one address, up to the cap: the next from it is answered 503 at once,
     and a client at another address is served."""
@@ -220,12 +224,14 @@ def test_one_address_holding_its_share_of_connections_is_refused_more_and_others
             sock.close()
 
 
+@pytest.mark.slow
 def test_a_request_whose_head_does_not_arrive_in_time_is_answered_408(served):
     status, body = _raw(served, HEAD.format(path="/mcp/").encode()[:40])
     assert status == 408
     assert body["error"]["code"] == -32600 and "DOCSMCP_HEADER_TIMEOUT" in body["error"]["message"]
 
 
+@pytest.mark.slow
 def test_a_chunked_request_body_is_read(served):
     payload = json.dumps(SEARCH).encode()
     response = _search(served, content=iter([payload[:20], payload[20:]]),  # an iterator: sent chunked
@@ -235,6 +241,7 @@ def test_a_chunked_request_body_is_read(served):
     assert response.json()["result"]["structuredContent"]["hits"]
 
 
+@pytest.mark.slow
 def test_an_anonymous_body_over_the_limit_is_refused_413_before_it_is_sent(served):
     """citeloom takes up to 32 MiB from keys that may write; an anonymous 20 MB body is refused on its headers."""
     status, body = _raw(served, (HEAD.format(path="/mcp/citeloom/") + "Content-Length: 20000000\r\n\r\n").encode())
@@ -247,11 +254,13 @@ def test_an_anonymous_body_over_the_limit_is_refused_413_before_it_is_sent(serve
     ("/mcp/", "X-Padding: " + "a" * 70_000 + "\r\n", 431),
     ("/mcp/", "Content-Length: 2\r\nTransfer-Encoding: chunked\r\n", 400),
 ])
+@pytest.mark.slow
 def test_what_the_server_refuses_itself_is_a_json_rpc_error_under_mcp(served, path, extra, status):
     got, body = _raw(served, (HEAD.format(path=path) + extra + "\r\n").encode())
     assert got == status and body["jsonrpc"] == "2.0" and body["error"]["code"] == -32600
 
 
+@pytest.mark.slow
 def test_what_the_server_refuses_itself_is_the_api_error_shape_elsewhere(served):
     got, body = _raw(served, ("GET /api/v1/corpora HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: "
                               + "a" * 9000 + "\r\n\r\n").encode())  # one field over gunicorn's 8190 bytes

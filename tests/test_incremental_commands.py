@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from retrieval.embeddings import get_provider
 from retrieval.ingest import reuse
 from retrieval.ingest.build import BuildRequest, build_index
@@ -60,6 +62,7 @@ def _command(home: Path, *args: str) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_build_and_validate_commands_load_no_http_stack_no_oauth_and_a_patch_no_lancedb(tmp_path, copy_sample_docs):
     home = tmp_path / "home"
     home.mkdir()

@@ -151,6 +151,7 @@ def _until_every_worker_maps(base: str, server: subprocess.Popen, build: Path, l
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_workers_of_serve_map_the_same_build_files_and_a_newly_activated_build_too(tmp_path):
     from django.db import connection

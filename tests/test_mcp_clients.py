@@ -139,6 +139,7 @@ def test_mcp_config_refuses_a_url_that_is_not_http():
         _config("--http", "127.0.0.1:8001")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_printed_stdio_configuration_starts_a_server_that_answers(sample_corpus, settings, monkeypatch):
     from django.db import connection

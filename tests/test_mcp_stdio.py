@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from tests.conftest import ROOT
 from tests.test_celery_worker import _database_url
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def _server(settings, *args: str) -> StdioServerParameters:

@@ -415,6 +415,7 @@ def test_registration_can_be_turned_off(client, db, settings):
         oauth2_settings.reload()
 
 
+@pytest.mark.slow
 def test_registration_is_on_by_default_only_on_loopback_without_a_proxy():
     """Behind a proxy the server listens on loopback yet is reachable from everywhere the proxy is."""
     import os

@@ -13,6 +13,7 @@ import threading
 import time
 
 import httpx
+import pytest
 from django.contrib.auth.hashers import check_password
 
 from tests.conftest import ROOT
@@ -112,6 +113,7 @@ def test_a_successful_client_authentication_is_not_counted(client, db, settings)
 
 # --- a real server on the embedded SQLite database -------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_registration_flood_on_sqlite_gets_no_server_error(tmp_path):
     """12 threads registering for 8 s against `manage.py serve` with its defaults (SQLite), the throttle off so
     every registration writes: none is answered 5xx (a slow hash inside the write transaction made most of

@@ -75,6 +75,7 @@ def wait_for_url(process: subprocess.Popen) -> str:
     raise AssertionError(f"docsmcp serve exited ({process.wait()}) without printing the MCP endpoint")
 
 
+@pytest.mark.slow
 def test_docsmcp_serve_path_builds_and_serves_a_folder_from_an_empty_directory(installed, user_env, tmp_path):
     docs = tmp_path / "My Docs"
     shutil.copytree(ROOT / "corpus" / "sample_docs" / "guides", docs)
@@ -120,6 +121,7 @@ def test_docsmcp_serve_path_builds_and_serves_a_folder_from_an_empty_directory(i
     assert list(cwd.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_every_management_command_is_a_docsmcp_command(installed, user_env, tmp_path):
     result = subprocess.run([installed / "docsmcp", "build_index", "--help"], cwd=tmp_path, env=user_env,
                             capture_output=True, text=True, timeout=120)
@@ -133,6 +135,7 @@ def test_every_management_command_is_a_docsmcp_command(installed, user_env, tmp_
         "command": str(installed / "docsmcp"), "args": ["mcp_stdio"], "env": {"DOCSMCP_HOME": user_env["DOCSMCP_HOME"]}}
 
 
+@pytest.mark.slow
 def test_a_path_that_is_not_a_folder_is_one_clear_line(installed, user_env, tmp_path):
     result = subprocess.run([installed / "docsmcp", "serve", str(tmp_path / "nosuch")], cwd=tmp_path,
                             env=user_env, capture_output=True, text=True, timeout=120)
@@ -157,6 +160,7 @@ def test_state_goes_to_docsmcp_home_else_the_checkouts_var_else_the_user_data_di
         Path("C:/Users/ana/AppData/Local/docsmcp")
 
 
+@pytest.mark.slow
 def test_setup_writes_the_installed_command_for_a_client_to_start(installed, user_env, tmp_path):
     docs = tmp_path / "docs"
     shutil.copytree(ROOT / "corpus" / "sample_docs" / "guides", docs)

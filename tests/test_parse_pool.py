@@ -57,6 +57,7 @@ def running(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_killing_a_build_process_ends_its_parse_pool_forkserver_and_resource_tracker(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -26,6 +28,7 @@ def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return done
 
 
+@pytest.mark.slow
 def test_a_new_sqlite_database_secret_key_and_task_queue_are_created_private(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -41,6 +44,7 @@ def test_a_new_sqlite_database_secret_key_and_task_queue_are_created_private(tmp
         assert mode(folder) == 0o700
 
 
+@pytest.mark.slow
 def test_a_var_directory_and_database_left_readable_by_an_earlier_version_are_tightened(tmp_path):
     database = tmp_path / "old.sqlite3"
     database.touch()

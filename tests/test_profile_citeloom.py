@@ -503,6 +503,7 @@ def _chunks(n: int, model: str = HASH_MODEL):
     return [StoredChunk(f"c{i}", TOPICS[i % 5], vectors[i], model, {"zotero": {"citekey": f"k{i}"}}) for i in range(n)]
 
 
+@pytest.mark.slow
 def test_every_store_object_sees_every_write(tmp_path):
     """Another worker (another ChunkStore on the same directory) sees a write at once, and so does a fresh process."""
     from retrieval.chunkstore.store import ChunkStore

@@ -223,6 +223,7 @@ def test_citeloom_searches_are_recorded(logging_on, index_root, live_url):
 # --- stdio and evals --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_stdio_calls_are_recorded_with_the_client_that_initialized(logging_on, sample_corpus, settings):
     import asyncio
 
@@ -369,6 +370,7 @@ def server_logs_queries(monkeypatch):
     monkeypatch.setenv("DOCSMCP_TEST_QUERY_LOG", querylog.FULL)
 
 
+@pytest.mark.slow
 def test_calls_during_a_database_outage_answer_and_are_written_once_it_is_back(server_logs_queries,
                                                                              own_database_server):
     import time

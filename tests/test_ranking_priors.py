@@ -220,6 +220,7 @@ def local_sample_index(tmp_path_factory) -> Index:
     return Index(out)
 
 
+@pytest.mark.slow
 def test_with_a_language_filter_that_languages_page_outranks_the_global_guides(local_sample_index):
     result = search(local_sample_index, SearchRequest("how do I retry a failed request", {"language": "go"}),
                     embedder=get_provider("local"), cursor_secret=SECRET)
@@ -228,6 +229,7 @@ def test_with_a_language_filter_that_languages_page_outranks_the_global_guides(l
     assert any(i.startswith("guides/retries.md") for i in ids)  # auto-include still brings the guide
 
 
+@pytest.mark.slow
 def test_a_filtered_search_goes_without_page_similarity(local_sample_index, monkeypatch):
     calls = []
     real = Index.page_similarity
@@ -246,6 +248,7 @@ def test_a_filtered_search_goes_without_page_similarity(local_sample_index, monk
     assert len(calls) == 1 and filtered.hits
 
 
+@pytest.mark.slow
 def test_page_similarity_is_the_mean_of_the_pages_nearest_chunks_over_all_of_them(local_sample_index):
     from retrieval.search.index import PAGE_TOP
 
@@ -262,6 +265,7 @@ def test_page_similarity_is_the_mean_of_the_pages_nearest_chunks_over_all_of_the
     assert max(np.bincount(pages)) > PAGE_TOP  # some page has more chunks than count towards it
 
 
+@pytest.mark.slow
 def test_the_local_models_floor_leaves_off_topic_questions_empty_and_finds_paraphrases(local_sample_index):
     embedder = get_provider("local")
     off_topic = search(local_sample_index, SearchRequest("ethereum blockchain wallet"), embedder=embedder,
@@ -273,6 +277,7 @@ def test_the_local_models_floor_leaves_off_topic_questions_empty_and_finds_parap
     assert paraphrase.hits[0].chunk_id == "guides/webhooks.md#webhooks/delivery-and-retry-schedule"
 
 
+@pytest.mark.slow
 def test_the_navigation_section_is_no_longer_the_top_hit(local_sample_index):
     result = search(local_sample_index, SearchRequest("what to read next about webhooks"),
                     embedder=get_provider("local"), cursor_secret=SECRET)

@@ -37,6 +37,7 @@ def settings_secret_key(tmp_path: Path, **env: str) -> str:
                           cwd=ROOT, env=environment, capture_output=True, text=True, check=True).stdout.strip()
 
 
+@pytest.mark.slow
 def test_without_a_secret_key_each_installation_generates_its_own_once(tmp_path):
     first = settings_secret_key(tmp_path)
     key_file = tmp_path / "var" / "secret_key"
@@ -47,11 +48,13 @@ def test_without_a_secret_key_each_installation_generates_its_own_once(tmp_path)
     assert [p.name for p in key_file.parent.iterdir()] == ["secret_key"]  # no temporary file left behind
 
 
+@pytest.mark.slow
 def test_debug_may_use_the_development_key_and_writes_nothing(tmp_path):
     assert settings_secret_key(tmp_path, DJANGO_DEBUG="true") == REPOSITORY_KEY
     assert not (tmp_path / "var").exists()
 
 
+@pytest.mark.slow
 def test_an_explicit_secret_key_wins(tmp_path):
     assert settings_secret_key(tmp_path, DJANGO_SECRET_KEY="from-the-environment") == "from-the-environment"
 
@@ -93,6 +96,7 @@ def test_serve_runs_as_many_workers_as_the_web_concurrency_setting_says(settings
     assert argv[argv.index("--workers") + 1] == "3"
 
 
+@pytest.mark.slow
 def test_the_worker_serve_starts_beside_the_web_server_yields_the_cpu_to_it(tmp_path):
     """On a small host the Celery worker's start-up and builds must not slow searches down."""
     seen = tmp_path / "niceness"
@@ -215,6 +219,7 @@ def test_serve_on_a_reachable_address_turns_oauth_registration_off_unless_chosen
     assert "DOCSMCP_OAUTH_REGISTRATION=false" not in launched[2]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_a_supervisor_killed_outright_leaves_no_server_behind(tmp_path):
     """SIGKILL gives serve's supervising process no time to stop its children: they stop on their own."""

@@ -217,6 +217,7 @@ def test_a_value_that_does_not_parse_is_refused_naming_the_variable(monkeypatch,
     assert str(refused.value) == message
 
 
+@pytest.mark.slow
 def test_a_server_with_a_bad_setting_stops_at_start_naming_it(tmp_path):
     environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "docsmcp_site.settings", "DOCSMCP_HOME": str(tmp_path),
                    "DOCSMCP_KEEP_BUILDS": "three"}

@@ -38,6 +38,7 @@ def _fresh_python(code: str, **env: str) -> str:
                           check=True).stdout
 
 
+@pytest.mark.slow
 def test_a_bare_django_setup_loads_no_index_library_model_runtime_api_client_task_queue_or_admin():
     out = _fresh_python("import django, json, sys; django.setup(); "
                         f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
@@ -51,6 +52,7 @@ def _python_choosing_no_allocator(code: str) -> str:
                           check=True).stdout
 
 
+@pytest.mark.slow
 def test_importing_the_engine_changes_nothing_in_the_process():
     out = _python_choosing_no_allocator(
         "import json, os, sys, retrieval, retrieval.search.engine, retrieval.ingest.build\n"
@@ -58,6 +60,7 @@ def test_importing_the_engine_changes_nothing_in_the_process():
     assert json.loads(out) == [False, False]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", ["docsmcp_site.wsgi", "docsmcp_site.asgi", "common.celery"])
 def test_the_entry_points_set_up_the_process(entry):
     out = _python_choosing_no_allocator(
@@ -67,6 +70,7 @@ def test_the_entry_points_set_up_the_process(entry):
     assert json.loads(out) == ["_DeferredPackage", "system"]
 
 
+@pytest.mark.slow
 def test_lancedb_loads_without_its_remote_namespace_client_which_still_loads_when_used():
     out = _fresh_python(
         "import json, sys\nfrom retrieval.boot import boot\nboot()\nimport lancedb\n"
@@ -199,6 +203,7 @@ def _search(base: str, query: str) -> dict:
     return response.json()["result"]
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_serve_answers_health_ready_and_searches_after_warming_and_switches_builds_warm(sample_corpus, tmp_path):
     from django.db import connection
@@ -239,6 +244,7 @@ def test_serve_answers_health_ready_and_searches_after_warming_and_switches_buil
         stop(server)
 
 
+@pytest.mark.slow
 def test_a_parallel_parse_leaves_no_process_behind_and_its_workers_cpu_is_counted(tmp_path):
     docs = tmp_path / "many"
     docs.mkdir()
@@ -256,6 +262,7 @@ def test_a_parallel_parse_leaves_no_process_behind_and_its_workers_cpu_is_counte
     assert json.loads(out) == [240, [], True]
 
 
+@pytest.mark.slow
 def test_what_the_server_preloads_before_forking_workers_opens_no_index_thread_or_connection():
     out = _fresh_python(
         "import json, sys, threading, django\n"
@@ -274,6 +281,7 @@ def _memory_kb(pid: int) -> dict[str, int]:
     return {key: int(value) for key, value in re.findall(r"^(\w+):\s+(\d+) kB", text, re.M)}
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_workers_of_serve_share_the_embedding_model_their_master_loaded(tmp_path):
     """With a local-model build active, the gunicorn master loads the model before it forks, so its
