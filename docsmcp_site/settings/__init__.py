@@ -6,7 +6,7 @@ queue, `build` builds and their sources, `serving` the serving workers and the c
 `mcp` the MCP endpoint and its limits, `insights` the query log, insights and evals, `citeloom` that
 profile's bounds, `oauth` sign-in with OAuth 2.1. Each reads the environment only through `env` (typed, with the variable named in
 the error), and each default is written there once: the apps read `django.conf.settings.X`, and
-tests/test_settings_documented.py checks that every such name is defined here, that no app converts one
+tests/docsmcp_site/test_settings_documented.py checks that every such name is defined here, that no app converts one
 to the type it already has, and that every variable read here is documented.
 """
 
