@@ -15,10 +15,13 @@ and holds what the gunicorn master tells its workers.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from pathlib import Path
 
 from corpus.serving.state import LAZY, READY, STATE, WARMING  # noqa: F401 (the states, named here too)
+
+logger = logging.getLogger("docsmcp.corpus")
 
 # Set by the gunicorn master before it forks, so every worker inherits it (serve_with): a
 # directory where each warm worker leaves a file named by its pid, and how many workers the server runs.
@@ -55,8 +58,11 @@ def _all_workers_warm() -> bool:
         return True
     try:
         pids = [int(name) for name in os.listdir(directory) if name.isdigit()]
-    except OSError:
-        return True
+    except OSError as exc:
+        # Fail closed: a worker that cannot see its siblings does not know they are warm, and saying
+        # ready would send a load balancer's burst to it while the others still warm.
+        logger.warning("cannot read the warm workers' directory %s (%s): reporting warming", directory, exc)
+        return False
     return sum(1 for pid in pids if _alive(pid)) >= int(workers)
 
 

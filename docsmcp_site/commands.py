@@ -3,7 +3,7 @@
 Plain data with no import beyond the standard library, so `docsmcp --help` answers without setting up
 Django (whose apps import OAuth, ninja and LanceDB). Django's development commands (`startapp`,
 `makemessages`, `squashmigrations`...) are left out of the list but still run; `docsmcp django-help`
-lists every command. tests/test_cli.py checks that each command named here exists and that every
+lists every command. tests/docsmcp_site/test_cli.py checks that each command named here exists and that every
 command of docsmcp's own apps is named here.
 """
 

@@ -2,7 +2,7 @@
 
 Staff only (the admin's login): eval cases and results show queries and document paths of
 every corpus, which is internal. Each view runs a fixed number of queries whatever the number
-of runs or cases (tests/test_evals_dashboard.py counts them).
+of runs or cases (tests/evals/test_eval_dashboard.py counts them).
 """
 
 from __future__ import annotations

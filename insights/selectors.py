@@ -1,5 +1,5 @@
 """Reads of the query log for the insights pages and REST API: aggregated in SQL, a fixed number of
-queries whatever the number of records (tests/test_insights.py counts them).
+queries whatever the number of records (tests/insights/test_insights.py counts them).
 
 A "search" is a record without a read target; a "read" opened a chunk or page (`target`). Eval runs'
 calls (`is_eval`) are left out unless asked for.

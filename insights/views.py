@@ -2,7 +2,7 @@
 
 Staff only (the admin's login), like the eval dashboards: query texts and feedback are internal.
 The corpus page runs a fixed number of queries whatever the number of logged calls (aggregates in
-SQL; tests/test_insights.py counts them), and bench/insights.py times it with 100,000 calls.
+SQL; tests/insights/test_insights.py counts them), and bench/insights.py times it with 100,000 calls.
 """
 
 from __future__ import annotations

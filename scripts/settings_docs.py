@@ -1,6 +1,6 @@
 """Writes docs/settings.md from the settings registry (docsmcp_site/settings/registry.py) and the system
 checks (docsmcp_site/checks.py): `.venv/bin/python scripts/settings_docs.py`. With --check it writes
-nothing and exits 1 when the committed page is not what they give (tests/test_settings_documented.py
+nothing and exits 1 when the committed page is not what they give (tests/docsmcp_site/test_settings_documented.py
 runs the same comparison).
 """
 

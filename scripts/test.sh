@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fresh machine -> the whole test suite, against PostgreSQL and Redis on localhost.
+# Fresh machine -> the whole test suite, against PostgreSQL and Redis on localhost
+# (`scripts/test.sh -m "not slow"`: the fast tier, tests/tiers.py).
 # Installs requirements-dev.txt into .venv and, when it is missing, Debian's chromium with apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -11,6 +11,7 @@ import pytest
 
 from retrieval.boot import boot
 
+pytest_plugins = ["tests.tiers"]  # the slow marker and the fast tier's check
 boot()  # tests run the engine as the server and the build worker do
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = ROOT / "corpus" / "sample_docs"

@@ -1,7 +1,7 @@
 """Fixtures for the documents / techdoc / citeloom profile tests: small markdown corpora built once per
 session, registered per test next to the `sample` corpus, and helpers to drive the official `mcp` client.
 
-Import the fixtures a module uses into it (as tests/test_mcp_transport.py does with fixtures_mcp).
+Import the fixtures a module uses into it (as tests/mcp_endpoint/test_mcp_transport.py does with fixtures_mcp).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Test settings: the site's, with Celery tasks run inline so unit tests need no worker, on the database
 server of DATABASE_URL (tests/services.py says which services the suite uses).
 
-The real-worker tests (tests/test_celery_worker.py, tests/test_deploy_e2e.py) start processes with
+The real-worker tests (tests/corpus/test_celery_worker.py, tests/docsmcp_site/test_deploy_e2e.py) start processes with
 docsmcp_site.settings, where tasks always go through a broker.
 """
 
@@ -16,8 +16,12 @@ if os.environ.get("DOCSMCP_TEST_DATABASE_NAME"):
 
 CELERY_TASK_ALWAYS_EAGER = True
 # The query log's writer thread commits on its own connection, past a test's rolled-back transaction:
-# off unless a test turns it on (tests/test_querylog.py; a server process it starts with
+# off unless a test turns it on (tests/corpus/test_querylog.py; a server process it starts with
 # DOCSMCP_TEST_QUERY_LOG), so no test sees another's recorded calls.
 DOCSMCP_QUERY_LOG = os.environ.get("DOCSMCP_TEST_QUERY_LOG", "off")
 # Nor does the writer's hourly retention run delete a test's deliberately old rows (tests prune explicitly).
 DOCSMCP_QUERY_LOG_DAYS = 0
+# Users' passwords hashed with a fast hasher: the site's PBKDF2 costs about half a second of CPU per hash,
+# paid for every admin user a test makes and every login it tries. The site's list follows, so stored
+# hashes of every kind still verify, and OAuth client secrets keep their own hasher (listed last).
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", *PASSWORD_HASHERS]  # noqa: F405

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 # A service URL on this machine's default Redis or PostgreSQL port (port 1 or a free port is nothing listening).
@@ -30,12 +32,14 @@ def _in_a_fresh_process(code: str, **env: str) -> str:
                           cwd=ROOT, capture_output=True, text=True, check=True, timeout=120).stdout.strip()
 
 
+@pytest.mark.slow
 def test_the_test_database_name_can_be_set():
     code = "from django.conf import settings; print(settings.DATABASES['default'].get('TEST', {}).get('NAME'))"
     assert _in_a_fresh_process(code, DOCSMCP_TEST_DATABASE_NAME="docsmcp_ci_42") == "docsmcp_ci_42"
     assert _in_a_fresh_process(code) == "None"  # Django's own default: test_<name>
 
 
+@pytest.mark.slow
 def test_without_a_test_redis_the_redis_tests_say_what_to_set():
     code = "from tests.services import redis_unreachable_reason; print(redis_unreachable_reason())"
     assert _in_a_fresh_process(code).startswith("set DOCSMCP_TEST_REDIS_URL")

@@ -10,10 +10,12 @@ from django.urls import reverse
 from ninja import Field, Path, Query, Router, Schema
 
 from common.api.pagination import Input, Page, PageParams, paginate
+from common.callers import Principal
 from corpus import gitfixes, selectors
 from corpus.api.auth import BUILD, READ
 from corpus.content_fixes import content_fix_write
 from corpus.fix_decisions import fix_approve, fix_reject
+from corpus.fixes import Actor
 from corpus.models import FixProposal
 
 router = Router(tags=["fixes"])
@@ -65,6 +67,20 @@ def fix_out(proposal: FixProposal) -> dict:
     }
 
 
+def _decider(request: HttpRequest) -> Actor:
+    """Who the decision is recorded for: the staff member of an admin session, else the key by its name
+    ("api-key:ci"; an OAuth token's principal is already named "oauth:<user>:<client>"), so the proposal's
+    history says which key applied or refused a change."""
+    principal = getattr(request, "auth", None)
+    if not isinstance(principal, Principal):
+        return None
+    if principal.name.startswith("staff:") and principal.key_id is None and not principal.token:
+        return getattr(request, "user", None)
+    if principal.token or principal.name.startswith("oauth:"):
+        return principal.name
+    return f"api-key:{principal.name}"
+
+
 def _proposal(name: str, proposal_id: int) -> FixProposal:
     return selectors.fix_get(corpus=selectors.corpus_get(name), proposal_id=proposal_id)
 
@@ -85,8 +101,7 @@ def get_fix(request: HttpRequest, name: str, proposal_id: int = ProposalId):
 def approve_fix(request: HttpRequest, name: str, proposal_id: int = ProposalId):
     """Apply the change. `status` tells the outcome: applied, or stale when the file changed since (nothing
     written). The corpus is not rebuilt: trigger a build to serve the change."""
-    # TODO(fixes): record the API key as the decider once corpus.fixes accepts a name; user=None is "system".
-    return fix_out(fix_approve(proposal=_proposal(name, proposal_id), user=None))
+    return fix_out(fix_approve(proposal=_proposal(name, proposal_id), user=_decider(request)))
 
 
 @router.post("/corpora/{name}/fixes/{int:proposal_id}/text", response=FixOut, auth=BUILD)
@@ -94,7 +109,7 @@ def write_fix_text(request: HttpRequest, name: str, payload: TextIn, proposal_id
     """Write (or correct) the text of a pending content section or page: an outline must get its answer
     this way (or on the admin's proposal page) before it can be approved. The diff is made again from it."""
     return fix_out(content_fix_write(proposal=_proposal(name, proposal_id), heading=payload.heading,
-                                     body=payload.body, user=None))
+                                     body=payload.body, user=_decider(request)))
 
 
 @router.get("/corpora/{name}/fixes/{int:proposal_id}/patch", auth=READ, response={200: str},
@@ -110,4 +125,4 @@ def fix_patch_download(request: HttpRequest, name: str, proposal_id: int = Propo
 @router.post("/corpora/{name}/fixes/{int:proposal_id}/reject", response=FixOut, auth=BUILD)
 def reject_fix(request: HttpRequest, name: str, payload: RejectIn, proposal_id: int = ProposalId):
     """Refuse the change, with a reason; the same change is not proposed again."""
-    return fix_out(fix_reject(proposal=_proposal(name, proposal_id), user=None, reason=payload.reason))
+    return fix_out(fix_reject(proposal=_proposal(name, proposal_id), user=_decider(request), reason=payload.reason))

@@ -8,7 +8,7 @@ profile's bounds, `oauth` sign-in with OAuth 2.1. Each reads the environment onl
 `env.env(NAME)`, typed by the variable's entry in `registry` (type, default, section, help), with the
 variable named in the error; each default is written there once, and docs/settings.md is generated from
 it (`scripts/settings_docs.py`). The apps read `django.conf.settings.X`; docsmcp_site/checks.py reports
-settings that contradict each other, and tests/test_settings_documented.py checks that the registry holds
+settings that contradict each other, and tests/docsmcp_site/test_settings_documented.py checks that the registry holds
 exactly the variables read here, that the page is current, that every name the apps read is defined and
 that no app converts one to the type it already has.
 """

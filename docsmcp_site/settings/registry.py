@@ -1,7 +1,7 @@
 """Every environment variable the server reads, once: its type, default, section and what it does.
 
 The settings modules read each one through `env.env(NAME)`, which parses it by the type written here, and
-docs/settings.md is generated from this table (`scripts/settings_docs.py`; tests/test_settings_documented.py
+docs/settings.md is generated from this table (`scripts/settings_docs.py`; tests/docsmcp_site/test_settings_documented.py
 fails when the committed page is not what the table gives). A default that depends on another setting
 (a path under DOCSMCP_HOME, the broker's Redis) is COMPUTED here and handed in by the module that reads it;
 `shown` is what the page says of it.

@@ -9,7 +9,7 @@ row IDs (docs/BENCHMARKS.md).
 
 A forked child makes a pool of its own: it inherits the executor object but not its threads.
 (Lance itself must not be used before a fork; the server opens no index before it forks its
-workers, tests/test_warming.py.)
+workers, tests/corpus/test_warming.py.)
 """
 
 from __future__ import annotations
