@@ -45,6 +45,7 @@ def test_a_worker_stopping_cleanly_leaves_without_native_destructors(exits):
     assert left.value.args == (0,)
 
 
+@pytest.mark.slow
 def test_a_worker_stopping_cleanly_still_runs_its_exit_handlers(tmp_path):
     """Leaving with os._exit skips interpreter exit, where the query log's writer flushes its buffer
     (corpus/querylog.py registers that with atexit): the hook runs the exit handlers itself. In a
