@@ -112,6 +112,7 @@ def _manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Complete
                           text=True)
 
 
+@pytest.mark.slow
 def test_manage_py_check_stops_on_an_error_and_deploy_names_the_warning(tmp_path):
     """What an operator runs: an audience without its issuer fails `check` naming both; a public address
     without auth is reported by `check --deploy`; the defaults pass `check`."""

@@ -178,6 +178,7 @@ def test_settings_docs_check_fails_on_a_stale_page_and_writing_mends_it(tmp_path
     assert stale.read_text() == settings_docs.page()
 
 
+@pytest.mark.slow
 def test_settings_docs_runs_from_a_checkout(tmp_path):
     run = subprocess.run([sys.executable, "scripts/settings_docs.py", "--check"], cwd=ROOT, capture_output=True,
                          text=True, env={**os.environ, "DOCSMCP_HOME": str(tmp_path)})
@@ -380,6 +381,7 @@ def test_env_refuses_a_value_out_of_bounds_naming_the_variable(monkeypatch, name
     assert str(refused.value) == message
 
 
+@pytest.mark.slow
 def test_a_server_with_a_bad_setting_stops_at_start_naming_it(tmp_path):
     environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "docsmcp_site.settings", "DOCSMCP_HOME": str(tmp_path),
                    "DOCSMCP_KEEP_BUILDS": "three"}

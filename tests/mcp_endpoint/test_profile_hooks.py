@@ -96,6 +96,7 @@ def test_a_profile_naming_a_hook_that_does_not_exist_fails_where_it_is_written()
     assert "half" not in profile_names()
 
 
+@pytest.mark.slow
 def test_loading_the_url_configuration_imports_and_checks_every_profile():
     """What `manage.py check`, runserver and each serving worker load at start brings every profile in,
     so one that names a missing hook stops the server instead of failing its first caller."""

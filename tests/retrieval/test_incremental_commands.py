@@ -81,6 +81,7 @@ def test_build_and_validate_commands_load_no_http_stack_no_oauth_and_a_patch_no_
     assert _command(home, "validate_docs", "--corpus", "skyline", "--no-progress") == []
 
 
+@pytest.mark.slow
 def test_a_fresh_installations_first_build_leaves_sign_in_to_work_for_the_next_command(tmp_path, copy_sample_docs):
     """`docsmcp build_index` runs without the OAuth server's app, and migrates the embedded database
     without its tables: the next command that signs in gets them, the build's corpus still there."""
@@ -104,6 +105,7 @@ def test_a_fresh_installations_first_build_leaves_sign_in_to_work_for_the_next_c
     assert "Payments" in docsmcp("chunks", "--corpus", "skyline", "--file", PAYMENTS)
 
 
+@pytest.mark.slow
 def test_an_idle_celery_worker_imports_neither_the_site_nor_the_build(tmp_path):
     """A worker waits for builds far longer than it runs them: what it holds while idle is the price of
     every host running one. Celery's Django fix-up used to run the URL checks at start, importing the whole
