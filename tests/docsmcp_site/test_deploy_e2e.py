@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from django.contrib.auth.hashers import make_password
 from django.db import connection
 
 from corpus.apikeys import create_api_key
@@ -158,8 +159,10 @@ def redis_topology(topology_env, tmp_path):
 
 def test_production_topology_admin_build_worker_and_mcp(redis_topology, browser, django_user_model, tmp_path):
     base = redis_topology["base"]
-    django_user_model.objects.create_user("operator", "op@example.com", "correct-horse", is_staff=True,
-                                          is_superuser=True)
+    operator = django_user_model.objects.create_user("operator", "op@example.com", is_staff=True, is_superuser=True)
+    # hashed as the server (the site's settings) checks it, not with the tests' fast hasher
+    operator.password = make_password("correct-horse", hasher="pbkdf2_sha256")
+    operator.save(update_fields=["password"])
     corpus = corpus_of_sample_docs(tmp_path, "deployed")
 
     context = browser.new_context(base_url=base)

@@ -24,6 +24,7 @@ def exits(monkeypatch):
         raise Left(code)
 
     monkeypatch.setattr("os._exit", fake_exit)
+    monkeypatch.setattr("atexit._run_exitfuncs", lambda: None)  # this process's own handlers stay for its exit
 
 
 def stopping(code):
