@@ -15,7 +15,8 @@ from tests.cli_helpers import build_cmd
 from tests.conftest import SAMPLE_DOCS
 from tests.git_helpers import git, sample_repo
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# slow: most tests build a git-sourced corpus on the transactional database (37 s of the fast tier)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 @pytest.fixture

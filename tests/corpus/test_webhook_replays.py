@@ -17,7 +17,8 @@ from tests.api_helpers import assert_error
 from tests.cli_helpers import build_cmd
 from tests.git_helpers import sample_repo
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# slow: every test builds a git-sourced corpus on the transactional database (45 s of the fast tier)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 @pytest.fixture
