@@ -26,6 +26,7 @@ from retrieval.search.index_cache import IndexCache
 from tests.conftest import ROOT, SAMPLE_DOCS
 from tests.corpus.test_celery_worker import _database_url
 from tests.docsmcp_site.test_deploy_e2e import free_port, stop
+from tests.serve_helpers import serve_subprocess
 
 HEAVY = ("lancedb", "lance", "pyarrow", "openai", "onnxruntime", "tokenizers",
          "lance_namespace_urllib3_client.api",
@@ -301,26 +302,8 @@ def test_the_workers_of_serve_share_the_embedding_model_their_master_loaded(tmp_
     build_activate(build=BuildRun.objects.create(
         corpus=corpus, build_id=metadata.build_id, kind=BuildRun.KIND_FULL, status=BuildRun.COMPLETE,
         index_path=str(out), embedding_provider="local", embedding=metadata.embedding, stats=metadata.stats))
-    port = free_port()
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "DJANGO_", "MCP_"))}
-    environment.update(DJANGO_SETTINGS_MODULE="docsmcp_site.settings", DATABASE_URL=_database_url(),
-                       DOCSMCP_SECRET_KEY_FILE=str(tmp_path / "secret_key"), DOCSMCP_INDEX_ROOT=str(tmp_path / "idx"),
-                       MCP_RATE_LIMIT_REDIS_URL="", DOCSMCP_DEFAULT_CORPUS="sample", DOCSMCP_LOCAL_THREADS="1")
-    log = tmp_path / "serve.log"
-    with log.open("wb") as output:
-        server = subprocess.Popen([sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port),
-                                   "--workers", "2"], cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if httpx.get(f"{base}/health/", timeout=30).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
-            time.sleep(0.25)
+    with serve_subprocess(tmp_path, workers=2, DOCSMCP_LOCAL_THREADS="1") as served:
+        base, server = served.base, served.server
         for _ in range(8):  # fresh connections: both workers answer some
             assert _search(base, "refund a payment")["structuredContent"]["hits"]
         # serve supervises gunicorn: its one child is the gunicorn master, whose children are the workers
@@ -331,5 +314,3 @@ def test_the_workers_of_serve_share_the_embedding_model_their_master_loaded(tmp_
         memory = [_memory_kb(pid) for pid in workers]
         # Pages a worker inherited from the master and never wrote count in its Shared_* and only half in its Pss.
         assert sum(m["Pss"] for m in memory) < 0.75 * sum(m["Rss"] for m in memory), memory
-    finally:
-        stop(server)

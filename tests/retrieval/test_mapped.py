@@ -3,14 +3,11 @@ holds them once however many workers serve them (retrieval/format/mapped.py)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from corpus.execution import build_activate
@@ -29,10 +26,9 @@ from retrieval.format.metadata import read_metadata
 from retrieval.ingest.build import BuildRequest, build_index
 from retrieval.search.engine import SearchRequest, search
 from retrieval.search.index import Index
-from tests.conftest import ROOT, SAMPLE_DOCS
-from tests.corpus.test_celery_worker import _database_url
+from tests.conftest import SAMPLE_DOCS
 from tests.corpus.test_warming import _search
-from tests.docsmcp_site.test_deploy_e2e import free_port, stop
+from tests.serve_helpers import serve_subprocess
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads Linux's /proc/<pid>/maps")
 
@@ -168,26 +164,8 @@ def test_the_workers_of_serve_map_the_same_build_files_and_a_newly_activated_bui
 
     first = _build(tmp_path / "first", "first")
     activate(first)
-    port = free_port()
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "DJANGO_", "MCP_"))}
-    environment.update(DJANGO_SETTINGS_MODULE="docsmcp_site.settings", DATABASE_URL=_database_url(),
-                       DOCSMCP_SECRET_KEY_FILE=str(tmp_path / "secret_key"), DOCSMCP_INDEX_ROOT=str(tmp_path / "idx"),
-                       MCP_RATE_LIMIT_REDIS_URL="", DOCSMCP_DEFAULT_CORPUS="sample")
-    log = tmp_path / "serve.log"
-    with log.open("wb") as output:
-        server = subprocess.Popen([sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port),
-                                   "--workers", "2"], cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if httpx.get(f"{base}/health/", timeout=30).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
-            time.sleep(0.25)
+    with serve_subprocess(tmp_path, workers=2) as served:
+        base, server, log = served.base, served.server, served.log
         one, other = _until_every_worker_maps(base, server, first, log)
         assert one == other  # the same files, so the page cache holds them once for both
 
@@ -195,5 +173,3 @@ def test_the_workers_of_serve_map_the_same_build_files_and_a_newly_activated_bui
         activate(second)
         one, other = _until_every_worker_maps(base, server, second, log)
         assert one == other
-    finally:
-        stop(server)
