@@ -21,6 +21,7 @@ PASS, NEAR, FAR, MISS = "#16a34a", "#ca8a04", "#9ca3af", "#dc2626"
 class Series:
     name: str
     values: Sequence[float | None]
+    color: str | None = None  # None: the palette's next; a series that means a verdict keeps its verdict's colour
 
 
 def _fmt(value: float, digits: int) -> str:
@@ -68,7 +69,7 @@ def line_chart(series: Sequence[Series], x_labels: Sequence[str], *, title: str 
         parts.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h / 2}" font-size="11" text-anchor="middle" '
                      'fill="#9ca3af">no runs yet</text>')
     for k, s in enumerate(series):
-        color = PALETTE[k % len(PALETTE)]
+        color = s.color or PALETTE[k % len(PALETTE)]
         segment: list[str] = []
         segments: list[list[str]] = []
         for i, v in enumerate(s.values):

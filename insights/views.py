@@ -58,11 +58,12 @@ def _trend_chart(trend: list[dict]):
     verdicts existed show the zero-hit/low-score share of their searches without one."""
     labels = [f"build {t['build_id']} · from {t['first']:%Y-%m-%d} · {t['searches']} searches" for t in trend]
     axis = [t["build_id"][:16] for t in trend]
-    series = [eval_charts.Series("covered", [t["covered_share"] for t in trend]),
-              eval_charts.Series("partial", [t["partial_share"] for t in trend]),
-              eval_charts.Series("not covered", [t["not_covered_share"] for t in trend])]
+    series = [eval_charts.Series("covered", [t["covered_share"] for t in trend], charts.PASS),
+              eval_charts.Series("partial", [t["partial_share"] for t in trend], charts.NEAR),
+              eval_charts.Series("not covered", [t["not_covered_share"] for t in trend], charts.MISS)]
     if any(t["unjudged"] for t in trend):
-        series.append(eval_charts.Series("no verdict, zero-hit/low-score", [t["old_unanswered_share"] for t in trend]))
+        series.append(eval_charts.Series("no verdict, zero-hit/low-score", [t["old_unanswered_share"] for t in trend],
+                                         charts.OLD_MISS))
     return eval_charts.line_chart(series, labels, title="searches by verdict, per build", axis_labels=axis,
                                   width=420, height=200, digits=3)
 

@@ -19,8 +19,8 @@ from corpus import querylog
 from corpus.apikeys import create_api_key
 from corpus.models import BuildRun, Corpus, Feedback, FixProposal, QueryRecord
 from corpus.services import build_request
+from insights import charts, selectors
 from insights import gaps as gaps_module
-from insights import selectors
 from insights.gap_candidates import PER_CALLER, gap_candidates, recent_gap_candidates
 from insights.gaps import gap_list, gaps_refresh, group_pending
 from insights.models import Gap, GapQuery
@@ -208,6 +208,10 @@ def test_the_corpus_page_shows_verdicts_and_the_fallback(admin_client, sample_co
     table = html[html.index('id="gap-table"'):html.index('id="partial-gap-table"')]
     assert "Is there a PHP SDK?" in table and "SAML SSO" not in table
     assert "SAML SSO for the dashboard" in html[html.index('id="partial-gap-table"'):]
+    # the per-build chart draws each verdict in the colour the calls-per-day bars give it
+    trend = html[html.index("searches by verdict, per build"):]
+    trend = trend[:trend.index("</svg>")]
+    assert all(f'fill="{colour}"' in trend for colour in (charts.PASS, charts.NEAR, charts.MISS)), trend
 
 
 def test_changing_gap_similarity_regroups_the_open_groups(sample_corpus):
