@@ -4,16 +4,28 @@ version lists) and the indexes it opens are corpus/serving.py's."""
 from __future__ import annotations
 
 from django.conf import settings
+from django.db.models import QuerySet
 
 from .access import visible, visible_only
 from .errors import CorpusNotFound, NoActiveBuild, UnknownVersion
 from .models import BuildRun, Corpus
 
+# What a build reports (every page's findings, stage timings) runs to hundreds of kilobytes of JSON on a
+# large corpus. Serving reads a corpus row with its active build several times a second (the pointers
+# corpus/serving caches for half a second), and decoding those reports cost more CPU than the searches in
+# between; they load when something reads them.
+BUILD_REPORTS = ("active_build__findings", "active_build__timings")
+
+
+def with_active_build(corpora: QuerySet[Corpus]) -> QuerySet[Corpus]:
+    """`corpora` (a Corpus queryset) joined to each row's active build, without the build's reports."""
+    return corpora.select_related("active_build").defer(*BUILD_REPORTS)
+
 
 def corpus_list() -> list[Corpus]:
     """Every corpus the caller may see (corpus.access); another version of a corpus is listed as
     `<corpus>@<version>` beside it."""
-    return list(visible_only(Corpus.objects.select_related("active_build")).order_by("name"))
+    return list(visible_only(with_active_build(Corpus.objects)).order_by("name"))
 
 
 def corpus_get(name: str) -> Corpus:
@@ -22,7 +34,7 @@ def corpus_get(name: str) -> Corpus:
     The row itself, never its default version: writes (update, delete, build) act on what was named.
     Reads that serve documentation go through `corpus_serving`.
     """
-    corpora = visible_only(Corpus.objects.select_related("active_build"))
+    corpora = visible_only(with_active_build(Corpus.objects))
     corpus = corpora.filter(name=name).first()
     if corpus is None and "@" in name:
         head_name, _, label = name.partition("@")
@@ -45,7 +57,7 @@ def corpus_get(name: str) -> Corpus:
 def family_members(corpus: Corpus) -> list[Corpus]:
     """Every version of the corpus users name `corpus` (the row itself first), by label."""
     head = corpus.family
-    members = [head, *head.versions.select_related("active_build").order_by("version", "pk")]
+    members = [head, *with_active_build(head.versions).order_by("version", "pk")]
     return members
 
 
@@ -53,7 +65,7 @@ def default_version(corpus: Corpus) -> Corpus:
     """The version served under the corpus's own name: the head's default_version, else the head."""
     head = corpus.family
     if head.default_version and head.default_version != head.version:
-        for member in head.versions.select_related("active_build"):
+        for member in with_active_build(head.versions):
             if member.version == head.default_version:
                 return member
     return head
@@ -89,7 +101,8 @@ def default_corpus() -> Corpus:
     name = settings.DOCSMCP_DEFAULT_CORPUS
     if name:
         return corpus_get(name)
-    corpus = Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, version_of__isnull=True).order_by("created_at").select_related("active_build").first()
+    heads = Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, version_of__isnull=True).order_by("created_at")
+    corpus = with_active_build(heads).first()
     if corpus is not None and not visible(corpus.name):
         raise CorpusNotFound(f"the default corpus is outside this API key's corpora; name one of them "
                              f"(/mcp/c/<corpus>/): {', '.join(c.name for c in corpus_list()) or 'none'}")

@@ -15,6 +15,7 @@ from typing import Any
 from retrieval.errors import RetrievalError
 
 from ..models import Corpus
+from ..selectors import with_active_build
 from .active import build_location
 from .state import STATE
 
@@ -89,10 +90,10 @@ def _catalog_cards() -> list[tuple[CorpusCard, Any, frozenset[str]]]:
     if cards is not None and cards[0] == signature:
         return cards[1]
     with limited_to(None):
-        heads = [c for c in Corpus.objects.select_related("active_build").filter(
+        heads = [c for c in with_active_build(Corpus.objects).filter(
             kind=Corpus.KIND_MARKDOWN, version_of__isnull=True, active_build__isnull=False).order_by("name")]
         members: dict[int, list[Corpus]] = {}
-        for member in Corpus.objects.select_related("active_build").filter(
+        for member in with_active_build(Corpus.objects).filter(
                 version_of__in=[c.pk for c in heads]).order_by("version", "pk"):
             members.setdefault(member.version_of_id, []).append(member)
     out = []

@@ -7,6 +7,8 @@ import json
 import shutil
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from corpus import services
 from corpus.errors import CorpusError
@@ -44,6 +46,21 @@ def test_a_corpus_url_checks_its_corpus_again_once_the_cache_is_old(sample_corpu
     response = client.post("/mcp/c/sample/", data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
                            content_type="application/json", **HEADERS)
     assert response.status_code == 404 and "renamed" in response.content.decode()
+
+
+def test_refreshing_the_pointers_reads_no_build_report(sample_corpus, client, settings, held_clock):
+    """Serving re-reads each corpus row with its active build every POINTER_TTL; the build's per-page
+    findings run to hundreds of kilobytes of JSON on a large corpus, and decoding them on every refresh
+    cost more CPU than the searches in between."""
+    settings.MCP_RATE_LIMIT_PER_MINUTE = 0
+    BuildRun.objects.filter(pk=sample_corpus.active_build_id).update(
+        findings=[{"code": "strategy-default", "message": "x" * 1000}] * 200, timings={"parse": 1.0})
+    held_clock[0] += POINTER_TTL
+    with CaptureQueriesContext(connection) as queries:
+        assert _search(client, "/mcp/")["structuredContent"]["hits"]
+    build_reads = [q["sql"] for q in queries.captured_queries if "corpus_buildrun" in q["sql"]]
+    assert build_reads, "the refresh reads the active build"
+    assert not [sql for sql in build_reads if '"findings"' in sql or '"timings"' in sql]
 
 
 @pytest.fixture
