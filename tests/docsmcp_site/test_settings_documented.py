@@ -41,6 +41,9 @@ def _script(path: Path):
 settings_docs = _script(ROOT / "scripts" / "settings_docs.py")
 APPS = ("common", "corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
 SETTINGS_DIR = ROOT / "docsmcp_site" / "settings"
+# Only files these find can hold what the tests below look for; parsing every other one cost seconds.
+PREFIXED = re.compile(r"(DOCSMCP|MCP|CITELOOM)_")
+READS_ENVIRONMENT = re.compile(r"environ|getenv|\b(env|given)\(")
 
 
 def variables_read(source: str) -> set[str]:
@@ -132,8 +135,9 @@ NOT_SETTINGS = {"DOCSMCP_API_KEY", "DOCSMCP_SERVE_WARM_DIR"}
 def test_every_variable_of_the_projects_prefixes_named_in_the_code_is_registered():
     """A DOCSMCP_*, MCP_* or CITELOOM_* name anywhere in the code (an environment read outside the settings,
     an error message telling the operator what to raise) is a setting of the registry."""
-    named = {node.value: str(path.relative_to(ROOT)) for app in (*APPS, "retrieval") for path in (ROOT / app).rglob("*.py")
-             for node in ast.walk(ast.parse(path.read_text()))
+    sources = {path: path.read_text() for app in (*APPS, "retrieval") for path in (ROOT / app).rglob("*.py")}
+    named = {node.value: str(path.relative_to(ROOT)) for path, source in sources.items() if PREFIXED.search(source)
+             for node in ast.walk(ast.parse(source))
              if isinstance(node, ast.Constant) and isinstance(node.value, str)
              and re.fullmatch(r"(DOCSMCP|MCP|CITELOOM)_[A-Z0-9_]+", node.value)}
     assert len(named) > 20  # the parse still sees the code
@@ -144,7 +148,8 @@ def test_every_variable_of_the_projects_prefixes_named_in_the_code_is_registered
 def test_every_variable_the_docs_name_exists():
     """README.md and docs/ name only variables that something reads: a setting, a variable of the test
     suite, a client's or serve's own; a renamed or removed setting left in prose fails here."""
-    read_by_tests = set().union(*(variables_read(path.read_text()) for path in (ROOT / "tests").rglob("*.py")))
+    sources = [path.read_text() for path in (ROOT / "tests").rglob("*.py")]
+    read_by_tests = set().union(*(variables_read(source) for source in sources if READS_ENVIRONMENT.search(source)))
     known = BY_NAME.keys() | NOT_SETTINGS | read_by_tests | {name for name in dir(site_settings) if name.isupper()}
     named = {name: path.name for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
              for name in re.findall(r"(?<![A-Za-z0-9_])((?:DOCSMCP|MCP|CITELOOM)_[A-Z0-9_]*[A-Z0-9])(?![A-Za-z0-9_])",

@@ -42,9 +42,24 @@ def _outcome(rng: random.Random, name: str, category: str) -> runner.CaseOutcome
     return o
 
 
-@pytest.fixture
-def volume(db):
-    """100 complete runs over 10 builds of one corpus; the last two have 1,000 case results each."""
+@pytest.fixture(scope="module")
+def volume(django_db_setup, django_db_blocker):
+    """100 complete runs over 10 builds of one corpus; the last two have 1,000 case results each. Made once
+    for the module (committed, each test's own writes roll back) and deleted after it: made per test, it
+    was most of the fast tier's time in this file."""
+    with django_db_blocker.unblock():
+        made = _volume()
+    yield made
+    with django_db_blocker.unblock():
+        made["corpus"].delete()
+
+
+@pytest.fixture(autouse=True)
+def _db(db):
+    """Every test here reads the database: the module's data is seen through each test's transaction."""
+
+
+def _volume() -> dict:
     rng = random.Random(3)
     corpus = Corpus.objects.create(name="volume", source_dir="/x")
     builds = [BuildRun.objects.create(corpus=corpus, build_id=f"b{i:02d}", status=BuildRun.COMPLETE,
