@@ -355,8 +355,8 @@ def _feedback_collection(context: Context, args: dict[str, Any]) -> str | None:
         if named:
             return resolve_collection(named).corpus.name
         names = [c.name for c in served_corpora()]
-    except DatabaseError:  # a report is never refused for an outage: stored under the name given
-        return named or None
+    except DatabaseError as exc:  # a report is never refused for an outage: kept under the name given
+        return feedback.kept_unchecked(named, exc)
     return feedback.only_or_named(names, None, args.get("chunk_id"),
                                   lambda name: active_index(name).metadata.files, "collection")
 
