@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from common.callers import Principal, bearer_token
@@ -32,6 +33,8 @@ from .oauth import is_access_token, principal_for_jwt, principal_for_token
 if TYPE_CHECKING:
     from django.http import HttpRequest
 
+logger = logging.getLogger("docsmcp.auth")
+
 # last_used_at is a hint for the admin, not an audit log: one write per key per minute at most.
 _LAST_USED_RESOLUTION = timedelta(seconds=60)
 # A database key that checked out is trusted for KEY_CACHE_SECONDS without asking the database again
@@ -41,6 +44,7 @@ KEY_CACHE_SECONDS = 30.0
 KEY_GRACE_SECONDS = 600.0
 _key_cache: dict[str, tuple[float, Principal]] = {}
 _key_cache_lock = threading.Lock()
+_last_outage_warning = 0.0
 
 
 def generate_key() -> str:
@@ -82,7 +86,9 @@ def authenticate(request: HttpRequest) -> Principal | None:
     try:
         principal = _principal_from_database(digest)
     except DatabaseError as exc:
-        if cached and age < KEY_GRACE_SECONDS:
+        if cached and age < KEY_GRACE_SECONDS:  # a key that checked out before the outage: a revocation waits
+            _outage_warning(f"database unavailable ({exc}); API keys checked in the last {KEY_GRACE_SECONDS:.0f} "
+                            f"s are accepted without a check (key {cached[1].name!r}, {age:.0f} s ago)")
             return cached[1]
         raise AuthUnavailable("the database is unavailable, so this API key cannot be checked") from exc
     with _key_cache_lock:
@@ -96,6 +102,15 @@ def authenticate(request: HttpRequest) -> Principal | None:
         raise InvalidApiKey("the API key is not valid (unknown or revoked); create a key in the admin under API "
                             "keys or with `manage.py mcp_apikey create`")
     return principal
+
+
+def _outage_warning(message: str) -> None:
+    """Logs at most once a minute: every request with a key asks during an outage."""
+    global _last_outage_warning
+    now = time.monotonic()
+    if now - _last_outage_warning > 60:
+        _last_outage_warning = now
+        logger.warning(message)
 
 
 def _token_principal(request: HttpRequest, token: str) -> Principal:
@@ -119,10 +134,20 @@ def _principal_from_database(digest: str) -> Principal | None:
         return None
     now = timezone.now()
     if row.last_used_at is None or now - row.last_used_at > _LAST_USED_RESOLUTION:
-        ApiKey.objects.filter(pk=row.pk).update(last_used_at=now)
+        try:
+            _touch(row.pk, now)
+        except DatabaseError as exc:  # the key checked out: a hint that cannot be written refuses no one
+            _outage_warning(f"API key {row.name!r}: last_used_at not written ({exc})")
     scopes = frozenset(s for s in (row.scopes or []) if isinstance(s, str))
     corpora = frozenset(c for c in (row.corpora or []) if isinstance(c, str))
     return Principal(name=row.name, scopes=scopes, key_id=row.pk, corpora=corpora)
+
+
+def _touch(pk: int, now: datetime) -> None:
+    """Writes the admin's last-used hint of a key: apart from the check (in a savepoint of its own, so a
+    failed write leaves a caller's transaction usable), so a failed write is told from a failed check."""
+    with transaction.atomic():
+        ApiKey.objects.filter(pk=pk).update(last_used_at=now)
 
 
 def forget_cached_keys() -> None:

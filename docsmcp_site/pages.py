@@ -5,7 +5,8 @@ A page that can act on a refusal catches it itself and shows the message where t
 action's message, a form error); what escapes is answered here once: a missing thing is the site's 404
 page, a refusal is a short page with the error's message and its status (the class's own `status`, or
 the REST table's for an engine error: common/api/errors.py), an outage is a 503 with Retry-After. The
-REST API and the MCP endpoint answer in their own shapes (common/api/errors.py, mcp_endpoint/answers.py).
+REST API, the MCP endpoint and llms.txt answer in their own shapes (common/api/errors.py,
+mcp_endpoint/answers.py, mcp_endpoint/text_answers.py).
 tests/test_error_tables.py fails for an error class without a line here.
 """
 

@@ -41,7 +41,7 @@ from corpus.apikeys import authenticate
 from corpus.selectors import health_summary
 from corpus.serving import known_active_paths
 from corpus.warming import WARMING, warm_state
-from mcp_endpoint.protocol import LATEST_VERSION, SUPPORTED_VERSIONS
+from mcp_endpoint.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from retrieval.errors import IndexUnavailable
 from retrieval.search.index import check_index
 

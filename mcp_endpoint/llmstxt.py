@@ -16,62 +16,51 @@ Access is /mcp/'s: anonymous callers read while MCP_AUTH_REQUIRED is off; otherw
 from __future__ import annotations
 
 import hashlib
-import logging
 import threading
 from collections.abc import Callable, Iterator
 from urllib.parse import quote
 
 from django.conf import settings
-from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from common.callers import Principal, allows, bearer_challenge, scope_challenge
-from common.errors import AuthUnavailable, InsufficientScope, InvalidApiKey
+from common.callers import Principal, allows, bearer_challenge
+from common.errors import InsufficientScope
 from corpus.access import limited_to
 from corpus.apikeys import authenticate
-from corpus.errors import CorpusError, CorpusNotFound, UnknownVersion
 from corpus.serving import ServedDocuments, build_documents, corpus_document, corpus_documents
-from mcp_endpoint import ratelimit, security
+from mcp_endpoint import ratelimit, security, text_answers
 from mcp_endpoint.errors import Refusal
 from mcp_endpoint.jsonrpc import find_bad_text
+from mcp_endpoint.text_answers import NOT_FOUND_TEXT, TEXT, UNAUTHORIZED_TEXT
 from retrieval import llmstxt
-from retrieval.errors import IndexUnavailable, InvalidArgument, NotFound, RetrievalError
+from retrieval.errors import NotFound
 
-logger = logging.getLogger("docsmcp.mcp")
-
-TEXT = "text/plain; charset=utf-8"
 MARKDOWN = "text/markdown; charset=utf-8"
-NOT_FOUND = "Not found: no corpus of that name is served here.\n"
 # (index path, base URL) -> (llms.txt, its ETag): rendering reads every page once, so it is done once.
 _rendered: dict[tuple[str, str], tuple[str, str]] = {}
 _rendered_lock = threading.Lock()
 
 
-def _text(body: str, status: int = 200, content_type: str = TEXT) -> HttpResponse:
-    return HttpResponse(body, status=status, content_type=content_type)
+def _text(body: str, content_type: str = TEXT) -> HttpResponse:
+    return HttpResponse(body, content_type=content_type)
 
 
 def _admit(request: HttpRequest, corpus: str) -> Principal | None:
-    """/mcp/'s checks for a GET: method, corpus name, Origin, key, scope, rate limit; raises Refusal."""
+    """/mcp/'s checks for a GET: method, corpus name, Origin, key, scope, rate limit. Raises Refusal, or
+    the caller's error (InvalidApiKey, InsufficientScope, AuthUnavailable), for the plain-text table."""
     if request.method not in ("GET", "HEAD"):
         raise Refusal(405, "Method Not Allowed: use GET.\n", {"Allow": "GET, HEAD, OPTIONS"})
     if find_bad_text(corpus, "corpus") is not None:
-        raise Refusal(404, NOT_FOUND)
+        raise Refusal(404, NOT_FOUND_TEXT)
     if not security.origin_allowed(request.headers.get("Origin")):
         raise Refusal(403, "Forbidden: this Origin may not read this server (MCP_ALLOWED_ORIGINS).\n")
-    message = ("Unauthorized: send `Authorization: Bearer <key>` with a key that has the read scope, or an OAuth "
-               "access token for this server.\n")
-    try:
-        principal = authenticate(request)
-    except InvalidApiKey:
-        raise Refusal(401, message, {"WWW-Authenticate": bearer_challenge(request, "invalid_token")}) from None
+    principal = authenticate(request)  # a garbled key raises InvalidApiKey: never the anonymous caller
     if principal is None and settings.MCP_AUTH_REQUIRED:
-        raise Refusal(401, message, {"WWW-Authenticate": bearer_challenge(request)})
+        raise Refusal(401, UNAUTHORIZED_TEXT, {"WWW-Authenticate": bearer_challenge(request)})
     if not allows(principal, "read"):
-        if principal is not None and principal.token:
-            scarce = InsufficientScope("reading this corpus needs the 'read' scope", "read")
-            raise Refusal(403, f"Forbidden: {scarce}.\n", {"WWW-Authenticate": scope_challenge(request, scarce)})
+        if principal is not None and principal.token:  # its holder can sign in again for the scope
+            raise InsufficientScope("reading this corpus needs the 'read' scope", "read")
         raise Refusal(403, "Forbidden: this API key lacks the read scope.\n")
     decision = ratelimit.hit(ratelimit.identity(request, principal))
     if not decision.allowed:
@@ -93,7 +82,8 @@ def _matches(request: HttpRequest, etag: str) -> bool:
 
 
 def _served(request: HttpRequest, corpus: str, read: Callable[[], HttpResponse]) -> HttpResponse:
-    """`read()` under the caller's corpus limit, its failures answered in plain text, never a 500 page."""
+    """`read()` under the caller's corpus limit, its failures answered in plain text from the plain-text
+    surface's table (text_answers.py), never a 500 page."""
     if request.method == "OPTIONS":  # a browser's CORS preflight for a GET with a key
         response = security.preflight(request)
         if response.status_code == 204:
@@ -107,24 +97,10 @@ def _served(request: HttpRequest, corpus: str, read: Callable[[], HttpResponse])
             response = read()
         response["Cache-Control"] = "private, no-cache" if principal or settings.MCP_AUTH_REQUIRED else "no-cache"
         response["Vary"] = "Authorization"
-    except Refusal as exc:
-        response = _text(str(exc), exc.status)
-        for name, value in exc.headers.items():
-            response[name] = value
-    except UnknownVersion as exc:  # the corpus is one the caller may see: name its versions
-        response = _text(f"Not found: {exc}.\n", 404)
-    except (CorpusNotFound, NotFound):
-        response = _text(NOT_FOUND, 404)
-    except InvalidArgument as exc:
-        response = _text(f"Bad request: {exc}\n", 400)
-    except (IndexUnavailable, DatabaseError, AuthUnavailable) as exc:
-        logger.warning("llms.txt for %s unavailable: %s", corpus, exc)
-        response = _text("Service unavailable: the index or the database cannot be read right now; retry "
-                         "shortly.\n", 503)
-        response["Retry-After"] = "5"
-    except (CorpusError, RetrievalError) as exc:  # e.g. a corpus that has no active build yet
-        status = getattr(exc, "status", 400)
-        response = _text(f"{exc}\n", status if status < 500 else 503)
+    except Exception as exc:  # text_answers.answer: None for an error no layer typed (Django logs it, 500)
+        response = text_answers.answer(request, exc, corpus)
+        if response is None:
+            raise
     for name, value in security.cors_headers(request).items():
         response[name] = value
     return response

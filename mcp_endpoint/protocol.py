@@ -1,11 +1,12 @@
-"""MCP methods: protocol versions and negotiation, the handlers dict, and result shaping per era.
+"""MCP methods: the handlers dict and each method's handler, and result shaping per era.
 
 Two eras share one stateless endpoint. The handshake era (2025-03-26, 2025-06-18, 2025-11-25)
 opens with `initialize`; nothing is remembered between requests, so every request stands on
 its own. The 2026-07-28 era has no handshake: `server/discover` replaces it, each request
 carries its own `_meta` envelope, and results carry `resultType`, cache hints and the server's
 identity. Handlers raise `jsonrpc.JsonRpcError` subclasses; a tool's failures become `isError` results as the
-MCP surface's table says (answers.py), and `calls.py` puts the rest on the wire.
+MCP surface's table says (answers.py), and `calls.py` puts the rest on the wire. The versions and what
+each allows are versions.py's; the shapes of tools, resources and prompts on the wire are wire.py's.
 """
 
 from __future__ import annotations
@@ -24,28 +25,24 @@ from mcp_endpoint import answers, budget, recording, schema
 from mcp_endpoint import headers as mcp_headers
 from mcp_endpoint.jsonrpc import InvalidParams, MethodNotFound
 from mcp_endpoint.pagination import paginate
-from mcp_endpoint.profiles import (
-    Context,
-    Profile,
-    PromptDef,
-    PromptResult,
-    ResourceContents,
-    ResourceNotFound,
-    ToolDef,
-    ToolResult,
+from mcp_endpoint.profiles import Context, Profile, PromptResult, ResourceNotFound, ToolDef, ToolResult
+from mcp_endpoint.versions import (
+    DEFAULT_VERSION,
+    MODERN_VERSIONS,
+    argument_errors_are_results,
+    at_least,
+    negotiate_version,
+)
+from mcp_endpoint.wire import (
+    contents_to_wire,
+    prompt_to_wire,
+    resource_to_wire,
+    template_to_wire,
+    tool_result_to_wire,
+    tool_to_wire,
 )
 
 logger = logging.getLogger("docsmcp.mcp")
-
-HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-03-26", "2025-06-18", "2025-11-25")
-MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
-SUPPORTED_VERSIONS: tuple[str, ...] = HANDSHAKE_VERSIONS + MODERN_VERSIONS
-LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[-1]
-LATEST_VERSION = MODERN_VERSIONS[-1]
-# Streamable HTTP spec: a request without MCP-Protocol-Version is taken to be 2025-03-26.
-DEFAULT_VERSION = "2025-03-26"
-ARGUMENT_ERRORS_AS_RESULTS_FROM = "2025-11-25"
-BATCH_VERSIONS: tuple[str, ...] = ("2025-03-26",)  # JSON-RPC batches were dropped in 2025-06-18
 
 CACHEABLE_METHODS = frozenset(
     {
@@ -75,23 +72,10 @@ class Call:
         return self.context.protocol_version or DEFAULT_VERSION
 
 
-def negotiate_version(requested: Any) -> str:
-    """initialize: the client's version if we speak it (handshake era), else our latest."""
-    return requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE_VERSION
-
-
-def _at_least(version: str, minimum: str) -> bool:
-    return (
-        SUPPORTED_VERSIONS.index(version) >= SUPPORTED_VERSIONS.index(minimum)
-        if version in SUPPORTED_VERSIONS
-        else False
-    )
-
-
 def server_info(call: Call) -> dict[str, Any]:
     name = call.profile.server_name
     info: dict[str, Any] = {"name": name, "version": settings.VERSION}
-    if _at_least(call.version, "2025-06-18"):
+    if at_least(call.version, "2025-06-18"):
         info["title"] = f"{name} ({call.context.profile} profile)"
     return info
 
@@ -169,28 +153,6 @@ def handle_set_level(call: Call) -> dict[str, Any]:
 # --- tools -------------------------------------------------------------------------------------
 
 
-def tool_to_wire(tool: ToolDef, version: str) -> dict[str, Any]:
-    wire: dict[str, Any] = {
-        "name": tool.name,
-        "description": tool.description,
-        "inputSchema": tool.input_schema,
-    }
-    if _at_least(version, "2025-06-18"):
-        if tool.title:
-            wire["title"] = tool.title
-        if tool.output_schema is not None:
-            wire["outputSchema"] = tool.output_schema
-    wire["annotations"] = tool.annotations.to_wire()
-    return _with_extra(wire, tool.extra)
-
-
-def _with_extra(wire: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    """A profile's contract-specific fields, added after the spec's and never replacing one."""
-    for key, value in extra.items():
-        wire.setdefault(key, value)
-    return wire
-
-
 def handle_tools_list(call: Call) -> dict[str, Any]:
     context = replace(call.context, resolved={})  # the build as it is now, not as an earlier call saw it
     return _paged(call, "tools", call.profile.tools(context), lambda tool: tool_to_wire(tool, call.version))
@@ -239,13 +201,6 @@ def handle_tools_call(call: Call) -> dict[str, Any]:
     return tool_result_to_wire(tool, budget.fit(result), call.version)
 
 
-def argument_errors_are_results(version: str) -> bool:
-    """From 2025-11-25 on (SEP-1303) a tool's argument errors are tool execution errors
-    (`isError: true`), which a client shows the model; before, they are JSON-RPC -32602,
-    which clients raise as exceptions the model never sees. An unknown tool stays -32602."""
-    return _at_least(version, ARGUMENT_ERRORS_AS_RESULTS_FROM)
-
-
 def run_tool(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> ToolResult:
     """Run a handler; failures it reports become isError results, never JSON-RPC errors.
 
@@ -274,54 +229,15 @@ def _run_handler(tool: ToolDef, context: Context, arguments: dict[str, Any]) -> 
     return result
 
 
-def tool_result_to_wire(tool: ToolDef, result: ToolResult, version: str) -> dict[str, Any]:
-    wire: dict[str, Any] = {"content": list(result.content), "isError": result.is_error}
-    # An error result carries structured content only when its handler built one on purpose
-    # (the citeloom contract's error object); ToolResult.error() and raised errors never do.
-    if tool.output_schema is not None and result.structured is not None and _at_least(version, "2025-06-18"):
-        wire["structuredContent"] = result.structured
-    return _with_extra(wire, result.extra)
-
-
 # --- resources ---------------------------------------------------------------------------------
 
 
-def _described(wire: dict[str, Any], item: Any) -> dict[str, Any]:
-    """The optional fields resources and templates share, each only when set."""
-    for key, value in (("title", item.title), ("description", item.description), ("mimeType", item.mime_type)):
-        if value:
-            wire[key] = value
-    return wire
-
-
-def _resource_to_wire(resource: Any) -> dict[str, Any]:
-    wire = _described({"uri": resource.uri, "name": resource.name}, resource)
-    return _with_extra(wire, getattr(resource, "extra", None) or {})
-
-
-def _template_to_wire(template: Any) -> dict[str, Any]:
-    return _described({"uriTemplate": template.uri_template, "name": template.name}, template)
-
-
-def _contents_to_wire(item: ResourceContents) -> dict[str, Any]:
-    wire: dict[str, Any] = {"uri": item.uri}
-    if item.mime_type:
-        wire["mimeType"] = item.mime_type
-    if item.blob is not None:
-        wire["blob"] = item.blob
-    else:
-        wire["text"] = item.text or ""
-    if item.meta:
-        wire["_meta"] = item.meta
-    return wire
-
-
 def handle_resources_list(call: Call) -> dict[str, Any]:
-    return _paged(call, "resources", call.profile.resources(call.context), _resource_to_wire)
+    return _paged(call, "resources", call.profile.resources(call.context), resource_to_wire)
 
 
 def handle_resource_templates_list(call: Call) -> dict[str, Any]:
-    return _paged(call, "resourceTemplates", call.profile.resource_templates(call.context), _template_to_wire)
+    return _paged(call, "resourceTemplates", call.profile.resource_templates(call.context), template_to_wire)
 
 
 def handle_resources_read(call: Call) -> dict[str, Any]:
@@ -334,25 +250,14 @@ def handle_resources_read(call: Call) -> dict[str, Any]:
             raise ResourceNotFound(uri)
     except ResourceNotFound as exc:
         raise InvalidParams(str(exc), data={"uri": uri}) from None
-    return {"contents": [_contents_to_wire(item) for item in contents]}
+    return {"contents": [contents_to_wire(item) for item in contents]}
 
 
 # --- prompts -----------------------------------------------------------------------------------
 
 
-def _prompt_to_wire(prompt: PromptDef) -> dict[str, Any]:
-    wire: dict[str, Any] = {"name": prompt.name, "description": prompt.description}
-    if prompt.title:
-        wire["title"] = prompt.title
-    if prompt.arguments:
-        wire["arguments"] = [
-            {"name": a.name, "description": a.description, "required": a.required} for a in prompt.arguments
-        ]
-    return wire
-
-
 def handle_prompts_list(call: Call) -> dict[str, Any]:
-    return _paged(call, "prompts", call.profile.prompts(call.context), _prompt_to_wire)
+    return _paged(call, "prompts", call.profile.prompts(call.context), prompt_to_wire)
 
 
 def handle_prompts_get(call: Call) -> dict[str, Any]:

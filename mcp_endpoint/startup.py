@@ -44,7 +44,8 @@ def preload_model() -> bool:
     threads = model_threads()
     try:
         wanted = threads == 1 and active_builds_embed_with(local.LocalEmbeddingProvider.name)
-    except DatabaseError:  # the workers report it; nothing to share
+    except DatabaseError as exc:  # the workers load the model themselves, as without a preload
+        logger.warning("query model not preloaded before the workers fork: database unavailable (%s)", exc)
         wanted = False
     finally:
         connections.close_all()

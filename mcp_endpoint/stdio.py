@@ -21,7 +21,7 @@ from django.db import close_old_connections
 from common.callers import Principal
 from corpus.models import SCOPES
 from mcp_endpoint import headers as mcp_headers
-from mcp_endpoint import jsonrpc, profiles, protocol
+from mcp_endpoint import jsonrpc, profiles, protocol, versions
 from mcp_endpoint.calls import answer, client_info
 from mcp_endpoint.jsonrpc import InvalidRequest, JsonRpcError, Notification, Response
 from mcp_endpoint.jsontext import compact
@@ -62,8 +62,8 @@ class StdioSession:
         except JsonRpcError as exc:
             return jsonrpc.failure(None, exc)
         if isinstance(body, list):
-            version = self.version or protocol.DEFAULT_VERSION
-            if version not in protocol.BATCH_VERSIONS or not body:
+            version = self.version or versions.DEFAULT_VERSION
+            if version not in versions.BATCH_VERSIONS or not body:
                 reason = "an empty batch" if not body else f"batches in protocol version {version}"
                 return jsonrpc.failure(None, InvalidRequest(f"Invalid Request: {reason} is not supported"))
             replies = [reply for reply in map(self._message, body) if reply is not None]
@@ -81,13 +81,13 @@ class StdioSession:
         modern = mcp_headers.has_modern_meta(obj)
         if modern:
             try:
-                envelope = mcp_headers.check_meta(message.params, protocol.MODERN_VERSIONS)
+                envelope = mcp_headers.check_meta(message.params, versions.MODERN_VERSIONS)
             except JsonRpcError as exc:
                 return jsonrpc.failure(message.id, exc)
             params.pop("_meta", None)
             context = self.context(envelope.protocol_version, envelope.client_info)
         else:
-            context = self.context(self.version or protocol.DEFAULT_VERSION, client_info(message) or self.client_info)
+            context = self.context(self.version or versions.DEFAULT_VERSION, client_info(message) or self.client_info)
         call = protocol.Call(
             method=message.method, params=params, context=context, profile=self.profile, modern=modern
         )

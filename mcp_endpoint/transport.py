@@ -26,7 +26,7 @@ from common.callers import Principal, bearer_challenge, scope_challenge
 from common.errors import InsufficientScope, InvalidApiKey
 from corpus.access import limited_to
 from corpus.apikeys import authenticate
-from mcp_endpoint import answers, jsonrpc, profiles, protocol, ratelimit, security
+from mcp_endpoint import answers, jsonrpc, profiles, protocol, ratelimit, security, versions
 from mcp_endpoint import headers as mcp_headers
 from mcp_endpoint.calls import answer, client_info
 from mcp_endpoint.errors import BodyTooLarge
@@ -40,6 +40,7 @@ from mcp_endpoint.jsonrpc import (
 )
 from mcp_endpoint.jsontext import compact
 from mcp_endpoint.profiles import registry
+from mcp_endpoint.request_body import body_limit, read_body
 
 logger = logging.getLogger("docsmcp.mcp")
 
@@ -156,11 +157,11 @@ def _serve(request: HttpRequest, profile_name: str, corpus: str | None) -> HttpR
             ),
             406,
         )
-    limit = _body_limit(profile)
+    limit = body_limit(profile)
     if principal is None:  # larger bodies (citeloom's store_chunks) are for keys that may write them
         limit = min(limit, settings.MCP_MAX_BODY_BYTES)
     try:
-        raw = _read_body(request, limit)
+        raw = read_body(request, limit)
     except BodyTooLarge:
         return _json(
             jsonrpc.error_body(INVALID_REQUEST, f"Payload Too Large: the body exceeds {limit} bytes"), 413
@@ -209,49 +210,6 @@ def _rate_limited(identity: str, calls: int) -> HttpResponse | None:
     return response
 
 
-def _body_limit(profile: profiles.Profile) -> int:
-    """MCP_MAX_BODY_BYTES, unless the profile takes larger bodies (citeloom's store_chunks batches)."""
-    limit = profile.max_body_bytes()
-    return int(limit) if limit is not None else settings.MCP_MAX_BODY_BYTES
-
-
-def _read_body(request: HttpRequest, limit: int) -> bytes:
-    """The body, refusing more than `limit` bytes without reading past it."""
-    declared = request.META.get("CONTENT_LENGTH")
-    if declared:
-        try:
-            if int(declared) > limit:
-                raise BodyTooLarge
-        except ValueError:
-            pass
-    if not declared and _chunked(request):
-        # Django reads no body without a Content-Length; a server that decoded the chunks and marks
-        # the stream's end (wsgi.input_terminated) lets us read it to that end.
-        data = _read_to_end(request.META["wsgi.input"], limit + 1)
-    else:
-        data = request.read(limit + 1)
-    if len(data) > limit:
-        raise BodyTooLarge
-    return data
-
-
-def _chunked(request: HttpRequest) -> bool:
-    coding = request.META.get("HTTP_TRANSFER_ENCODING", "").strip().lower()
-    return coding == "chunked" and bool(request.META.get("wsgi.input_terminated"))
-
-
-def _read_to_end(stream: Any, most: int) -> bytes:
-    parts: list[bytes] = []
-    size = 0
-    while size < most:
-        part = stream.read(min(most - size, 65536))
-        if not part:
-            break
-        parts.append(part)
-        size += len(part)
-    return b"".join(parts)
-
-
 def _handle_payload(endpoint: Endpoint, raw: bytes) -> HttpResponse:
     version_header = mcp_headers.header(endpoint.request.headers, mcp_headers.PROTOCOL_VERSION_HEADER)
     try:
@@ -259,13 +217,13 @@ def _handle_payload(endpoint: Endpoint, raw: bytes) -> HttpResponse:
     except JsonRpcError as exc:
         return _json(jsonrpc.failure(None, exc), 400)
 
-    if version_header in protocol.HANDSHAKE_VERSIONS:
+    if version_header in versions.HANDSHAKE_VERSIONS:
         return _handle_legacy(endpoint, body, version_header)
-    if version_header in protocol.MODERN_VERSIONS or mcp_headers.has_modern_meta(body):
+    if version_header in versions.MODERN_VERSIONS or mcp_headers.has_modern_meta(body):
         return _handle_modern(endpoint, body, version_header)
     if version_header is not None:
         # Neither era's version: tell the client every version it could use instead.
-        error = mcp_headers.unsupported(version_header, protocol.SUPPORTED_VERSIONS)
+        error = mcp_headers.unsupported(version_header, versions.SUPPORTED_VERSIONS)
         return _json(jsonrpc.failure(_request_id(body), error), 400)
     return _handle_legacy(endpoint, body, None)
 
@@ -279,9 +237,9 @@ def _request_id(body: Any) -> jsonrpc.RequestId | None:
 
 
 def _handle_legacy(endpoint: Endpoint, body: Any, version_header: str | None) -> HttpResponse:
-    version = version_header or protocol.DEFAULT_VERSION
+    version = version_header or versions.DEFAULT_VERSION
     if isinstance(body, list):
-        if version not in protocol.BATCH_VERSIONS:
+        if version not in versions.BATCH_VERSIONS:
             error = InvalidRequest(
                 f"Invalid Request: JSON-RPC batches are not supported in protocol version {version}"
             )
@@ -393,14 +351,14 @@ def _handle_modern(endpoint: Endpoint, body: Any, version_header: str | None) ->
         return _modern_reply(jsonrpc.failure(message.id, error))
     if isinstance(message, Notification):
         # No client-to-server notification means anything statelessly; acknowledge what we serve.
-        if version_header not in protocol.MODERN_VERSIONS:
+        if version_header not in versions.MODERN_VERSIONS:
             return _modern_reply(
-                jsonrpc.failure(None, mcp_headers.unsupported(version_header, protocol.MODERN_VERSIONS))
+                jsonrpc.failure(None, mcp_headers.unsupported(version_header, versions.MODERN_VERSIONS))
             )
         return _accepted()
     try:
         envelope = mcp_headers.check_request(
-            message.method, message.params, endpoint.request.headers, protocol.MODERN_VERSIONS
+            message.method, message.params, endpoint.request.headers, versions.MODERN_VERSIONS
         )
     except JsonRpcError as exc:
         return _modern_reply(jsonrpc.failure(message.id, exc))

@@ -16,7 +16,7 @@ from common.api import errors as rest
 from corpus import errors as app
 from evals import errors as evals
 from insights import errors as insights
-from mcp_endpoint import answers, jsonrpc, protocol
+from mcp_endpoint import answers, jsonrpc, protocol, text_answers
 from mcp_endpoint import errors as endpoint
 from mcp_endpoint.profiles import Context, ToolAnnotations, ToolDef, ToolResult
 from retrieval import errors as engine
@@ -110,6 +110,15 @@ def test_the_html_table_names_every_error_a_page_can_meet(defined):
     assert missing == []
 
 
+def test_the_plain_text_table_names_every_error_llms_txt_can_meet(defined):
+    """llms.txt reads through corpus.serving with the caller's key: engine, caller and corpus errors, and
+    its own Refusal."""
+    missing = [_name(cls) for layer in ("retrieval", "common", "corpus") for cls in defined[layer]
+               if cls not in text_answers.TEXT_ANSWERS and _name(cls) not in INTERNAL]
+    assert missing == []
+    assert endpoint.Refusal in text_answers.TEXT_ANSWERS
+
+
 # --- what the tables decide, through the code that uses them -----------------------------------------
 
 
@@ -201,3 +210,36 @@ def test_an_error_escaping_a_page_is_answered_from_the_html_table(rf, settings):
     assert (away.status_code, away["Retry-After"]) == (503, "5")
     assert b"&lt;redis&gt;" in away.content  # the message is text, never markup
     assert pages.answer(request, KeyError("x")) is None  # a fault: Django logs it and answers 500
+
+
+def test_an_error_met_by_llms_txt_is_answered_in_plain_text_from_its_table(rf, caplog):
+    from django.db import OperationalError
+
+    request = rf.get("/c/sample/llms.txt")
+
+    def answered(exc: Exception) -> tuple[int, str, dict[str, str]]:
+        response = text_answers.answer(request, exc, "sample")
+        assert response is not None and response["Content-Type"] == text_answers.TEXT
+        extra = {name: response[name] for name in ("WWW-Authenticate", "Retry-After", "Allow") if name in response}
+        return response.status_code, response.content.decode(), extra
+
+    assert answered(app.CorpusNotFound("corpus 'secret' not found")) == (404, text_answers.NOT_FOUND_TEXT, {})
+    assert answered(app.UnknownVersion("corpus 'sample' has no version '9'; it has: 3.2")) == (
+        404, "Not found: corpus 'sample' has no version '9'; it has: 3.2.\n", {})
+    assert answered(engine.InvalidFilter("unknown key 'k'")) == (400, "Bad request: unknown key 'k'\n", {})
+    assert answered(app.NoActiveBuild("no active build yet")) == (409, "no active build yet\n", {})
+    assert answered(engine.EmbeddingError("provider down")) == (400, "provider down\n", {})  # no status: 400
+    assert answered(app.TaskQueueUnavailable("queue away")) == (503, "queue away\n", {})
+    for outage in (engine.IndexCorrupt("torn"), OperationalError("gone"), caller.AuthUnavailable("key")):
+        assert answered(outage) == (503, text_answers.UNAVAILABLE_TEXT, {"Retry-After": "5"})
+    assert "llms.txt for sample unavailable: gone" in caplog.text
+    status, body, extra = answered(caller.InvalidApiKey("the API key is not valid"))
+    assert (status, body) == (401, text_answers.UNAUTHORIZED_TEXT)
+    assert 'error="invalid_token"' in extra["WWW-Authenticate"]
+    status, body, extra = answered(caller.InsufficientScope("reading this corpus needs the 'read' scope", "read"))
+    assert (status, body) == (403, "Forbidden: reading this corpus needs the 'read' scope.\n")
+    assert 'error="insufficient_scope"' in extra["WWW-Authenticate"]
+    refusal = endpoint.Refusal(405, "Method Not Allowed: use GET.\n", {"Allow": "GET, HEAD, OPTIONS"})
+    assert answered(refusal) == (405, "Method Not Allowed: use GET.\n", {"Allow": "GET, HEAD, OPTIONS"})
+    assert text_answers.answer(request, KeyError("x"), "sample") is None  # a fault: Django logs it, 500
+    assert text_answers.answer(request, endpoint.ToolError("x"), "sample") is None

@@ -68,14 +68,21 @@ def _pointer(key: str | None, load: Any) -> Any:
         value = load()
     except DatabaseError as exc:
         if not STATE.known("pointer", key):
+            _outage(exc, f"corpus {key or '(default)'} not served since start: refused")
             raise DatabaseUnavailable("the database is unavailable and this server has not served this corpus "
                                       "since it started; retry shortly") from exc
-        now = STATE.clock()
-        if now - STATE.last_stale_warning > 60:
-            STATE.last_stale_warning = now
-            logger.warning("database unavailable (%s); serving the last known active builds", exc)
+        _outage(exc, "serving the last known active builds")
         return cached
     return STATE.remember("pointer", key, value, began)
+
+
+def _outage(exc: DatabaseError, doing: str) -> None:
+    """Logs, at most once a minute per process, that the database is away and what serving does instead:
+    every call meets the outage, and a line a minute is enough to say so."""
+    now = STATE.clock()
+    if now - STATE.last_stale_warning > 60:
+        STATE.last_stale_warning = now
+        logger.warning("database unavailable (%s); %s", exc, doing)
 
 
 def _load_pointer(name: str) -> tuple[str, Thresholds | None]:
@@ -148,7 +155,10 @@ def version_choices(name: str | None) -> tuple[str, list[str]]:
     began = STATE.began()
     try:
         value = version_labels(name)
-    except (DatabaseError, CorpusNotFound):
+    except CorpusNotFound:  # the lookup that follows says so
+        return known
+    except DatabaseError as exc:  # the versions last seen (none offered when none were)
+        _outage(exc, "offering the last known versions")
         return known
     return STATE.remember("versions", name, value, began)
 
@@ -174,9 +184,10 @@ def check_served(name: str) -> None:
     began = STATE.began()
     try:
         corpus_get(name)
-    except DatabaseError:
+    except DatabaseError as exc:
         if not (visible(name) and STATE.known("pointer", name)):
-            raise
+            raise  # each surface's table answers it 503: a name never served cannot be told from a missing one
+        _outage(exc, "passing the corpora this process has served")
         return
     STATE.remember("served", name, True, began)
 
@@ -256,8 +267,10 @@ def served_corpus_count() -> int:
     try:
         value = Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, version_of__isnull=True,
                                       active_build__isnull=False).count()
-    except DatabaseError:
+    except DatabaseError as exc:
         if cached is None:
+            _outage(exc, "the number of corpora served is unknown")
             raise
+        _outage(exc, "counting the corpora as last seen")
         return cached
     return STATE.remember("count", None, value, began)

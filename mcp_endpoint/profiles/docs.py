@@ -1,12 +1,12 @@
 """The docs profile (docs/contracts/docs-tools.md and build-pipeline.md): `search_docs` and `get_doc`, at /mcp/ and /mcp/c/<corpus>/.
 
-The search_docs schema is rebuilt from the active build's metadata on every tools/list, so a
+The search_docs schema is rebuilt from the active build's metadata on every tools/list (docs_schemas.py), so a
 rebuild that adds a taxonomy value (a new SDK language) shows in the next listing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from corpus.errors import CorpusError
@@ -35,29 +35,24 @@ from mcp_endpoint.profiles import (
     docs_resources,
     feedback,
 )
-from mcp_endpoint.profiles.shared import (
-    COVERAGE_DESCRIPTION,
-    COVERAGE_SCHEMA,
-    FRESHNESS_SCHEMA,
-    coverage_json,
+from mcp_endpoint.profiles.docs_schemas import (
+    BASE_PROPERTIES,
+    GET_DOC_DESCRIPTION,
+    GET_DOC_SCHEMA,
+    SEARCH_DESCRIPTION,
+    SEARCH_OUTPUT_SCHEMA,
+    examples,
+    search_schema,
+    version_property,
 )
+from mcp_endpoint.profiles.shared import COVERAGE_DESCRIPTION, coverage_json
 from retrieval.errors import RetrievalError
 from retrieval.format.metadata import BuildMetadata
 from retrieval.search.documents import ChunkWindow, render_chunk_window
-from retrieval.search.engine import MAX_LIMIT, SearchRequest, SearchResult
+from retrieval.search.engine import SearchRequest, SearchResult
 from retrieval.search.index import Index
 
 SERVER_NAME = "docsmcp"
-SEARCH_DESCRIPTION = (
-    "Search the {description}. Use this to find relevant documentation, guides, or API references."
-)
-GET_DOC_DESCRIPTION = (
-    "Retrieve the full content of a specific documentation chunk using its chunk_id. "
-    "You can optionally request surrounding context within the same file."
-)
-BASE_PROPERTIES = ("query", "limit", "cursor")
-VERSION_DESCRIPTION = ("Which version of the documentation to {action}: one of the versions that have an active "
-                       "build. Omit for the default version ({default}).")
 
 
 def _active(context: Context, version: str | None = None) -> Active:
@@ -133,151 +128,6 @@ def describe(metadata: BuildMetadata) -> str:
     `build_index --description` nor a root manifest `description`), never the bare name."""
     text = metadata.corpus_description.strip()
     return f"{metadata.corpus} documentation" if not text or text == metadata.corpus else text
-
-
-@dataclass(frozen=True)
-class Examples:
-    """What the tool schemas show as examples: a section of the served build, so an agent sees the kind of
-    question and ID that corpus answers (the contract's `RateLimitError` and
-    `guides/retries.md#backoff-strategy` exist in no corpus but the sample). Empty: no example."""
-
-    query: str = ""
-    chunk_id: str = ""
-
-
-def examples(index: Index | None) -> Examples:
-    """The first section (a level-2 heading, else any heading) of the build, in build order."""
-    if index is None:
-        return Examples()
-    try:
-        table = index.catalog().table
-    except RetrievalError:
-        return Examples()
-    levels = table["heading_level"].to_pylist()
-    for wanted in (2, None):
-        for position, level in enumerate(levels):
-            if (level == wanted) if wanted is not None else (level or 0) > 0:
-                heading = str(table["heading"][position].as_py() or "").strip()
-                chunk_id = str(table["chunk_id"][position].as_py())
-                if heading and "'" not in heading + chunk_id:
-                    return Examples(query=heading, chunk_id=chunk_id)
-    return Examples()
-
-
-def search_schema(index: Index | None, versions: list[str] | None = None,
-                  example: Examples | None = None) -> dict[str, Any]:
-    example = example or Examples()
-    properties: dict[str, Any] = {
-        "query": {
-            "type": "string",
-            "description": f"The search query (e.g., '{example.query}')." if example.query else "The search query.",
-        },
-        "limit": {
-            "type": "integer",
-            "description": "Maximum number of results to return. Default is 10.",
-            "minimum": 1,
-            "maximum": MAX_LIMIT,
-            "default": 10,
-        },
-        "cursor": {
-            "type": "string",
-            "description": (
-                "Opaque pagination token returned from a previous search. Omit for the first page. "
-                "Returns an error if invalid or malformed."
-            ),
-        },
-    }
-    if index is not None:
-        for key, field in index.metadata.taxonomy.items():
-            if key in BASE_PROPERTIES:
-                continue
-            properties[key] = {
-                "type": "string",
-                "description": field.schema_description(key),
-                "enum": list(field.values),
-            }
-    if versions:
-        properties["version"] = version_property(index, versions)
-    return {"type": "object", "additionalProperties": False, "properties": properties, "required": ["query"]}
-
-
-def version_property(index: Index | None, versions: list[str], action: str = "search") -> dict[str, Any]:
-    default = (index.metadata.stats.get("version") if index is not None else "") or versions[0]
-    return {"type": "string", "description": VERSION_DESCRIPTION.format(action=action, default=default), "enum": list(versions)}
-
-
-GET_DOC_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "chunk_id": {
-            "type": "string",
-            "description": "The exact ID of the chunk to retrieve, as returned by search_docs.",
-        },
-        "context": {
-            "type": "integer",
-            "description": (
-                "Number of adjacent chunks to include before and after the target chunk. Default is 0. "
-                "Use this to read the surrounding file context."
-            ),
-            "minimum": 0,
-            "maximum": 5,
-            "default": 0,
-        },
-    },
-    "required": ["chunk_id"],
-}
-
-SEARCH_OUTPUT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "coverage": COVERAGE_SCHEMA,
-        "hits": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "chunk_id": {"type": "string"},
-                    "score": {"type": "number"},
-                    "title": {
-                        "type": "string",
-                        "description": "The document's title: front matter title, else its first H1, else its file name.",
-                    },
-                    "heading": {"type": "string"},
-                    "breadcrumb": {
-                        "type": "string",
-                        "description": "Where the chunk sits, starting with the document title: 'Title > Section > Heading'.",
-                    },
-                    "snippet": {
-                        "type": "string",
-                        "description": "The matched text, shortened (more so when the response budget is tight).",
-                    },
-                    "filepath": {"type": "string"},
-                    "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
-                    **FRESHNESS_SCHEMA,
-                },
-                "required": ["chunk_id", "score", "heading", "breadcrumb", "snippet", "filepath", "metadata",
-                             "version", "revision", "indexed_at"],
-            },
-        },
-        "next_cursor": {"type": ["string", "null"]},
-        "notice": {
-            "type": "string",
-            "description": "Present when the response budget shortened snippets or moved hits to the next page.",
-        },
-        "hint": {
-            "type": ["object", "null"],
-            "properties": {
-                "message": {"type": "string"},
-                "suggested_filters": {
-                    "type": "object",
-                    "additionalProperties": {"type": "array", "items": {"type": "string"}},
-                },
-            },
-        },
-    },
-    "required": ["coverage", "hits", "next_cursor", "hint"],
-}
 
 
 def search_result_json(result: SearchResult, snippet_chars: int | None = None,

@@ -23,6 +23,7 @@ from mcp_endpoint.profiles import (
     ResourceTemplateDef,
     ToolResult,
 )
+from mcp_endpoint.versions import at_least
 from retrieval.errors import IndexUnavailable, RetrievalError
 
 SCHEME = "docs://"
@@ -121,9 +122,7 @@ def _why(exc: Exception) -> str:
 
 
 def links_supported(version: str | None) -> bool:
-    from mcp_endpoint.protocol import SUPPORTED_VERSIONS
-
-    return version in SUPPORTED_VERSIONS and SUPPORTED_VERSIONS.index(version) >= SUPPORTED_VERSIONS.index(LINKS_FROM)
+    return version is not None and at_least(version, LINKS_FROM)
 
 
 def with_links(context: Context, result: ToolResult, version: str | None, searched: str | None = None) -> ToolResult:

@@ -3,26 +3,28 @@ at /mcp/documents/.
 
 A collection is a markdown corpus. A client may name it by its name or any of its aliases; results
 show the name the client used as `collection`, plus `collectionId` (the corpus name) when that was
-an alias. Tools that return a list in the seed (`documents_list_collections`, `documents_search`)
+an alias (documents_collections.py). Tools that return a list in the seed (`documents_list_collections`, `documents_search`)
 return that list as JSON text and wrap it in an object for `structuredContent`, which must be an
 object. The seed's not-found messages come back word for word as `isError` results.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.db import DatabaseError
 
 from corpus import querylog
-from corpus.errors import CorpusNotFound, UnknownVersion
-from corpus.models import Corpus
-from corpus.selectors import corpus_serving
 from corpus.serving import active_index, corpus_search_batch, embedder_for, freshness
 from mcp_endpoint import budget, ratelimit
 from mcp_endpoint.jsontext import indented
 from mcp_endpoint.profiles import Context, FunctionProfile, ToolDef, ToolError, ToolResult, feedback
+from mcp_endpoint.profiles.documents_collections import (
+    Collection,
+    open_document,
+    resolve_collection,
+    search_targets,
+)
 from mcp_endpoint.profiles.documents_schemas import (
     BATCH_SCHEMA,
     DESCRIPTIONS,
@@ -49,7 +51,6 @@ from retrieval.errors import NotFound
 from retrieval.search.coverage import Coverage
 from retrieval.search.documents import get_document, get_outline, get_section, list_documents
 from retrieval.search.engine import SearchHit, SearchRequest
-from retrieval.search.index import Index
 from retrieval.search.related import find_related
 
 SERVER_NAME = "docsmcp"
@@ -63,69 +64,6 @@ def instructions(context: Context) -> str:
         "documents_list_documents, search with documents_search (documents_search_batch for several "
         "questions), and read only what you need with documents_get_outline and documents_get_section."
     ) + (" " + corpora_freshness()).rstrip()
-
-
-# --- collections ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Collection:
-    corpus: Corpus
-    shown: str  # the name or alias the client used
-
-    def label(self) -> dict[str, str]:
-        out = {"collection": self.shown}
-        if self.shown != self.corpus.name:
-            out["collectionId"] = self.corpus.name
-        return out
-
-    @property
-    def serving_name(self) -> str:
-        """The name as the client wrote it (`<corpus>@<version>` pins a version), else the corpus's own."""
-        return self.shown or self.corpus.name
-
-    def index(self) -> Index:
-        return active_index(self.serving_name)
-
-
-def _available() -> str:
-    names = [
-        f"{c.name} (aliases: {', '.join(c.aliases)})" if c.aliases else c.name for c in markdown_corpora()
-    ]
-    return ", ".join(names) or "none (no markdown corpus is registered yet)"
-
-
-def resolve_collection(name: str) -> Collection:
-    """The markdown corpus called `name` (its name or an alias); a ToolError naming the others otherwise."""
-    try:
-        corpus = corpus_serving(name)
-    except UnknownVersion as exc:
-        raise ToolError(str(exc)) from None
-    except CorpusNotFound:
-        corpus = None
-    if corpus is None or corpus.kind != Corpus.KIND_MARKDOWN:
-        raise ToolError(f'Collection "{name}" not found. Available collections: {_available()}.')
-    return Collection(corpus, name)
-
-
-def _targets(names: list[str] | None) -> list[Collection]:
-    """The collections a search covers: those named (each corpus once), else every built one."""
-    if not names:
-        return [Collection(c, c.name) for c in served_corpora()]
-    seen: dict[str, Collection] = {}
-    for name in names:
-        collection = resolve_collection(name)
-        seen.setdefault(collection.corpus.name, collection)
-    return list(seen.values())
-
-
-def _open_document(args: dict[str, Any]) -> tuple[Collection, Index]:
-    """The collection and its index, when `args["document"]` is one of its documents (the documents tool contract's message otherwise)."""
-    collection = resolve_collection(args["collection"])
-    index = collection.index()
-    if args["document"] not in index.metadata.files:
-        raise ToolError(f'Document "{args["document"]}" not found in collection "{args["collection"]}".')
-    return collection, index
 
 
 # --- result shapes ------------------------------------------------------------------------------
@@ -239,7 +177,7 @@ def _list_collections(context: Context, args: dict[str, Any]) -> ToolResult:
 
 
 def _search_documents(context: Context, args: dict[str, Any]) -> ToolResult:
-    targets = _targets(args.get("collections"))
+    targets = search_targets(args.get("collections"))
     ((results, coverage),), seen = _search(
         [(args["query"], targets)], args["limit"], args.get("maxDistance"), args["hybridSearch"]
     )
@@ -265,7 +203,7 @@ def _search_batch(context: Context, args: dict[str, Any]) -> ToolResult:
                                "each query of documents_search_batch counts as one")
     except ratelimit.RateLimited as exc:
         raise ToolError(str(exc)) from None
-    queries = [(q["query"], _targets(q.get("collections"))) for q in args["queries"]]
+    queries = [(q["query"], search_targets(q.get("collections"))) for q in args["queries"]]
     found, seen = _search(queries, args["limit"], args.get("maxDistance"), args["hybridSearch"])
     share = max(1, budget.budget_chars() // max(1, len(found)))
     fitted, notices = [], []
@@ -286,7 +224,7 @@ def _search_batch(context: Context, args: dict[str, Any]) -> ToolResult:
 
 
 def _get_document(context: Context, args: dict[str, Any]) -> ToolResult:
-    collection, index = _open_document(args)
+    collection, index = open_document(args)
     document = get_document(index, args["document"])
     seen = querylog.observation(index, [(document.filepath, None)], target=document.filepath)
     payload: dict[str, Any] = {
@@ -317,7 +255,7 @@ def _list_documents(context: Context, args: dict[str, Any]) -> ToolResult:
 
 
 def _get_outline(context: Context, args: dict[str, Any]) -> ToolResult:
-    collection, index = _open_document(args)
+    collection, index = open_document(args)
     outline = get_outline(index, args["document"], args["maxDepth"])
     payload = {
         **collection.label(),
@@ -329,7 +267,7 @@ def _get_outline(context: Context, args: dict[str, Any]) -> ToolResult:
 
 
 def _get_section(context: Context, args: dict[str, Any]) -> ToolResult:
-    collection, index = _open_document(args)
+    collection, index = open_document(args)
     document = args["document"]
     try:
         section = get_section(index, document, args["section"], args["includeSubsections"])
@@ -356,7 +294,7 @@ def _get_section(context: Context, args: dict[str, Any]) -> ToolResult:
 
 
 def _find_related(context: Context, args: dict[str, Any]) -> ToolResult:
-    collection, index = _open_document(args)
+    collection, index = open_document(args)
     document = args["document"]
     result = find_related(
         index,
@@ -417,8 +355,8 @@ def _feedback_collection(context: Context, args: dict[str, Any]) -> str | None:
         if named:
             return resolve_collection(named).corpus.name
         names = [c.name for c in served_corpora()]
-    except DatabaseError:  # a report is never refused for an outage: stored under the name given
-        return named or None
+    except DatabaseError as exc:  # a report is never refused for an outage: kept under the name given
+        return feedback.kept_unchecked(named, exc)
     return feedback.only_or_named(names, None, args.get("chunk_id"),
                                   lambda name: active_index(name).metadata.files, "collection")
 

@@ -139,6 +139,14 @@ def _report(tool_name: str, context: Context, args: dict[str, Any], resolve: Res
     return ToolResult.text(RECEIVED.format(verdict=args["verdict"], about=about))
 
 
+def kept_unchecked(named: str | None, exc: Exception) -> str | None:
+    """What a resolver answers when the database cannot say which corpus a report is about: the name given
+    (None: the default corpus), unchecked. A report is never refused for an outage; the log says it was kept."""
+    log.warning("feedback: database unavailable (%s); the report is kept under %s, unchecked", exc,
+                repr(named) if named else "the default corpus")
+    return named or None
+
+
 def only_or_named(names: list[str], named: str | None, chunk_id: str | None,
                   files_of: Callable[[str], dict[str, Any]], argument: str) -> str:
     """The corpus a report in a multi-corpus profile is about: the one named, else the only one served,

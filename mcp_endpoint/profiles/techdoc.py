@@ -335,8 +335,8 @@ def _feedback_doc_type(context: Context, args: dict[str, Any]) -> str | None:
                 raise ToolError(f"Unknown doc_type '{named}'. Use one of: {', '.join(_doc_types()) or 'none'}.")
             return named
         names = [c.name for c in served_corpora()]
-    except DatabaseError:  # a report is never refused for an outage: stored under the name given
-        return named or None
+    except DatabaseError as exc:  # a report is never refused for an outage: kept under the name given
+        return feedback.kept_unchecked(named, exc)
     return feedback.only_or_named(names, None, args.get("chunk_id"),
                                   lambda name: active_index(name).metadata.files, "doc_type")
 

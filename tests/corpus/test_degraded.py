@@ -226,3 +226,72 @@ def test_an_active_index_whose_files_were_deleted(db, sample_build_dir, live_url
         body = health.json()
         assert body["health"] == "unhealthy" and body["checks"]["indexes"] == "error"
         assert body["corpora"][0]["index"] == "unreadable"
+
+
+# --- what each fallback on a DatabaseError does, and that it says so ----------------------------------
+
+
+def test_a_key_checked_before_an_outage_is_accepted_for_the_grace_period_and_the_log_says_so(
+        rf, monkeypatch, caplog, settings):
+    from django.db import OperationalError
+
+    from common.callers import Principal
+    from common.errors import AuthUnavailable
+    from corpus import apikeys
+
+    settings.MCP_API_KEY = ""
+    key = "k" * 43
+    reader = Principal(name="reader", scopes=frozenset({"read"}))
+    monkeypatch.setattr(apikeys, "_last_outage_warning", 0.0)
+    monkeypatch.setitem(apikeys._key_cache, apikeys.hash_key(key), (time.monotonic() - 60, reader))
+
+    def database_down(digest):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(apikeys, "_principal_from_database", database_down)
+    request = rf.get("/mcp/", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert apikeys.authenticate(request) is reader
+    assert "database unavailable (connection refused); API keys checked in the last 600 s" in caplog.text
+    assert "'reader'" in caplog.text and key not in caplog.text
+    monkeypatch.setitem(apikeys._key_cache, apikeys.hash_key(key), (time.monotonic() - 700, reader))
+    with pytest.raises(AuthUnavailable):  # past the grace period: fails closed
+        apikeys.authenticate(request)
+
+
+def test_a_key_is_accepted_when_only_its_last_used_hint_cannot_be_written(db, rf, monkeypatch, caplog):
+    from django.db import OperationalError
+
+    from corpus import apikeys
+
+    _, key = apikeys.create_api_key("hinted", ["read"])
+    apikeys.forget_cached_keys()
+    monkeypatch.setattr(apikeys, "_last_outage_warning", 0.0)
+
+    def read_only(pk, now):
+        raise OperationalError("cannot execute UPDATE in a read-only transaction")
+
+    monkeypatch.setattr(apikeys, "_touch", read_only)
+    principal = apikeys.authenticate(rf.get("/mcp/", HTTP_AUTHORIZATION=f"Bearer {key}"))
+    assert principal is not None and principal.name == "hinted"
+    assert "API key 'hinted': last_used_at not written" in caplog.text
+    apikeys.forget_cached_keys()
+
+
+def test_serving_through_an_outage_logs_what_it_answers_from(monkeypatch, caplog):
+    from django.db import OperationalError
+
+    from corpus.errors import DatabaseUnavailable
+    from corpus.serving import active
+    from corpus.serving.state import STATE
+
+    def database_down(*args):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(active, "version_labels", database_down)
+    monkeypatch.setattr(STATE, "last_stale_warning", 0.0)
+    assert active.version_choices("never-seen") == ("never-seen", [])
+    assert "database unavailable (connection refused); offering the last known versions" in caplog.text
+    monkeypatch.setattr(STATE, "last_stale_warning", 0.0)
+    with pytest.raises(DatabaseUnavailable):
+        active._pointer("never-seen", database_down)
+    assert "corpus never-seen not served since start: refused" in caplog.text
