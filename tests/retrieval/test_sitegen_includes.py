@@ -17,6 +17,7 @@ import lancedb
 from retrieval.embeddings import get_provider
 from retrieval.ingest.build import BuildRequest, build_index
 from retrieval.ingest.folder import scan_corpus
+from retrieval.ingest.sitegen import clean
 from retrieval.ingest.tree import scan_tree
 from retrieval.ingest.validate import validate_corpus
 from retrieval.search.documents import get_document, get_section
@@ -152,3 +153,11 @@ def test_editing_an_included_yaml_file_chunks_its_includer_again(tmp_path):
     assert third.stats["chunked_files"] == 1
     served = lancedb.connect(third.path / "lancedb").open_table("chunks").to_arrow().to_pylist()
     assert any("resource.zorpkeep: true" in row["content"] for row in served if row["filepath"] == CM_PAGE)
+
+
+def test_a_file_in_a_list_items_code_block_is_indented_as_its_include_and_crlf_pages_are_read():
+    included = {"{!docs/a.yaml!}": "k: 1\nnested:\n  v: 2\n"}
+    listed = clean("# T\n\n1. Apply:\n\n    ```yaml\n    {!docs/a.yaml!}\n    ```\n", "mkdocs", "p.md", included)
+    assert listed.text == "# T\n\n1. Apply:\n\n    ```yaml\n    k: 1\n    nested:\n      v: 2\n    ```\n"
+    crlf = clean("# T\r\n\r\n```yaml\r\n{!docs/a.yaml!}\r\n```\r\n", "mkdocs", "p.md", included)
+    assert "k: 1\nnested:\n  v: 2\n```" in crlf.text and not crlf.notices

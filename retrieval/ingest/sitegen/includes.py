@@ -33,7 +33,7 @@ FOLDERS = ("", "includes/", "_includes/", "_snippets/", "snippets/")  # where si
 MAX_INCLUDED = 200_000  # characters of one included page taken into the including one
 MAX_INCLUDED_FILE_BYTES = 200_000  # a larger file a markdown-include names is not read
 # markdown-include's `{!path!}` alone on its line (the only way real pages write it)
-MARKDOWN_INCLUDE = re.compile(r"^[ \t]*\{!(?P<path>[^!\n]+)!\}[ \t]*$", re.MULTILINE)
+MARKDOWN_INCLUDE = re.compile(r"^[ \t]*\{!(?P<path>[^!\n]+)!\}[ \t]*\r?$", re.MULTILINE)
 
 
 def references(text: str, generator: str) -> list[str]:
