@@ -96,7 +96,7 @@ def altered_code_spans(folder: Path, examples: int) -> tuple[int, int, list[str]
             continue
         if not scan.generator and not relpath.endswith(".mdx"):
             continue
-        cleaned = served_text(scan.files, relpath, scan.generator)
+        cleaned = served_text(scan.files, relpath, scan.generator, scan.included(relpath))
         for line in _prose(COMMENT.sub("", file_text(raw))):  # a comment's code spans vanish with it
             for match in CODE_SPAN.finditer(line):
                 if line[:match.start()].endswith("}"):  # a MyST role's text: `{term}`pod`` reads pod

@@ -125,7 +125,7 @@ def read_source(corpus: Corpus, previous_revision: str = "") -> SourceSnapshot:
                           "check the subdirectory")
     changes = git.diff(source, cache_dir(), previous_revision, commit, timeout=timeout) if previous_revision else None
     scan = scan_tree(Path(f"{git.redact_url(source.url)}#{commit}"), tree.files, tree.links,
-                     oversized=tree.oversized, max_file_bytes=limit)
+                     oversized=tree.oversized, max_file_bytes=limit, site_prefix=source.subdir)
     return SourceSnapshot(scan, commit, changes)
 
 

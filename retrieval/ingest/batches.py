@@ -4,6 +4,7 @@ workers so their Python objects can be dropped, and shaped into the tables' sche
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,10 +112,12 @@ def file_record(result: FileResult) -> dict:
     }
 
 
-def documents_with_text(batch: Batch, files: dict[str, bytes]) -> pa.Table:
+def documents_with_text(batch: Batch, files: dict[str, bytes],
+                        included: Callable[[str], dict[str, bytes]] | None = None) -> pa.Table:
     """The batch's documents rows with their text; holding the text twice (bytes and str) until
-    the write would cost as much memory as the corpus."""
-    texts = pa.array([served_text(files, p, batch.generator) if batch.generator or p.endswith(".mdx")
+    the write would cost as much memory as the corpus. `included`: `CorpusScan.included`."""
+    texts = pa.array([served_text(files, p, batch.generator, included(p) if included else None)
+                      if batch.generator or p.endswith(".mdx")
                       else file_text(files[p]) for p in batch.documents["filepath"].to_pylist()], pa.string())
     return batch.documents.add_column(DOCUMENT_SCHEMA.get_field_index("content"), DOCUMENT_SCHEMA.field("content"),
                                       texts)

@@ -134,11 +134,12 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
         if unchanged:  # the previous tables as they are: hard links, no table opened
             copy_part(previous.directory, partial, "lancedb")
         elif patch:
-            patched = patch_tables(partial, previous, stale, batches, scan.files, taxonomy, progress, cancelled)
+            patched = patch_tables(partial, previous, stale, batches, scan.files, taxonomy, progress, cancelled,
+                                   scan.included)
             chunks = patched.chunks
         else:
             chunks, documents = write_tables(partial, previous, results, batches, scan.files, taxonomy, dims,
-                                             progress, cancelled)
+                                             progress, cancelled, scan.included)
         mark("write")
         if patched is not None:
             if not index_patched(patched.chunks, patched.documents, taxonomy, progress, cancelled):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from retrieval.errors import ConfigError
+from retrieval.errors import ConfigError, SkippedFile
 
 from .exclude import IGNORE_FILE, Excluder, parse_rules
 from .files import FileTooLarge, NotRegularFile, read_regular_file
@@ -21,8 +21,11 @@ from .scan import (
     Finding,
     add_manifest,
     read_as_generator,
+    read_included_files,
     too_large,
 )
+from .sitegen import CONFIG_FILES
+from .sitegen.includes import MAX_INCLUDED_FILE_BYTES
 
 
 def scan_corpus(root: Path, *, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES) -> CorpusScan:
@@ -73,7 +76,36 @@ def scan_corpus(root: Path, *, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYT
             if raw is not None:
                 scan.files[relpath] = raw
     read_as_generator(scan, root)
+    if scan.generator == "mkdocs":
+        scan.site_prefix = _site_prefix(root)
+        limit = MAX_INCLUDED_FILE_BYTES if max_file_bytes is None else min(max_file_bytes, MAX_INCLUDED_FILE_BYTES)
+        read_included_files(scan, lambda relpath: _read_inside(root, relpath, limit))
     return scan
+
+
+def _site_prefix(root: Path) -> str:
+    """The corpus root's path from the folder of mkdocs.yml, looked for where `sitegen.detect` looks."""
+    names = dict(CONFIG_FILES)["mkdocs"]
+    for folder in (root, *list(root.parents)[:2]):
+        if any((folder / name).is_file() for name in names):
+            prefix = root.relative_to(folder).as_posix()
+            return "" if prefix == "." else prefix
+    return ""
+
+
+def _read_inside(root: Path, relpath: str, max_bytes: int) -> bytes | None:
+    """The bytes of the regular file `relpath` names inside `root`, links followed only while they
+    stay inside it; None for anything else."""
+    try:
+        target = (root / relpath).resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    if not target.is_relative_to(root):
+        return None
+    try:
+        return read_regular_file(target, max_bytes)
+    except (OSError, SkippedFile):
+        return None
 
 
 def _read_rules(scan: CorpusScan, rules: Excluder, path: Path, reldir: str, max_file_bytes: int | None) -> None:

@@ -58,10 +58,15 @@ def file_text(raw: bytes) -> str:
     return raw.decode("utf-8").lstrip("\ufeff")
 
 
-def served_text(files: dict[str, bytes], relpath: str, generator: str) -> str:
-    """A page's text as stored for reading whole: as its generator shows it, includes resolved."""
-    included = {path: _decoded(files[path]) for path in page_includes(files, relpath, generator)}
-    return sitegen.clean(file_text(files[relpath]), generator, relpath, included).text
+def served_text(files: dict[str, bytes], relpath: str, generator: str,
+                included: dict[str, bytes] | None = None) -> str:
+    """A page's text as stored for reading whole: as its generator shows it, includes resolved.
+    `included`: what `CorpusScan.included` gives (the files markdown-includes name); without it, the
+    pages of `files` the page includes."""
+    if included is None:
+        included = {path: files[path] for path in page_includes(files, relpath, generator)}
+    texts = {path: _decoded(body) for path, body in included.items()}
+    return sitegen.clean(file_text(files[relpath]), generator, relpath, texts).text
 
 
 def _decoded(raw: bytes) -> str:

@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -53,7 +54,11 @@ class CorpusScan:
     generator: str = ""  # the site generator whose syntax the pages are read in ("": plain markdown)
     generator_reason: str = ""  # how it was known: the manifest, a configuration file, the pages' syntax
     excluded: list[str] = field(default_factory=list)  # paths left out by exclude rules (folders end in /)
+    # Files that are not pages, read because a page's markdown-include names them (read_included_files)
+    include_files: dict[str, bytes] = field(default_factory=dict)
+    site_prefix: str = ""  # the corpus root's path from the folder of mkdocs.yml ("docs"), "" when it is that folder
     _includes: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _markdown_includes: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)  # page -> {written: path}
 
     @cached_property
     def left_out(self) -> frozenset[str]:
@@ -84,15 +89,18 @@ class CorpusScan:
         digest.update(b"\0" + self.manifest_texts.get("", "").encode())
         if self.generator or relpath.endswith(".mdx"):  # plain pages keep the keys of builds before generators
             digest.update(f"\0{self.generator}:{sitegen.CLEANER_VERSION}".encode())
-        for included in self.includes(relpath):  # an edit of an included page chunks its includers again
-            digest.update(b"\0" + included.encode() + b"\0" + hashlib.sha256(self.files[included]).digest())
+        for included in self.includes(relpath):  # an edit of an included file chunks its includers again
+            digest.update(b"\0" + included.encode() + b"\0" + hashlib.sha256(self._bytes(included)).digest())
         return digest.hexdigest()
 
     def includes(self, relpath: str) -> list[str]:
-        """The corpus pages `relpath` includes (retrieval/ingest/sitegen/includes.py)."""
+        """The corpus pages and files `relpath` includes (retrieval/ingest/sitegen/includes.py)."""
         found = self._includes.get(relpath)
         if found is None:
             found = page_includes(self.files, relpath, self.generator)
+            for path in self._markdown_includes.get(relpath, {}).values():
+                if path != relpath and path not in found:
+                    found.append(path)
             self._includes[relpath] = found
         return found
 
@@ -101,7 +109,44 @@ class CorpusScan:
         return bool(self.generator) and any(set(self.includes(p)) & paths for p in self.files)
 
     def included(self, relpath: str) -> dict[str, bytes]:
-        return {path: self.files[path] for path in self.includes(relpath)}
+        """What `sitegen.clean` takes as `included`: the pages `relpath` includes by path, the files
+        its markdown-includes name by the include as written."""
+        found = {path: self.files[path] for path in page_includes(self.files, relpath, self.generator)}
+        for written, path in self._markdown_includes.get(relpath, {}).items():
+            if path != relpath:
+                found[sitegen.markdown_include_key(written)] = self._bytes(path)
+        return found
+
+    def _bytes(self, path: str) -> bytes:
+        return self.files[path] if path in self.files else self.include_files[path]
+
+
+def read_included_files(scan: CorpusScan, read: Callable[[str], bytes | None]) -> None:
+    """The files a MkDocs corpus's markdown-includes name, found inside the corpus root: a page is
+    taken from the corpus, another file read with `read` (None: absent, outside the root, not a
+    regular file or too large). The pages that name them keep which file each include found; an
+    include that found none is told when the page is cleaned (sitegen/mkdocs.py)."""
+    if scan.generator != "mkdocs":
+        return
+    excluded = tuple(p for p in scan.excluded if p.endswith("/"))
+    for relpath, raw in scan.files.items():
+        if b"{!" not in raw:
+            continue
+        found = {}
+        for written in sitegen.markdown_includes(raw.decode("utf-8", "replace")):
+            for candidate in sitegen.markdown_include_candidates(written, scan.site_prefix):
+                if candidate in scan.files or candidate in scan.include_files:
+                    found[written] = candidate
+                    break
+                if candidate.endswith(MARKDOWN_SUFFIXES) or candidate.startswith(excluded):
+                    continue  # a page left out is not read as a file
+                body = read(candidate)
+                if body is not None and b"\0" not in body:  # text only
+                    scan.include_files[candidate] = body
+                    found[written] = candidate
+                    break
+        if found:
+            scan._markdown_includes[relpath] = found
 
 
 def read_as_generator(scan: CorpusScan, root: Path | None, names: set[str] | None = None) -> None:

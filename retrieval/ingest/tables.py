@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +35,7 @@ FILES_PER_QUERY = 1000  # files named in one `filepath IN (...)` clause
 
 def write_tables(partial: Location, previous: PreviousBuild | None, results: list[FileResult], batches: list[Batch],
                  files: dict[str, bytes], taxonomy: dict[str, TaxonomyField], dims: int, progress: Progress,
-                 cancelled: Cancelled):
+                 cancelled: Cancelled, included: Callable[[str], dict[str, bytes]] | None = None):
     """New tables from the fresh batches and, for reused files, the previous build's rows."""
     schema = chunk_schema(list(taxonomy), dims)
     reused = [r.relpath for r in results if r.reused]
@@ -49,7 +49,7 @@ def write_tables(partial: Location, previous: PreviousBuild | None, results: lis
 
     def document_rows() -> Iterator[pa.RecordBatch]:
         while batches:
-            yield from documents_with_text(batches.pop(0), files).to_batches()
+            yield from documents_with_text(batches.pop(0), files, included).to_batches()
         for start in range(0, len(reused), FILES_PER_QUERY):
             yield from conform(previous.document_rows(reused[start: start + FILES_PER_QUERY]), DOCUMENT_SCHEMA).to_batches()
 
@@ -67,7 +67,7 @@ def write_tables(partial: Location, previous: PreviousBuild | None, results: lis
 
 def patch_tables(partial: Location, previous: PreviousBuild, stale: list[str], batches: list[Batch],
                  files: dict[str, bytes], taxonomy: dict[str, TaxonomyField], progress: Progress,
-                 cancelled: Cancelled) -> Patched:
+                 cancelled: Cancelled, included: Callable[[str], dict[str, bytes]] | None = None) -> Patched:
     """The previous tables, hard-linked (copied object by object by the server on an object store),
     minus the stale files' rows, plus the fresh ones.
 
@@ -90,7 +90,7 @@ def patch_tables(partial: Location, previous: PreviousBuild, stale: list[str], b
             raise BuildCancelled("build was cancelled while writing tables")
         if batch.chunks.num_rows:
             chunks.insert(fresh_chunks(batch, chunks.schema))
-        documents.insert(documents_with_text(batch, files))
+        documents.insert(documents_with_text(batch, files, included))
         progress("write", n, len(batches))
     batches.clear()
     return Patched(chunks, documents, fragments)

@@ -13,18 +13,22 @@ from .scan import (
     Finding,
     add_manifest,
     read_as_generator,
+    read_included_files,
     too_large,
 )
+from .sitegen.includes import MAX_INCLUDED_FILE_BYTES
 
 
 def scan_tree(root: Path, files: dict[str, bytes], links: dict[str, str] | None = None, *,
               oversized: dict[str, int] | None = None,
-              max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES) -> CorpusScan:
+              max_file_bytes: int | None = DEFAULT_MAX_FILE_BYTES, site_prefix: str = "") -> CorpusScan:
     """The scan of a tree read from somewhere other than a directory (a git commit), path for path
     what `scan_corpus` gives for the same files on disk: hidden directories skipped, links followed
     only inside the tree, files over `max_file_bytes` skipped with a finding. `links` maps a link's
     path to its target's ('' when it leaves the tree); `oversized` gives the sizes of files the
-    reader left unread because of the limit."""
+    reader left unread because of the limit. `site_prefix` is the tree's path from the folder of
+    mkdocs.yml (a git source's subdirectory: markdown-include paths start from the repository's
+    top, where mkdocs.yml usually sits); the files its includes name are taken from `files`."""
     scan = CorpusScan(Path(root), {}, {}, {}, [])
     links, oversized = links or {}, oversized or {}
     rules = Excluder()
@@ -68,4 +72,14 @@ def scan_tree(root: Path, files: dict[str, bytes], links: dict[str, str] | None 
         scan.files[relpath] = raw
     scan.files = dict(sorted(scan.files.items()))
     read_as_generator(scan, None, names={p for p in files if "/" not in p})
+    if scan.generator == "mkdocs":
+        scan.site_prefix = site_prefix.strip("/")
+        limit = MAX_INCLUDED_FILE_BYTES if max_file_bytes is None else min(max_file_bytes, MAX_INCLUDED_FILE_BYTES)
+
+        def read(relpath: str) -> bytes | None:
+            target = links.get(relpath, relpath)  # a link is followed only inside the tree ("" leaves it)
+            raw = files.get(target) if target else None
+            return raw if raw is not None and len(raw) <= limit else None
+
+        read_included_files(scan, read)
     return scan

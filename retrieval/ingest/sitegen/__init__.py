@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import hugo, liquid, mdx, mkdocs, myst
-from .includes import included_pages, one_line
+from .includes import (
+    included_pages,
+    markdown_include_candidates,
+    markdown_include_key,
+    markdown_includes,
+    one_line,
+)
 from .lines import Notice, split_page
 
 GENERATORS = ("hugo", "mkdocs", "docusaurus", "sphinx", "jekyll")
@@ -28,12 +34,13 @@ CHOICES = ("auto", "none", *GENERATORS)  # the manifest's "generator" values
 CLEANER_VERSION = "2"  # part of every cleaned file's key: a change to the cleaners re-chunks the pages
 
 __all__ = ["CHOICES", "CLEANER_VERSION", "GENERATORS", "Cleaned", "Detected", "Notice", "clean", "detect",
-           "included_pages"]
+           "included_pages", "markdown_include_candidates", "markdown_include_key", "markdown_includes"]
+PAGE_SUFFIXES = (".md", ".markdown", ".mdx")
 
 
 @dataclass(frozen=True)
 class Cleaned:
-    text: str  # the same number of lines as the source
+    text: str  # the same number of lines as the source, plus the lines of the files markdown-include placed
     notices: list[Notice]
 
 
@@ -45,13 +52,20 @@ class Detected:
 
 def clean(text: str, generator: str, relpath: str, included: dict[str, str] | None = None) -> Cleaned:
     """The page as its generator shows it. `.mdx` pages are MDX whatever the generator. `included`
-    holds the text of the corpus pages it includes (`includes.included_pages`)."""
+    holds the text of the corpus pages it includes (`includes.included_pages`), and under
+    `markdown_include_key` the text of the files its markdown-includes name (`CorpusScan.included`)."""
     is_mdx = relpath.endswith(".mdx")
     if not generator and not is_mdx:
         return Cleaned(text, [])
     page = split_page(text)
     page.relpath = relpath
-    page.included = {path: one_line(clean(body, generator, path).text) for path, body in (included or {}).items()}
+    for path, body in (included or {}).items():
+        if not path.startswith("{!"):
+            page.included[path] = one_line(clean(body, generator, path).text)
+        elif path[2:-2].endswith(PAGE_SUFFIXES):  # a page, read as one like any included page
+            page.files[path] = one_line(clean(body, generator, path[2:-2]).text)
+        else:
+            page.files[path] = body.replace("\r\n", "\n").rstrip("\n")
     if generator == "hugo":
         hugo.clean(page)
     elif generator == "mkdocs":

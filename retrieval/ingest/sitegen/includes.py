@@ -7,6 +7,12 @@ page stays where it was: headings, list markers and fences are dropped and its l
 keeps its words for search and reads as one paragraph. An included page's own includes are not
 followed. The pages a page includes are part of its key (scan.py), so editing one chunks its
 includers again.
+
+MkDocs' markdown-include (`{!docs/operator-manual/argocd-cm.yaml!}`) names any file, from the
+folder of mkdocs.yml: the corpus's pages and files that are not pages (YAML, JSON, code), read by
+the scan when the path lands inside the corpus root (`markdown_include_candidates`). A page is
+included as above; another file's text takes the include's place as it is, line for line, inside
+the code block it usually sits in.
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ REFERENCES = {
 REFERENCES["docusaurus"] = re.compile(r"(?!)")  # MDX imports a page as a component; not resolved
 FOLDERS = ("", "includes/", "_includes/", "_snippets/", "snippets/")  # where sites keep shared snippets
 MAX_INCLUDED = 200_000  # characters of one included page taken into the including one
+MAX_INCLUDED_FILE_BYTES = 200_000  # a larger file a markdown-include names is not read
+# markdown-include's `{!path!}` alone on its line (the only way real pages write it)
+MARKDOWN_INCLUDE = re.compile(r"^[ \t]*\{!(?P<path>[^!\n]+)!\}[ \t]*\r?$", re.MULTILINE)
 
 
 def references(text: str, generator: str) -> list[str]:
@@ -64,6 +73,44 @@ def include(page: Page, path: str, line: int, kind: str, what: str) -> str:
     page.notice(kind, line, f"{what} of {path!r} is not resolved (not a page inside the corpus folder): its "
                 "text is left out of the page's chunks", "copy the text into the page, or serve the folder that holds both")
     return ""
+
+
+def markdown_include_key(path: str) -> str:
+    """The key of a markdown-include's target among a page's included texts: the include as written,
+    which no page path can be (the same path may name different files from different sites)."""
+    return "{!" + path.strip() + "!}"
+
+
+def markdown_includes(text: str) -> list[str]:
+    """The paths of the markdown-includes of `text`, each once, as written."""
+    if "{!" not in text:
+        return []
+    return list(dict.fromkeys(m.group("path").strip() for m in MARKDOWN_INCLUDE.finditer(text)))
+
+
+def markdown_include_candidates(path: str, prefix: str) -> list[str]:
+    """The corpus paths a markdown-include's `path` may name, most likely first; none that leaves the root.
+
+    markdown-include reads `path` from the folder of mkdocs.yml; `prefix` is the corpus root's path
+    from there (`docs` for Argo CD's docs/ beside its mkdocs.yml, "" when it is that folder), so
+    `docs/x.yaml` is the root's `x.yaml`. The path is also tried from the corpus root itself (a site
+    whose mkdocs.yml is not beside the folder served), unless it climbs with `..`: from the root
+    it would name another file than the one the site shows. Absolute paths, URLs and hidden folders
+    name nothing."""
+    path = path.strip().strip("'\"")
+    if not path or "://" in path or path.startswith(("/", "\\")) or "\\" in path:
+        return []
+    from_site = posixpath.normpath(path)
+    found = []
+    if not prefix:
+        found.append(from_site)
+    elif from_site.startswith(prefix.rstrip("/") + "/"):
+        found.append(from_site[len(prefix.rstrip("/")) + 1:])
+    if ".." not in path.split("/"):
+        found.append(from_site)
+    return [c for c in dict.fromkeys(found)
+            if c not in (".", "..") and not c.startswith(("../", "/")) and not any(
+                part.startswith(".") for part in c.split("/"))]
 
 
 def included_pages(text: str, relpath: str, generator: str, pages: set[str] | dict) -> list[str]:

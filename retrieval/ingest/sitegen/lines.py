@@ -47,6 +47,7 @@ class Page:
     body: int  # first line after the front matter
     notices: list[Notice] = field(default_factory=list)
     included: dict[str, str] = field(default_factory=dict)  # corpus page -> its text on one line (includes.py)
+    files: dict[str, str] = field(default_factory=dict)  # `{!path!}` -> the text of the file it names (mkdocs.py)
     relpath: str = ""
     _kinds: set[str] = field(default_factory=set)
     _source: tuple[str, ...] = ()

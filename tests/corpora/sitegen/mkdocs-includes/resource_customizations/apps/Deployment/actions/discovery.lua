@@ -1,0 +1,3 @@
+actions = {}
+actions["restart"] = {["disabled"] = false}  -- OUTSIDE-the-root
+return actions
