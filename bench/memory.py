@@ -13,6 +13,14 @@ worker, the Celery worker), RSS and PSS from /proc/<pid>/smaps_rollup, then thei
 
 PSS divides each page among the processes that map it: the sum of PSS is what the demo costs the
 machine, where the sum of RSS counts a page shared by the workers once per worker. Linux only.
+
+PSS also divides a page with processes outside the demo: on a machine where other programs run the
+same virtualenv (tests, other servers), the pages of LanceDB's, Arrow's and onnxruntime's libraries
+are shared with them and the demo's PSS falls and rises with what else runs (by 50-100 MiB on the
+shared benchmark machine). The `alone` column is the PSS the demo would have if nothing outside it
+shared a page: each resident page, found by its physical frame in /proc/PID/pagemap, divided among
+the demo's processes that map it; its total is the number of distinct pages the demo holds. It
+needs root (without it the kernel hides the frames and the column is left out).
 """
 
 from __future__ import annotations
@@ -22,10 +30,12 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -59,6 +69,38 @@ def memory(pid: int) -> dict[str, float]:
         return {"rss": 0.0, "pss": 0.0}
     kb = dict(re.findall(r"^(Rss|Pss):\s+(\d+) kB", text, re.M))
     return {"rss": int(kb["Rss"]) / 1024, "pss": int(kb["Pss"]) / 1024}
+
+
+def _frames(pid: int) -> set[int]:
+    """Physical frames of the resident pages `pid` maps (empty without root: the kernel reports 0)."""
+    found: set[int] = set()
+    try:
+        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/pagemap", "rb") as pagemap:
+            for line in maps:
+                if line.rstrip().endswith("[vsyscall]"):
+                    continue
+                start, end = (int(x, 16) for x in line.split()[0].split("-"))
+                pagemap.seek(start // 4096 * 8)
+                for (entry,) in struct.iter_unpack("<Q", pagemap.read((end - start) // 4096 * 8)):
+                    if entry >> 63 & 1:
+                        found.add(entry & ((1 << 55) - 1))
+    except OSError:
+        return set()
+    found.discard(0)
+    return found
+
+
+def alone(pids: list[int]) -> tuple[dict[int, float], float] | None:
+    """Each process's PSS in MB counting only the sharing among `pids`, and the pages of all of them
+    together; None when the frames cannot be read (not root)."""
+    frames = {pid: _frames(pid) for pid in pids}
+    sharers: Counter[int] = Counter()
+    for found in frames.values():
+        sharers.update(found)
+    if not sharers:
+        return None
+    per = {pid: sum(1 / sharers[f] for f in found) * 4096 / 2**20 for pid, found in frames.items()}
+    return per, len(sharers) * 4096 / 2**20
 
 
 def command(pid: int) -> str:
@@ -168,10 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         wait_ready(url, serve, workers, log)
         errors = search_everywhere(url, 4 * workers)
         time.sleep(2)
-        tables = [("after the first searches", [(role, pid, memory(pid)) for role, pid in processes(serve.pid)])]
+        tables = [("after the first searches", measured(processes(serve.pid)))]
         if args.build:
-            tables.append((f"after a queued build ({queued_build(name)})",
-                           [(role, pid, memory(pid)) for role, pid in processes(serve.pid)]))
+            tables.append((f"after a queued build ({queued_build(name)})", measured(processes(serve.pid))))
     finally:
         stop_server(serve)
     print(f"corpus {name}, provider {args.provider}, {workers} workers, search errors {errors}")
@@ -184,6 +225,15 @@ def main(argv: list[str] | None = None) -> int:
             indent=2))
     shutil.rmtree(workdir, ignore_errors=True)
     return 1 if errors else 0
+
+
+def measured(found: list[tuple[str, int]]) -> list[tuple[str, int, dict[str, float]]]:
+    rows = [(role, pid, memory(pid)) for role, pid in found]
+    shared_inside = alone([pid for _, pid, _ in rows])
+    if shared_inside is not None:
+        for _, pid, mem in rows:
+            mem["alone"] = shared_inside[0][pid]
+    return rows
 
 
 def queued_build(name: str) -> str:
@@ -207,15 +257,17 @@ def queued_build(name: str) -> str:
 
 
 def print_table(rows: list[tuple[str, int, dict[str, float]]]) -> None:
-    print(f"{'process':<16} {'pid':>7} {'RSS MB':>8} {'PSS MB':>8}")
+    with_alone = all("alone" in mem for _, _, mem in rows)
+    print(f"{'process':<16} {'pid':>7} {'RSS MB':>8} {'PSS MB':>8}" + (f" {'alone MB':>9}" if with_alone else ""))
     for role, pid, mem in rows:
-        print(f"{role:<16} {pid:>7} {mem['rss']:8.1f} {mem['pss']:8.1f}")
+        print(f"{role:<16} {pid:>7} {mem['rss']:8.1f} {mem['pss']:8.1f}" + (f" {mem['alone']:9.1f}" if with_alone else ""))
     served = [mem for role, _, mem in rows if role.startswith("worker")]
     total_pss = sum(mem["pss"] for _, _, mem in rows)
     total_rss = sum(mem["rss"] for _, _, mem in rows)
     workers_pss = sum(m["pss"] for m in served)
     one_rss = max((m["rss"] for m in served), default=0.0)
-    print(f"{'all processes':<16} {'':>7} {total_rss:8.1f} {total_pss:8.1f}")
+    total_alone = f" {sum(mem['alone'] for _, _, mem in rows):9.1f}" if with_alone else ""
+    print(f"{'all processes':<16} {'':>7} {total_rss:8.1f} {total_pss:8.1f}{total_alone}")
     print(f"workers: PSS sum {workers_pss:.1f} MB, largest RSS {one_rss:.1f} MB, "
           f"PSS sum / one worker's RSS = {workers_pss / one_rss if one_rss else float('nan'):.2f}")
 

@@ -34,10 +34,10 @@ from .gitsource import caches_remove
 from .models import BuildRun, Corpus
 from .providers import check_embedding_options, check_provider_name, corpus_embedding
 from .queue import enqueue
+from .reaping import expire_builds
 
 log = logging.getLogger("docsmcp.build")
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
-STALE_AFTER = timedelta(minutes=15)
 
 
 def check_source_dir(source_dir: str, *, any_root: bool = False) -> Path:
@@ -203,28 +203,6 @@ def lease_expired(build: BuildRun) -> bool:
     lease = timedelta(seconds=settings.DOCSMCP_BUILD_LEASE_SECONDS)
     return (build.status == BuildRun.RUNNING
             and (build.heartbeat_at or build.started_at or build.created_at) < timezone.now() - lease)
-
-
-def expire_builds(corpus: Corpus | None = None) -> int:
-    """Mark failed the builds whose worker stopped (lease expired) or that never started; returns how many.
-
-    Run by every Celery worker's reaper (corpus/reaping.py) and by a new build request for its corpus,
-    so a dead worker blocks a corpus for one lease, not until someone notices; never by a read.
-    """
-    now = timezone.now()
-    lease = timedelta(seconds=settings.DOCSMCP_BUILD_LEASE_SECONDS)
-    builds = BuildRun.objects.filter(status__in=BuildRun.IN_FLIGHT)
-    if corpus is not None:
-        builds = builds.filter(corpus=corpus)
-    orphaned = builds.filter(status=BuildRun.RUNNING, heartbeat_at__lt=now - lease).update(
-        status=BuildRun.FAILED, finished_at=now,
-        error=f"its worker stopped: no heartbeat for over {settings.DOCSMCP_BUILD_LEASE_SECONDS}s "
-              "(killed, crashed or lost its database connection); the previous index keeps serving")
-    unclaimed = builds.filter(status=BuildRun.QUEUED, created_at__lt=now - STALE_AFTER).update(
-        status=BuildRun.FAILED, finished_at=now,
-        error=f"no worker picked it up within {int(STALE_AFTER.total_seconds() // 60)} minutes; "
-              "check that a Celery worker is running")
-    return orphaned + unclaimed
 
 
 def _embedding_change(corpus: Corpus, provider: str, options: dict) -> str:

@@ -3,12 +3,14 @@
 The master loads the site and imports every view and tool profile once (`preload_app`,
 `when_ready`), so the workers it forks share that code and start without importing it again;
 it also loads the local embedding model when an active build needs it and one thread runs it
-(mcp_endpoint.startup.preload_model), so the workers share its pages too. Nothing it keeps holds a
-database connection, a thread or an index. Then gunicorn calls
+(mcp_endpoint.startup.preload_model), and imports Lance, LanceDB and Arrow without opening
+anything (preload_index_libraries), so the workers share those pages too; last, it freezes what
+it made out of the garbage collector's reach, so the workers' collections do not copy it. Nothing
+it keeps holds a database connection, a thread or an index. Then gunicorn calls
 `post_worker_init` in each new worker before the worker accepts connections: the worker opens and
-warms the active build of every corpus (LanceDB is loaded here, after the fork: its threads do
-not survive one). Until then connections wait in the listening socket's queue, or go to a worker
-that is already warm.
+warms the active build of every corpus (LanceDB's and Lance's runtimes start there, after the fork:
+their threads do not survive one). Until then connections wait in the listening socket's queue,
+or go to a worker that is already warm.
 """
 
 preload_app = True
@@ -20,13 +22,15 @@ def when_ready(server) -> None:
     import tempfile
 
     from corpus.warming import serve_with
-    from mcp_endpoint.startup import import_views, preload_model
+    from mcp_endpoint.startup import freeze_for_fork, import_views, preload_index_libraries, preload_model
 
     import_views()
     # serve names the directory (its supervising process counts the warm workers there to show progress)
     directory = server.cfg.env.get("DOCSMCP_SERVE_WARM_DIR") or tempfile.mkdtemp(prefix="docsmcp-serve-")
     serve_with(directory, server.cfg.workers)
     preload_model()
+    preload_index_libraries()
+    freeze_for_fork()
 
 
 def on_exit(server) -> None:

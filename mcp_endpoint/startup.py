@@ -33,8 +33,6 @@ def preload_model() -> bool:
     lose. With more threads the workers load it after the fork, as before. Closes the database
     connection it used, which the workers must not inherit.
     """
-    import gc
-
     from django.db import DatabaseError, connections
 
     from corpus.selectors import active_builds_embed_with
@@ -57,9 +55,57 @@ def preload_model() -> bool:
     except Exception as exc:  # a broken model is reported by the workers' searches, as without a preload
         logger.warning("query model not preloaded before the workers fork: %s: %s", type(exc).__name__, exc)
         return False
-    gc.collect()
-    gc.freeze()  # the collector in a worker then never writes to these objects' pages
     return True
+
+
+# What Lance and LanceDB say at every fork of a process that imported them; preload_index_libraries
+# makes sure that forking is safe for what the master holds (nothing opened, no runtime started).
+_FORK_WARNINGS = (("lance is not fork-safe", UserWarning), ("lancedb fork support is experimental", RuntimeWarning))
+
+
+def preload_index_libraries() -> None:
+    """In gunicorn's master, before the fork: imports Lance, LanceDB and Arrow, which every worker
+    imports to warm its corpora, so the workers share their modules and their libraries' relocated
+    pages (about 30 MiB a worker, docs/BENCHMARKS.md) instead of each making its own.
+
+    Importing opens no table and starts neither library's runtime: those start on first use, in
+    each worker after the fork. The one thing an import starts is LanceDB's background event loop
+    thread; it is stopped here, so the master forks with no thread of its own (LanceDB starts a
+    fresh loop in each child, from its own at-fork hook).
+    """
+    import warnings
+
+    for message, category in _FORK_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=category)
+    from retrieval.storage import load_engine
+
+    load_engine()
+    _stop_lancedb_loop()
+
+
+def _stop_lancedb_loop() -> None:
+    try:
+        from lancedb.background_loop import LOOP
+    except ImportError:  # another LanceDB: nothing known to stop
+        return
+    thread = getattr(LOOP, "thread", None)
+    loop = getattr(LOOP, "loop", None)
+    if thread is None or loop is None or not thread.is_alive():
+        return
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(timeout=5)
+    if not thread.is_alive():
+        loop.close()
+
+
+def freeze_for_fork() -> None:
+    """The master's last step before it forks: every object it made is moved out of the collector's
+    reach, so a worker's collections never write to these objects' pages, which then stay shared with
+    the master and the other workers instead of being copied into each worker (docs/BENCHMARKS.md)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def serve_ready(notify: Callable[[], None] | None = None) -> dict:

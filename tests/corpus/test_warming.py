@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -275,6 +276,46 @@ def test_what_the_server_preloads_before_forking_workers_opens_no_index_thread_o
         "print(json.dumps([[m for m in ('lancedb', 'lance', 'onnxruntime', 'openai') if m in sys.modules],\n"
         "                  threading.active_count(), [c.connection is None for c in connections.all()]]))")
     assert json.loads(out) == [[], 1, [True]]
+
+
+@pytest.mark.slow
+def test_serve_master_imports_the_index_libraries_unopened_and_its_forked_workers_search_with_them(tmp_path):
+    """The gunicorn master imports Lance, LanceDB and Arrow before it forks (their pages are then shared by the
+    workers) with no thread of its own left and its objects frozen out of the collector; a forked child then
+    runs a search (Lance's full-text legs) and reads a chunk (LanceDB's async table), each library's runtime
+    started afresh in the child."""
+    build = _build(tmp_path / "build", "forked")
+    out = _fresh_python(textwrap.dedent(f"""
+        import gc, json, os, signal, sys, threading, django
+        from retrieval.boot import boot
+        boot()
+        django.setup()
+        from django.core.wsgi import get_wsgi_application
+        from django.db import connections
+        from mcp_endpoint.startup import freeze_for_fork, import_views, preload_index_libraries
+        get_wsgi_application(); import_views(); preload_index_libraries(); freeze_for_fork()
+        master = [[m for m in ("lance", "lancedb", "pyarrow") if m in sys.modules], threading.active_count(),
+                  [c.connection is None for c in connections.all()], gc.get_freeze_count() > 0]
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:
+            signal.alarm(60)  # a deadlocked runtime fails the test instead of hanging it
+            from retrieval.search.documents import get_chunk
+            from retrieval.search.engine import SearchRequest, search
+            from retrieval.search.index import Index
+            index = Index({str(build)!r})
+            hits = search(index, SearchRequest(query="refund a payment", limit=3), cursor_secret=b"t").hits
+            chunk = get_chunk(index, hits[0].chunk_id)
+            os.write(write, json.dumps([len(hits), bool(chunk.chunks)]).encode())
+            os._exit(0)
+        os.close(write)
+        answer = os.read(read, 1000).decode()
+        _, status = os.waitpid(child, 0)
+        print(json.dumps([master, json.loads(answer or "null"), status]))
+    """))
+    master, child, status = json.loads(out.splitlines()[-1])
+    assert master == [["lance", "lancedb", "pyarrow"], 1, [True], True]
+    assert status == 0 and child[0] > 0 and child[1], child
 
 
 def _memory_kb(pid: int) -> dict[str, int]:

@@ -109,13 +109,20 @@ def test_a_fresh_installations_first_build_leaves_sign_in_to_work_for_the_next_c
 def test_an_idle_celery_worker_imports_neither_the_site_nor_the_build(tmp_path):
     """A worker waits for builds far longer than it runs them: what it holds while idle is the price of
     every host running one. Celery's Django fix-up used to run the URL checks at start, importing the whole
-    site, and the task modules imported the build."""
+    site, the task modules imported the build, and so did the reaper every worker starts once ready."""
     watched = (*HTTP_AND_OAUTH, "pyarrow", "markdown_it", "numpy", "lancedb", "docsmcp_site.urls")
     code = ("import json, sys\n"
             "from celery import signals\n"
             "from common.celery import app\n"
             "app.loader.init_worker()\n"  # the task modules, as `celery worker` imports them
             "signals.worker_init.send(sender=None)\n"  # the Django fix-up's start-up
+            "signals.worker_ready.send(sender=None)\n"  # starts the dead-build reaper (corpus/tasks.py)
+            "from corpus import reaping\n"
+            "reaping.stop_reaper()\n"
+            "try:\n"  # one round for sure (the thread may not have begun one); no tables in this database
+            "    reaping.reap_once()\n"
+            "except Exception:\n"
+            "    pass\n"
             f"print(json.dumps([m for m in {watched!r} if m in sys.modules]))\n")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "docsmcp_site.settings", "DOCSMCP_HOME": str(tmp_path)}
     env.pop("DATABASE_URL", None)
