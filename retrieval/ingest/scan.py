@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 from bisect import bisect_left
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -48,11 +49,15 @@ class CorpusScan:
     root: Path
     manifests: dict[str, Manifest]
     manifest_texts: dict[str, str]
-    files: dict[str, bytes]  # relpath -> raw bytes of every markdown file
+    files: MutableMapping[str, bytes]  # relpath -> raw bytes of every markdown file (read on use: seen.py)
     findings: list[Finding]  # corpus-level findings (manifests, symlinks, encodings)
     generator: str = ""  # the site generator whose syntax the pages are read in ("": plain markdown)
     generator_reason: str = ""  # how it was known: the manifest, a configuration file, the pages' syntax
     excluded: list[str] = field(default_factory=list)  # paths left out by exclude rules (folders end in /)
+    # relpath -> its stat when read (seen.py), and the generator signatures of the pages detection sampled:
+    # what the next build of a folder compares against, to read only what changed
+    seen: dict[str, list[int]] = field(default_factory=dict, repr=False)
+    signatures: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _includes: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     @cached_property
@@ -104,15 +109,18 @@ class CorpusScan:
         return {path: self.files[path] for path in self.includes(relpath)}
 
 
-def read_as_generator(scan: CorpusScan, root: Path | None, names: set[str] | None = None) -> None:
-    """The root manifest's generator, else the one detected; a Hugo corpus's bundle resources left out."""
+def read_as_generator(scan: CorpusScan, root: Path | None, names: set[str] | None = None,
+                      signatures: dict[str, list[str]] | None = None) -> None:
+    """The root manifest's generator, else the one detected; a Hugo corpus's bundle resources left out.
+    `signatures`: those of pages unchanged since a previous detection recorded them (`sitegen.detect`)."""
     choice = scan.root_manifest.generator if scan.root_manifest else "auto"
     if choice == "none":
         return
     if choice != "auto":
         scan.generator, scan.generator_reason = choice, f"\"generator\": \"{choice}\" in {MANIFEST_NAME}"
     else:
-        found = sitegen.detect(root, scan.files, names=names)
+        scan.signatures = dict(signatures or {})
+        found = sitegen.detect(root, scan.files, names=names, signatures=scan.signatures)
         scan.generator, scan.generator_reason = found.name, found.reason
     if scan.generator == "hugo":
         _hugo_bundle_resources(scan)
@@ -169,7 +177,7 @@ def _manifest_line(text: str, message: str) -> int | None:
     return None
 
 
-def page_includes(files: dict[str, bytes], relpath: str, generator: str) -> list[str]:
+def page_includes(files: Mapping[str, bytes], relpath: str, generator: str) -> list[str]:
     raw = files[relpath]
     if not generator or (b"include" not in raw and b"8<" not in raw):
         return []
