@@ -38,6 +38,7 @@ from retrieval.format.lexicon import (
     read_lexicon,
     term_counts,
 )
+from retrieval.format.linkgraph import PageLinks, resolve_links
 from retrieval.format.mapped import (
     BLOCK_CHUNKS,
     CATALOG_COLUMNS,
@@ -45,6 +46,7 @@ from retrieval.format.mapped import (
     MAPPED_DIR,
     PRIOR_COLUMNS,
     Held,
+    Pages,
     compress_blocks,
     dictionary_encoded,
     has_mapped,
@@ -104,7 +106,7 @@ def carry_over(directory: Location, previous: Location, dropped: list[str], taxo
     else:
         texts, offsets = pa.concat_arrays([held.texts.filter(kept), content.cast(held.texts.type)]), None
     paths = catalog["filepath"].chunk(0).dictionary
-    pages, links = pages_from_rows(_document_rows(documents), paths)
+    pages, links = _pages(held, _document_rows(documents), paths, dropped)
     write_mapped(directory, Held(catalog, rowids, None, codes, scales, texts, offsets, pages=pages, links=links,
                                  text_starts=starts))
     removed = term_counts(_batches(table_dataset(previous, CHUNKS_TABLE), dropped))
@@ -182,6 +184,39 @@ def _patched_blocks(held: Held, mask: np.ndarray, content: pa.Array) -> tuple[pa
     lengths = np.concatenate([np.diff(held.text_offsets)[mask], np.diff(offsets)])
     return (pa.concat_arrays(pieces), np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]),
             np.concatenate([[0], np.cumsum(np.concatenate(counts), dtype=np.int64)]))
+
+
+def _pages(held: Held, rows: pa.Table, paths: pa.Array, dropped: list[str]) -> tuple[Pages, PageLinks | None]:
+    """The pages and their links (`pages_from_rows`). When the build holds the same pages as the previous
+    one, only the links of the pages changed are resolved: every other page's resolve as they did, page
+    numbers aside. Resolving every page's links cost 0.25 s at 11,100 pages."""
+    old_paths = held.catalog["filepath"].chunk(0).dictionary if held.catalog.num_rows else None
+    if held.links is None or "links" not in rows.column_names or old_paths is None or len(old_paths) != len(paths):
+        return pages_from_rows(rows, paths)
+    new_of_old = pc.index_in(old_paths, value_set=paths)
+    if new_of_old.null_count:  # a page added or removed may change how any page's links resolve
+        return pages_from_rows(rows, paths)
+    pages, _ = pages_from_rows(rows.drop_columns(["links"]), paths)
+    changed = pc.is_in(rows["filepath"], value_set=pa.array(dropped, pa.string()))
+    mine = rows.filter(changed)
+    written: list[list[str] | None] = [None] * len(paths)
+    codes = pc.index_in(mine["filepath"], value_set=paths).fill_null(-1).to_numpy(zero_copy_only=False)
+    for code, targets in zip(codes.tolist(), mine["links"].to_pylist(), strict=True):
+        if code >= 0:
+            written[code] = targets
+    fresh = resolve_links(paths.to_pylist(), written)
+    new_of_old = new_of_old.to_numpy(zero_copy_only=False).astype(np.int64)
+    old_of_new = np.empty_like(new_of_old)
+    old_of_new[new_of_old] = np.arange(len(new_of_old))
+    is_changed = pc.is_in(paths, value_set=pa.array(dropped, pa.string())).to_numpy(zero_copy_only=False)
+    old_starts = np.asarray(held.links.starts, np.int64)
+    counts = np.where(is_changed, np.diff(fresh.starts), np.diff(old_starts)[old_of_new])
+    starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
+    # each page's targets gathered from the previous links (renumbered) or the fresh ones, after them
+    source = np.concatenate([new_of_old[np.asarray(held.links.targets, np.int64)], fresh.targets])
+    first = np.where(is_changed, len(held.links.targets) + fresh.starts[:-1], old_starts[old_of_new])
+    gather = np.repeat(first - starts[:-1], counts) + np.arange(int(starts[-1]), dtype=np.int64)
+    return pages, PageLinks(starts, source[gather])
 
 
 def _document_rows(documents) -> pa.Table:

@@ -164,6 +164,27 @@ def test_compressed_blocks_whose_chunks_all_stay_are_kept_as_they_were(copy_samp
     assert any("wallabyblock" in t for t in held_texts(third.path))
 
 
+def test_links_of_the_pages_changed_are_resolved_and_the_others_renumbered(copy_sample_docs, first, tmp_path,
+                                                                          monkeypatch):
+    """The same pages as before: only the changed pages' links are resolved again."""
+    resolved: list[int] = []
+    real = carryover.resolve_links
+    monkeypatch.setattr(carryover, "resolve_links", lambda pages, written: resolved.append(
+        sum(w is not None for w in written)) or real(pages, written))
+    held = open_mapped(first)
+    paths = held.catalog["filepath"].chunk(0).dictionary.to_pylist()
+    page = copy_sample_docs / paths[0]  # first in row order: every other page's number changes
+    page.write_text(page.read_text() + "\nSee [payouts](guides/payouts.md) and [refunds](/models/refund.md).\n")
+    (copy_sample_docs / PAYMENTS).write_text((copy_sample_docs / PAYMENTS).read_text()
+                                             + f"\nBack to [the first page](/{paths[0]}).\n")
+    patched = build(copy_sample_docs, tmp_path / "b2", previous=first)
+    assert patched.stats["chunked_files"] == 2 and resolved == [2]
+    assert_carried_over_as_a_full_rebuild(copy_sample_docs, patched, tmp_path)
+    assert {(paths[0], "guides/payouts.md"), (PAYMENTS, paths[0])} <= page_links(patched.path)
+    assert page_links(patched.path) - page_links(first) == {(paths[0], "guides/payouts.md"),
+                                                            (paths[0], "models/refund.md"), (PAYMENTS, paths[0])}
+
+
 def test_a_previous_build_without_mapped_files_is_read_whole_instead(copy_sample_docs, first, tmp_path):
     shutil.rmtree(first / MAPPED_DIR)  # as a build made before mapped files left it
     change_everything(copy_sample_docs)
