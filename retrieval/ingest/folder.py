@@ -46,7 +46,8 @@ def scan_corpus(root: Path, *, max_file_bytes: int | None = DEFAULT_MAX_FILE_BYT
     rules = Excluder()
     stats = known.stats if known is not None else {}
     _walk(scan, rules, str(root), "", max_file_bytes, started, stats, files)
-    read_as_generator(scan, root, signatures=known.signatures if known is not None else None)
+    signatures = {p: found for p, found in known.signatures.items() if files.unchanged(p)} if known else None
+    read_as_generator(scan, root, signatures=signatures)
     return scan
 
 

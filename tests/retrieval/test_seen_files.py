@@ -113,3 +113,15 @@ def test_an_unchanged_page_is_read_when_its_bytes_are_asked_for(copy_sample_docs
     assert again.files[PAYMENTS] == (copy_sample_docs / PAYMENTS).read_bytes()
     assert reads == [str(copy_sample_docs / PAYMENTS)]
     assert (again.generator, list(again.files)) == (first.generator, list(first.files))
+
+
+def test_a_changed_page_is_looked_at_again_for_its_generator_syntax(tmp_path, not_racy):
+    for n in range(4):
+        (tmp_path / f"page{n}.md").write_text(f"# Page {n}\n\nPlain text.\n")
+    first = scan_corpus(tmp_path)
+    assert first.generator == "" and first.signatures == {f"page{n}.md": [] for n in range(4)}
+    for n in range(2):
+        (tmp_path / f"page{n}.md").write_text(f"# Page {n}\n\n!!! note\n    An admonition.\n")
+    again = scan_corpus(tmp_path, known=folder.Known(first.seen, first.signatures))
+    assert again.generator == "mkdocs"
+    assert again.signatures["page0.md"] == ["mkdocs"] and again.files.unchanged("page3.md")
