@@ -44,18 +44,44 @@ def file_keys(scan: CorpusScan, previous: PreviousBuild | None, changed: frozens
     keeps its recorded key unhashed; a changed manifest governs files the diff does not name, so
     then, as without a diff, every file's content decides."""
     if previous is not None and changed is None and isinstance(scan.files, SourceFiles) \
-            and not scan.generator and previous.context == scan_context(scan):
-        # a folder: a page whose stat is the one recorded when its key was made keeps the key (seen.py);
-        # under a site generator a page's key holds the pages it includes, so every page is read
-        recorded, files = previous.files, scan.files
-        return {relpath: recorded[relpath]["file_key"] if relpath in recorded and files.unchanged(relpath)
-                else scan.file_key(relpath) for relpath in sorted(files)}
+            and previous.context == scan_context(scan):
+        keys = _unread_keys(scan, previous)
+        if keys is not None:
+            return keys
     if (previous is None or changed is None or any(posixpath.basename(p) == MANIFEST_NAME for p in changed)
             or scan.any_included(changed)):  # a page that includes a changed one is not in the diff either
         return {relpath: scan.file_key(relpath) for relpath in sorted(scan.files)}
     recorded = previous.files
     return {relpath: recorded[relpath]["file_key"] if relpath in recorded and relpath not in changed
             else scan.file_key(relpath) for relpath in sorted(scan.files)}
+
+
+def _unread_keys(scan: CorpusScan, previous: PreviousBuild) -> dict[str, str] | None:
+    """A folder's keys where a page whose stat is the one recorded when its key was made keeps the key
+    unread (seen.py). Under a site generator a page's key holds the pages it includes: it is kept only when
+    they are unchanged too, as recorded; which pages an include names depends on the pages there are, so
+    with another set of pages (or none recorded) None: every page is keyed from its bytes."""
+    files, recorded = scan.files, previous.files
+    includes: dict[str, list[str]] = {}
+    if scan.generator:
+        if previous.includes is None or previous.pages != pages_digest(scan):
+            return None
+        includes = previous.includes
+    keys = {}
+    for relpath in sorted(files):
+        named = includes.get(relpath, [])
+        if relpath in recorded and files.unchanged(relpath) and all(files.unchanged(p) for p in named):
+            keys[relpath] = recorded[relpath]["file_key"]
+            if scan.generator:
+                scan.known_includes(relpath, named)
+        else:
+            keys[relpath] = scan.file_key(relpath)
+    return keys
+
+
+def pages_digest(scan: CorpusScan) -> str:
+    """The pages a scan holds, as one hash: what the includes they name were resolved among."""
+    return hashlib.sha256("\0".join(sorted(scan.files)).encode()).hexdigest()[:32]
 
 
 def scan_context(scan: CorpusScan) -> str:
@@ -79,6 +105,9 @@ def write_file_records(directory: Location, results: list[FileResult], dims: int
     if scan is not None and scan.seen:
         payload["sources"] = {"context": scan_context(scan), "stats": scan.seen,
                               "signatures_version": sitegen.SIGNATURES_VERSION, "signatures": scan.signatures}
+        includes = scan.all_includes() if scan.generator else None
+        if includes is not None:  # every page's: one not known would be taken for none
+            payload["sources"].update(pages=pages_digest(scan), includes=includes)
     storage.write_bytes(storage.join(directory, FILES_JSON), json.dumps(payload, ensure_ascii=False).encode())
 
 
@@ -103,6 +132,8 @@ class PreviousBuild:
         self.files = {row["filepath"]: row for row in rows}
         sources = records.get("sources") if self.schema is not None else None
         self.context = sources["context"] if sources else None
+        self.pages = sources.get("pages") if sources else None
+        self.includes: dict[str, list[str]] | None = sources.get("includes") if sources else None
         self.known = Known(sources["stats"], sources["signatures"] if sources["signatures_version"]
                            == sitegen.SIGNATURES_VERSION else {}) if sources else None
 

@@ -101,6 +101,16 @@ class CorpusScan:
             self._includes[relpath] = found
         return found
 
+    def known_includes(self, relpath: str, included: list[str]) -> None:
+        """The pages `relpath` includes, as recorded when its bytes were what they are (seen.py)."""
+        self._includes[relpath] = included
+
+    def all_includes(self) -> dict[str, list[str]] | None:
+        """Every page that includes others, with them; None when some page's includes were not looked for."""
+        if any(relpath not in self._includes for relpath in self.files):
+            return None
+        return {relpath: found for relpath, found in self._includes.items() if found and relpath in self.files}
+
     def any_included(self, paths: frozenset[str]) -> bool:
         """Whether some page includes one of `paths`."""
         return bool(self.generator) and any(set(self.includes(p)) & paths for p in self.files)

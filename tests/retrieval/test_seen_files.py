@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from retrieval.ingest.build import BuildRequest, build_index
 from retrieval.ingest.folder import scan_corpus
 
 from .test_build_incremental import PAYMENTS, hits, rows
+from .test_sitegen import SITES
 
 
 def build(source: Path, out: Path, previous: Path | None = None, **kwargs):
@@ -125,3 +127,26 @@ def test_a_changed_page_is_looked_at_again_for_its_generator_syntax(tmp_path, no
     again = scan_corpus(tmp_path, known=folder.Known(first.seen, first.signatures))
     assert again.generator == "mkdocs"
     assert again.signatures["page0.md"] == ["mkdocs"] and again.files.unchanged("page3.md")
+
+
+def test_under_a_site_generator_a_page_is_read_again_when_a_page_it_includes_changed(tmp_path, not_racy, reads):
+    site = tmp_path / "site"
+    shutil.copytree(SITES / "hugo", site)
+    docs = site / "content" / "docs"
+    first = build(docs, tmp_path / "b1")
+    assert records(first.path)["sources"]["includes"] == {"concepts/nodes.md": ["includes/prereqs.md"]}
+    (docs / "includes" / "prereqs.md").write_text("You need a wombatcluster.\n")
+    reads.clear()
+    second = build(docs, tmp_path / "b2", previous=first.path)
+    assert sorted(Path(p).relative_to(docs).as_posix() for p in set(reads)) == [
+        "concepts/nodes.md", "includes/prereqs.md"]
+    assert second.stats["chunked_files"] == 2
+    full = build(docs, tmp_path / "b3")
+    for table in ("chunks", "documents"):
+        assert rows(second.path, table) == rows(full.path, table)
+    assert records(second.path) == records(full.path)
+
+    (docs / "concepts" / "new.md").write_text("# New\n\nA page more.\n")  # another set of pages: all read
+    reads.clear()
+    third = build(docs, tmp_path / "b4", previous=second.path)
+    assert len(set(reads)) == len(records(third.path)["files"]) and third.stats["chunked_files"] == 1
