@@ -18,7 +18,11 @@ Files, all of them under `mapped/`:
 - `vectors.npy` (int8, rows x dimensions) and `scales.npy` (float32): see `quantize`;
 - `texts.arrow`: the chunk texts, either one string per chunk (column `content`) or, above
   CONTENT_IN_MEMORY_CHARS, zstd blocks of BLOCK_CHUNKS chunks (column `blocks`) with
-  `text_offsets.npy` (int64, chunks + 1: byte offset of each chunk in the blocks' concatenation);
+  `text_offsets.npy` (int64, chunks + 1: byte offset of each chunk in the blocks' concatenation)
+  or, when the blocks are not all BLOCK_CHUNKS chunks long (a patched build keeps the previous
+  blocks whose chunks all stay, retrieval/ingest/carryover.py), the blocks in `text_blocks.arrow`
+  with `text_blocks.npy` (int64, blocks + 1: each block's first chunk, then the number of chunks).
+  A reader made before them finds no `texts.arrow` and reads the tables instead of misreading them;
 - `document_rowids.npy` (uint64, ascending) and `document_pages.npy` (int64): the documents table's
   row IDs and each one's page code (its file path's position among the catalog's distinct paths);
 - `link_starts.npy`, `link_targets.npy` (int64): the links between pages, resolved
@@ -63,6 +67,8 @@ VECTORS_FILE = "vectors.npy"
 SCALES_FILE = "scales.npy"
 TEXTS_FILE = "texts.arrow"
 TEXT_OFFSETS_FILE = "text_offsets.npy"
+TEXT_BLOCKS_FILE = "text_blocks.npy"
+VARIABLE_TEXTS_FILE = "text_blocks.arrow"  # texts.arrow's blocks when TEXT_BLOCKS_FILE gives their starts
 DOCUMENT_ROWIDS_FILE = "document_rowids.npy"
 DOCUMENT_PAGES_FILE = "document_pages.npy"
 LINK_STARTS_FILE = "link_starts.npy"
@@ -99,6 +105,7 @@ class Held:
     mapped: bool = False
     pages: Pages | None = None  # None: made on first use (a build made before the files existed)
     links: PageLinks | None = None  # None: the tables store no links, or (without `pages`) as `pages`
+    text_starts: np.ndarray | None = None  # each text block's first chunk, then the count; None: BLOCK_CHUNKS each
 
 
 @dataclass(frozen=True)
@@ -283,9 +290,12 @@ def write_mapped(directory: Location, held: Held) -> None:
     _write(target, VECTORS_FILE, npy_bytes(held.codes))
     _write(target, SCALES_FILE, npy_bytes(held.scales))
     name = "content" if held.text_offsets is None else "blocks"
-    _write(target, TEXTS_FILE, _arrow_file(pa.table({name: held.texts})))
+    variable = held.text_offsets is not None and held.text_starts is not None
+    _write(target, VARIABLE_TEXTS_FILE if variable else TEXTS_FILE, _arrow_file(pa.table({name: held.texts})))
     if held.text_offsets is not None:
         _write(target, TEXT_OFFSETS_FILE, npy_bytes(held.text_offsets))
+        if held.text_starts is not None:
+            _write(target, TEXT_BLOCKS_FILE, npy_bytes(held.text_starts))
     if held.pages is not None:
         _write(target, DOCUMENT_ROWIDS_FILE, npy_bytes(held.pages.rowids))
         _write(target, DOCUMENT_PAGES_FILE, npy_bytes(held.pages.codes))
@@ -325,7 +335,15 @@ def has_mapped(directory: Location) -> bool:
     """Whether the build wrote every mapped file this version writes (builds made before some existed did
     not: a build that reuses their tables writes its own)."""
     return all(storage.exists(storage.join(directory, MAPPED_DIR, name))
-               for name in (TEXTS_FILE, DOCUMENT_PAGES_FILE, CHUNKS_FILE))
+               for name in (DOCUMENT_PAGES_FILE, CHUNKS_FILE)) and _texts_file(directory) is not None
+
+
+def _texts_file(directory: Location) -> str | None:
+    """The name of the build's mapped texts file, None without one."""
+    for name in (TEXTS_FILE, VARIABLE_TEXTS_FILE):
+        if storage.exists(storage.join(directory, MAPPED_DIR, name)):
+            return name
+    return None
 
 
 def open_mapped(directory: Location) -> Held | None:
@@ -334,11 +352,12 @@ def open_mapped(directory: Location) -> Held | None:
     if storage.is_remote(directory):
         return None
     folder = directory / MAPPED_DIR
-    if not (folder / TEXTS_FILE).is_file():
+    name = _texts_file(directory)
+    if name is None:
         return None
     catalog = _mapped_table(folder / CATALOG_FILE)
-    texts = _mapped_table(folder / TEXTS_FILE)
-    offsets = folder / TEXT_OFFSETS_FILE
+    texts = _mapped_table(folder / name)
+    offsets, starts = folder / TEXT_OFFSETS_FILE, folder / TEXT_BLOCKS_FILE
     pages = links = None
     if (folder / DOCUMENT_PAGES_FILE).is_file():
         pages = Pages(map_array(folder / DOCUMENT_ROWIDS_FILE), map_array(folder / DOCUMENT_PAGES_FILE))
@@ -355,6 +374,7 @@ def open_mapped(directory: Location) -> Held | None:
         mapped=True,
         pages=pages,
         links=links,
+        text_starts=map_array(starts) if name == VARIABLE_TEXTS_FILE else None,
     )
 
 

@@ -104,11 +104,12 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
         timings[stage] = round(time.perf_counter() - started - sum(timings.values()), 3)
 
     storage.require_bucket(request.out_dir)
-    scan = request.scan or scan_corpus(request.source_dir, max_file_bytes=request.max_file_bytes)
     provider = request.provider
     dims = provider.dimensions if provider else 0
     spec = provider.spec.to_dict() if provider and dims else None
     previous = None if request.full else open_previous(request.previous_dir, spec, dims)
+    scan = request.scan or scan_corpus(request.source_dir, max_file_bytes=request.max_file_bytes,
+                                       known=previous.known if previous else None)
     keys = file_keys(scan, previous, request.changed)
     reused = previous.reusable(keys) if previous else {}
     stale = previous.stale(keys) if previous else []  # files whose previous rows must go
@@ -157,7 +158,7 @@ def build_index(request: BuildRequest, progress: Progress | None = None,
         if not carried:
             write_mapped_from_tables(partial, list(taxonomy), dims, progress)
         mark("mapped")
-        write_file_records(partial, results, dims, previous)
+        write_file_records(partial, results, dims, previous, scan)
         stats = {
             "total_chunks": previous.metadata.stats["total_chunks"] if unchanged else chunks.count_rows(),
             "total_files": len(results),

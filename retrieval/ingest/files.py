@@ -11,14 +11,21 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Literal, overload
 
 from retrieval.errors import FileTooLarge, NotRegularFile
 
 OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def read_regular_file(path: Path, max_bytes: int | None) -> bytes:
-    """The bytes of `path`, a regular file of at most `max_bytes` (None: any size).
+@overload
+def read_regular_file(path: Path | str, max_bytes: int | None) -> bytes: ...
+@overload
+def read_regular_file(path: Path | str, max_bytes: int | None, *,
+                      with_stat: Literal[True]) -> tuple[bytes, os.stat_result]: ...
+def read_regular_file(path, max_bytes, *, with_stat=False):
+    """The bytes of `path`, a regular file of at most `max_bytes` (None: any size); with `with_stat`, and
+    the `lstat` taken before they were read (what seen.py records).
 
     Raises NotRegularFile or FileTooLarge, and FileNotFoundError when it is gone (or a dangling link).
     """
@@ -35,4 +42,4 @@ def read_regular_file(path: Path, max_bytes: int | None) -> bytes:
         raw = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
     if max_bytes is not None and len(raw) > max_bytes:  # it grew after lstat
         raise FileTooLarge(len(raw), max_bytes)
-    return raw
+    return (raw, seen) if with_stat else raw

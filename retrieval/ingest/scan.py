@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -49,7 +49,7 @@ class CorpusScan:
     root: Path
     manifests: dict[str, Manifest]
     manifest_texts: dict[str, str]
-    files: dict[str, bytes]  # relpath -> raw bytes of every markdown file
+    files: MutableMapping[str, bytes]  # relpath -> raw bytes of every markdown file (read on use: seen.py)
     findings: list[Finding]  # corpus-level findings (manifests, symlinks, encodings)
     generator: str = ""  # the site generator whose syntax the pages are read in ("": plain markdown)
     generator_reason: str = ""  # how it was known: the manifest, a configuration file, the pages' syntax
@@ -57,6 +57,10 @@ class CorpusScan:
     # Files that are not pages, read because a page's markdown-include names them (read_included_files)
     include_files: dict[str, bytes] = field(default_factory=dict)
     site_prefix: str = ""  # the corpus root's path from the folder of mkdocs.yml ("docs"), "" when it is that folder
+    # relpath -> its stat when read (seen.py), and the generator signatures of the pages detection sampled:
+    # what the next build of a folder compares against, to read only what changed
+    seen: dict[str, list[int]] = field(default_factory=dict, repr=False)
+    signatures: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _includes: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _markdown_includes: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)  # page -> {written: path}
 
@@ -104,6 +108,22 @@ class CorpusScan:
             self._includes[relpath] = found
         return found
 
+    @property
+    def includes_files(self) -> bool:
+        """Whether some page's markdown-include named a file found (read_included_files): then every page
+        was read to find them, and a file that is not a page has no stat of its own recorded (seen.py)."""
+        return bool(self._markdown_includes)
+
+    def known_includes(self, relpath: str, included: list[str]) -> None:
+        """The pages `relpath` includes, as recorded when its bytes were what they are (seen.py)."""
+        self._includes[relpath] = included
+
+    def all_includes(self) -> dict[str, list[str]] | None:
+        """Every page that includes others, with them; None when some page's includes were not looked for."""
+        if any(relpath not in self._includes for relpath in self.files):
+            return None
+        return {relpath: found for relpath, found in self._includes.items() if found and relpath in self.files}
+
     def any_included(self, paths: frozenset[str]) -> bool:
         """Whether some page includes one of `paths`."""
         return bool(self.generator) and any(set(self.includes(p)) & paths for p in self.files)
@@ -149,15 +169,18 @@ def read_included_files(scan: CorpusScan, read: Callable[[str], bytes | None]) -
             scan._markdown_includes[relpath] = found
 
 
-def read_as_generator(scan: CorpusScan, root: Path | None, names: set[str] | None = None) -> None:
-    """The root manifest's generator, else the one detected; a Hugo corpus's bundle resources left out."""
+def read_as_generator(scan: CorpusScan, root: Path | None, names: set[str] | None = None,
+                      signatures: dict[str, list[str]] | None = None) -> None:
+    """The root manifest's generator, else the one detected; a Hugo corpus's bundle resources left out.
+    `signatures`: those of pages unchanged since a previous detection recorded them (`sitegen.detect`)."""
     choice = scan.root_manifest.generator if scan.root_manifest else "auto"
     if choice == "none":
         return
     if choice != "auto":
         scan.generator, scan.generator_reason = choice, f"\"generator\": \"{choice}\" in {MANIFEST_NAME}"
     else:
-        found = sitegen.detect(root, scan.files, names=names)
+        scan.signatures = dict(signatures or {})
+        found = sitegen.detect(root, scan.files, names=names, signatures=scan.signatures)
         scan.generator, scan.generator_reason = found.name, found.reason
     if scan.generator == "hugo":
         _hugo_bundle_resources(scan)
@@ -214,7 +237,7 @@ def _manifest_line(text: str, message: str) -> int | None:
     return None
 
 
-def page_includes(files: dict[str, bytes], relpath: str, generator: str) -> list[str]:
+def page_includes(files: Mapping[str, bytes], relpath: str, generator: str) -> list[str]:
     raw = files[relpath]
     if not generator or (b"include" not in raw and b"8<" not in raw):
         return []

@@ -183,7 +183,8 @@ class Index:
                 dims = int(self.metadata.embedding["dimensions"]) if self.has_vectors else 0
                 held = read_held(self.chunks, self.documents, self.taxonomy_columns, dims,
                                  self.content_in_memory_chars)
-            self._content = held.texts if held.text_offsets is None else CompressedTexts(held.texts, held.text_offsets)
+            self._content = held.texts if held.text_offsets is None else CompressedTexts(
+                held.texts, held.text_offsets, held.text_starts)
             self.mapped = held.mapped
             if held.pages is not None:  # made with the pages: no links then means the tables store none
                 self._document_pages, self._links = held.pages, held.links

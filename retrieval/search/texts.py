@@ -24,6 +24,8 @@ __all__ = ["BLOCK_CHUNKS", "CompressedTexts", "compress_texts"]
 class CompressedTexts:
     blocks: pa.Array  # binary; block b holds chunks b*BLOCK_CHUNKS .. (b+1)*BLOCK_CHUNKS-1, UTF-8, concatenated
     offsets: np.ndarray  # int64 (chunks + 1,): byte offset of chunk i in the concatenation of all blocks
+    # int64 (blocks + 1,): block b holds chunks starts[b] .. starts[b+1]-1 instead (a patched build's blocks)
+    starts: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -32,11 +34,18 @@ class CompressedTexts:
         """The texts of the given positions, in that order."""
         decoded: dict[int, bytes] = {}
         out = []
-        for position in positions:
-            number = position // BLOCK_CHUNKS
-            start = int(self.offsets[number * BLOCK_CHUNKS])
+        starts = self.starts
+        numbers = (np.searchsorted(starts, positions, side="right") - 1).tolist() if starts is not None else None
+        for n, position in enumerate(positions):
+            if numbers is None:
+                number = position // BLOCK_CHUNKS
+                first, last = number * BLOCK_CHUNKS, min((number + 1) * BLOCK_CHUNKS, len(self))
+            else:
+                number = numbers[n]
+                first, last = int(starts[number]), int(starts[number + 1])
+            start = int(self.offsets[first])
             if number not in decoded:
-                end = int(self.offsets[min((number + 1) * BLOCK_CHUNKS, len(self))])
+                end = int(self.offsets[last])
                 decoded[number] = CODEC.decompress(self.blocks[number].as_buffer(), decompressed_size=end - start, asbytes=True)
             block = decoded[number]
             out.append(block[int(self.offsets[position]) - start:int(self.offsets[position + 1]) - start].decode())

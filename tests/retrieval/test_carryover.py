@@ -1,6 +1,7 @@
 """A patched build's mapped files and lexicon, carried over from the previous build, must be the ones
-reading its tables whole writes (byte for byte), and hold what a full rebuild of the same sources holds
-(the lexicon byte for byte; the arrays chunk for chunk, whose row order a rebuild does not keep)."""
+reading its tables whole writes (byte for byte, but compressed texts value for value: a patch keeps the
+previous blocks whose chunks all stay), and hold what a full rebuild of the same sources holds (the
+lexicon byte for byte; the arrays chunk for chunk, whose row order a rebuild does not keep)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ from retrieval.format import mapped
 from retrieval.format.lexicon import CHUNKS_FILE, PAGES_FILE, TERMS_FILE
 from retrieval.format.mapped import MAPPED_DIR, open_mapped, write_mapped_from_tables
 from retrieval.format.metadata import read_metadata
+from retrieval.ingest import carryover
 from retrieval.ingest.build import BuildRequest, build_index
+from retrieval.search import texts
 from retrieval.search.texts import CompressedTexts
 
 PAYMENTS = "sdks/python/payments.md"
 LEXICON_FILES = (TERMS_FILE, PAGES_FILE, CHUNKS_FILE)
+TEXT_FILES = (mapped.TEXTS_FILE, mapped.VARIABLE_TEXTS_FILE, mapped.TEXT_OFFSETS_FILE, mapped.TEXT_BLOCKS_FILE)
 
 
 def build(source: Path, out: Path, previous: Path | None = None):
@@ -31,22 +35,43 @@ def mapped_files(build_dir: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((build_dir / MAPPED_DIR).iterdir())}
 
 
-def read_whole(build_dir: Path, tmp_path: Path) -> dict[str, bytes]:
-    """The mapped files that reading the build's tables whole writes (what every build wrote before)."""
+def whole(build_dir: Path, tmp_path: Path) -> Path:
+    """A copy of the build with the mapped files that reading its tables whole writes (what every build
+    wrote before)."""
     copy = tmp_path / f"whole-{build_dir.name}"
     shutil.copytree(build_dir, copy)
     shutil.rmtree(copy / MAPPED_DIR)
     write_mapped_from_tables(copy, list(read_metadata(copy).taxonomy), get_provider("hash").dimensions,
                              lambda *_: None)
-    return mapped_files(copy)
+    return copy
+
+
+def read_whole(build_dir: Path, tmp_path: Path) -> dict[str, bytes]:
+    return mapped_files(whole(build_dir, tmp_path))
+
+
+def held_texts(build_dir: Path) -> list[str]:
+    """Each chunk's text by catalog position."""
+    held = open_mapped(build_dir)
+    if held.text_offsets is None:
+        return held.texts.to_pylist()
+    return CompressedTexts(held.texts, held.text_offsets, held.text_starts).get(list(range(len(held.catalog))))
+
+
+def assert_read_whole(build_dir: Path, tmp_path: Path) -> None:
+    """The build's mapped files are those reading its tables whole writes; compressed texts by value."""
+    copy = whole(build_dir, tmp_path)
+    got, want = mapped_files(build_dir), mapped_files(copy)
+    assert {k: v for k, v in got.items() if k not in TEXT_FILES} == {k: v for k, v in want.items()
+                                                                     if k not in TEXT_FILES}
+    assert held_texts(build_dir) == held_texts(copy)
 
 
 def by_chunk(build_dir: Path) -> dict[str, tuple]:
     """Each chunk's catalog row, vector codes and scale, and text, by chunk ID; and each page's links."""
     held = open_mapped(build_dir)
     catalog = held.catalog.to_pylist()
-    texts = CompressedTexts(held.texts, held.text_offsets).get(list(range(len(catalog)))) \
-        if held.text_offsets is not None else held.texts.to_pylist()
+    texts = held_texts(build_dir)
     return {row["chunk_id"]: (row, held.codes[n].tobytes(), float(held.scales[n]), texts[n])
             for n, row in enumerate(catalog)}
 
@@ -73,7 +98,7 @@ def first(copy_sample_docs, tmp_path) -> Path:
 
 def assert_carried_over_as_a_full_rebuild(docs: Path, patched, tmp_path: Path) -> None:
     assert patched.stats["patched"] is True and patched.stats["mapped_carried_over"] is True
-    assert mapped_files(patched.path) == read_whole(patched.path, tmp_path)
+    assert_read_whole(patched.path, tmp_path)
     full = build(docs, tmp_path / f"full-{patched.path.name}")
     assert full.stats["patched"] is False
     got, want = mapped_files(patched.path), mapped_files(full.path)
@@ -110,6 +135,54 @@ def test_compressed_texts_are_patched_where_a_full_build_puts_their_blocks(copy_
     patched = build(copy_sample_docs, tmp_path / "b2", previous=first)
     assert open_mapped(patched.path).text_offsets is not None
     assert_carried_over_as_a_full_rebuild(copy_sample_docs, patched, tmp_path)
+
+
+def test_compressed_blocks_whose_chunks_all_stay_are_kept_as_they_were(copy_sample_docs, tmp_path, monkeypatch):
+    """A change to the first page recompressed every block after it; now only the blocks it was in are."""
+    monkeypatch.setattr(mapped, "CONTENT_IN_MEMORY_CHARS", 1000)
+    monkeypatch.setattr(mapped, "BLOCK_CHUNKS", 4)
+    monkeypatch.setattr(carryover, "BLOCK_CHUNKS", 4)
+    monkeypatch.setattr(texts, "BLOCK_CHUNKS", 4)
+    first = build(copy_sample_docs, tmp_path / "b1").path
+    paths = open_mapped(first).catalog["filepath"].chunk(0).to_pylist()
+    page = copy_sample_docs / paths[0]
+    page.write_text(page.read_text() + "\n## Later\n\nA quokkablock paragraph.\n")
+    second = build(copy_sample_docs, tmp_path / "b2", previous=first)
+    assert_carried_over_as_a_full_rebuild(copy_sample_docs, second, tmp_path)
+    before, after = open_mapped(first), open_mapped(second.path)
+    assert after.text_starts is not None and not (second.path / MAPPED_DIR / mapped.TEXTS_FILE).exists()
+    kept = set(before.texts.to_pylist()) & set(after.texts.to_pylist())
+    assert len(kept) >= len(before.texts) - 3  # all but the blocks the page's chunks were in
+    hit = held_texts(second.path).index(next(t for t in held_texts(second.path) if "quokkablock" in t))
+    assert paths[0] == after.catalog["filepath"].chunk(0).to_pylist()[hit]
+
+    third_page = copy_sample_docs / paths[-1]  # a patch of a patched build: its blocks are not all 4 long
+    third_page.write_text(third_page.read_text() + "\nA wallabyblock line.\n")
+    page.unlink()
+    third = build(copy_sample_docs, tmp_path / "b3", previous=second.path)
+    assert_carried_over_as_a_full_rebuild(copy_sample_docs, third, tmp_path)
+    assert any("wallabyblock" in t for t in held_texts(third.path))
+
+
+def test_links_of_the_pages_changed_are_resolved_and_the_others_renumbered(copy_sample_docs, first, tmp_path,
+                                                                          monkeypatch):
+    """The same pages as before: only the changed pages' links are resolved again."""
+    resolved: list[int] = []
+    real = carryover.resolve_links
+    monkeypatch.setattr(carryover, "resolve_links", lambda pages, written: resolved.append(
+        sum(w is not None for w in written)) or real(pages, written))
+    held = open_mapped(first)
+    paths = held.catalog["filepath"].chunk(0).dictionary.to_pylist()
+    page = copy_sample_docs / paths[0]  # first in row order: every other page's number changes
+    page.write_text(page.read_text() + "\nSee [payouts](guides/payouts.md) and [refunds](/models/refund.md).\n")
+    (copy_sample_docs / PAYMENTS).write_text((copy_sample_docs / PAYMENTS).read_text()
+                                             + f"\nBack to [the first page](/{paths[0]}).\n")
+    patched = build(copy_sample_docs, tmp_path / "b2", previous=first)
+    assert patched.stats["chunked_files"] == 2 and resolved == [2]
+    assert_carried_over_as_a_full_rebuild(copy_sample_docs, patched, tmp_path)
+    assert {(paths[0], "guides/payouts.md"), (PAYMENTS, paths[0])} <= page_links(patched.path)
+    assert page_links(patched.path) - page_links(first) == {(paths[0], "guides/payouts.md"),
+                                                            (paths[0], "models/refund.md"), (PAYMENTS, paths[0])}
 
 
 def test_a_previous_build_without_mapped_files_is_read_whole_instead(copy_sample_docs, first, tmp_path):

@@ -13,8 +13,10 @@ import shutil
 from pathlib import Path
 
 import lancedb
+import pytest
 
 from retrieval.embeddings import get_provider
+from retrieval.ingest import seen
 from retrieval.ingest.build import BuildRequest, build_index
 from retrieval.ingest.folder import scan_corpus
 from retrieval.ingest.sitegen import clean
@@ -128,7 +130,12 @@ def test_a_tree_from_git_resolves_its_includes_from_the_files_it_holds():
     assert linked.included(CM_PAGE) == {}
 
 
-def test_editing_an_included_yaml_file_chunks_its_includer_again(tmp_path):
+@pytest.mark.parametrize("recorded", [False, True], ids=["pages-just-written", "pages-stat-recorded"])
+def test_editing_an_included_yaml_file_chunks_its_includer_again(tmp_path, monkeypatch, recorded):
+    """Also when the pages' stats were recorded (retrieval/ingest/seen.py): the includer is unchanged
+    on disk, and only the file it includes, which has no stat of its own recorded, was edited."""
+    if recorded:
+        monkeypatch.setattr(seen, "RACY_NS", 0)
     docs = tmp_path / "site" / "docs"
     shutil.copytree(SITE, docs.parent)
 
@@ -161,3 +168,23 @@ def test_a_file_in_a_list_items_code_block_is_indented_as_its_include_and_crlf_p
     assert listed.text == "# T\n\n1. Apply:\n\n    ```yaml\n    k: 1\n    nested:\n      v: 2\n    ```\n"
     crlf = clean("# T\r\n\r\n```yaml\r\n{!docs/a.yaml!}\r\n```\r\n", "mkdocs", "p.md", included)
     assert "k: 1\nnested:\n  v: 2\n```" in crlf.text and not crlf.notices
+
+
+def test_a_file_an_unchanged_page_includes_is_read_once_it_appears(tmp_path, monkeypatch):
+    """The page's stat was recorded and it did not change; the file its include names did not exist at
+    the first build. The page is keyed again from its bytes, so the new file takes the include's place."""
+    monkeypatch.setattr(seen, "RACY_NS", 0)
+    docs = tmp_path / "site" / "docs"
+    shutil.copytree(SITE, docs.parent)
+    included = (docs / CM_FILE).read_text()
+    (docs / CM_FILE).unlink()
+
+    def build(out: str, previous: Path | None = None):
+        return build_index(BuildRequest(docs, tmp_path / out, out, "argo", provider=get_provider("hash"),
+                                        previous_dir=previous, workers=1))
+
+    first = build("b1").path
+    assert "statusbadge.enabled" not in get_document(Index(first), CM_PAGE).content
+    (docs / CM_FILE).write_text(included)
+    second = build("b2", previous=first)
+    assert "statusbadge.enabled" in get_document(Index(second.path), CM_PAGE).content

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
-from retrieval.search.texts import BLOCK_CHUNKS, compress_texts
+from retrieval.format.mapped import CODEC
+from retrieval.search.texts import BLOCK_CHUNKS, CompressedTexts, compress_texts
 
 
 def test_texts_come_back_exactly_in_the_order_asked():
@@ -27,3 +29,15 @@ def test_repetitive_text_takes_less_memory_than_plain():
 def test_no_texts():
     stored = compress_texts([])
     assert len(stored) == 0 and stored.get([]) == []
+
+
+def test_blocks_of_varying_length_are_found_by_their_starts():
+    """A patched build's blocks (retrieval/ingest/carryover.py) hold any number of chunks."""
+    texts = [f"chunk {i} " + "x" * i for i in range(11)]
+    starts = np.array([0, 1, 5, 6, 11], np.int64)
+    blocks = [CODEC.compress("".join(texts[a:b]).encode(), asbytes=True) for a, b in zip(starts[:-1], starts[1:], strict=True)]
+    offsets = np.concatenate([[0], np.cumsum([len(t.encode()) for t in texts])])
+    stored = CompressedTexts(pa.array(blocks, pa.large_binary()), offsets, starts)
+    order = [10, 0, 5, 4, 1, 6, 6]
+    assert stored.get(order) == [texts[i] for i in order]
+    assert stored.get(list(range(len(texts)))) == texts

@@ -15,7 +15,9 @@ repository's `content/` alone), from the syntax its pages use.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +35,8 @@ GENERATORS = ("hugo", "mkdocs", "docusaurus", "sphinx", "jekyll")
 CHOICES = ("auto", "none", *GENERATORS)  # the manifest's "generator" values
 CLEANER_VERSION = "2"  # part of every cleaned file's key: a change to the cleaners re-chunks the pages
 
-__all__ = ["CHOICES", "CLEANER_VERSION", "GENERATORS", "Cleaned", "Detected", "Notice", "clean", "detect",
-           "included_pages", "markdown_include_candidates", "markdown_include_key", "markdown_includes"]
+__all__ = ["CHOICES", "CLEANER_VERSION", "GENERATORS", "SIGNATURES_VERSION", "Cleaned", "Detected", "Notice", "clean",
+           "detect", "included_pages", "markdown_include_candidates", "markdown_include_key", "markdown_includes"]
 PAGE_SUFFIXES = (".md", ".markdown", ".mdx")
 
 
@@ -97,19 +99,25 @@ SIGNATURES = {
     "sphinx": re.compile(r"^(?:```+|:::+)\{[\w-]+\}|^\([\w.-]+\)=[ \t]*$", re.MULTILINE),
     "jekyll": re.compile(r"\{%-?\s*(?:include|highlight|raw|link|post_url|if|for|assign)\b"),
 }
+# What a page's recorded signatures (`detect`) were found with: other patterns, and they are looked for again.
+SIGNATURES_VERSION = hashlib.sha256(repr([(n, p.pattern, p.flags) for n, p in SIGNATURES.items()]).encode()).hexdigest()[:16]
 MIN_SIGNATURE_PAGES = 2
 SAMPLE_PAGES = 500
 
 
-def detect(root: Path | None, files: dict[str, bytes], *, names: set[str] | None = None,
-           look_up: int = 2) -> Detected:
+def detect(root: Path | None, files: Mapping[str, bytes], *, names: set[str] | None = None,
+           look_up: int = 2, signatures: dict[str, list[str]] | None = None) -> Detected:
     """The generator of the folder `root`, or of a tree read from elsewhere (a git commit) whose
     top-level file names are `names`.
 
     Configuration files are looked for in `root` and up to `look_up` folders above it (a site's
     `docs/` sits beside its mkdocs.yml); nothing there is read, only its name. Hugo's branch bundles
     (`_index.md`) name it too. Failing those, the generator whose syntax the most pages use, if
-    at least MIN_SIGNATURE_PAGES do."""
+    at least MIN_SIGNATURE_PAGES do.
+
+    `signatures`, when given, maps a sampled page to the generators whose syntax it shows: pages
+    already in it are not read again (their bytes unchanged since it was filled), and the pages
+    read are added to it."""
     if names is not None:
         found = _config_in_names(names)
         if found:
@@ -127,13 +135,16 @@ def detect(root: Path | None, files: dict[str, bytes], *, names: set[str] | None
     if any(p == "_index.md" or p.endswith("/_index.md") for p in files):
         return Detected("hugo", "Hugo section pages (_index.md)")
     counts = dict.fromkeys(SIGNATURES, 0)
-    pages = list(files.values())
-    step = max(1, len(pages) // SAMPLE_PAGES)  # a large corpus is judged by an even sample of its pages
-    for raw in pages[::step]:
-        head = raw[:200_000].decode("utf-8", "replace")
-        for name, pattern in SIGNATURES.items():
-            if pattern.search(head):
-                counts[name] += 1
+    paths = list(files)
+    step = max(1, len(paths) // SAMPLE_PAGES)  # a large corpus is judged by an even sample of its pages
+    known = signatures if signatures is not None else {}
+    for relpath in paths[::step]:
+        found = known.get(relpath)
+        if found is None:
+            head = files[relpath][:200_000].decode("utf-8", "replace")
+            found = known[relpath] = [name for name, pattern in SIGNATURES.items() if pattern.search(head)]
+        for name in found:
+            counts[name] += 1
     best = max(counts, key=lambda n: counts[n])
     if counts[best] >= min(MIN_SIGNATURE_PAGES, len(files)) and counts[best]:
         return Detected(best, f"{counts[best]} pages written in its syntax")
