@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, MutableMapping
 
+from retrieval.errors import ConfigError, SkippedFile
+
 from .files import read_regular_file
 
 RACY_NS = 3_000_000_000  # wider than any filesystem's timestamp granularity (FAT: 2 s)
@@ -51,7 +53,11 @@ class SourceFiles(MutableMapping):
     def __getitem__(self, relpath: str) -> bytes:
         raw = self._data[relpath]
         if raw is None:
-            raw = self._data[relpath] = read_regular_file(self._paths[relpath], self._max_bytes[relpath])
+            try:
+                raw = self._data[relpath] = read_regular_file(self._paths[relpath], self._max_bytes[relpath])
+            except (OSError, SkippedFile) as exc:  # removed, replaced or grown since the scan saw it unchanged
+                raise ConfigError(f"{relpath} changed while the build was reading the folder ({exc}); "
+                                  "build again once the folder is written") from exc
         return raw
 
     def __setitem__(self, relpath: str, raw: bytes) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.embeddings import get_provider
+from retrieval.errors import ConfigError
 from retrieval.ingest import files as files_module
 from retrieval.ingest import folder, seen
 from retrieval.ingest.build import BuildRequest, build_index
@@ -115,6 +116,14 @@ def test_an_unchanged_page_is_read_when_its_bytes_are_asked_for(copy_sample_docs
     assert again.files[PAYMENTS] == (copy_sample_docs / PAYMENTS).read_bytes()
     assert reads == [str(copy_sample_docs / PAYMENTS)]
     assert (again.generator, list(again.files)) == (first.generator, list(first.files))
+
+
+def test_a_page_removed_after_the_scan_fails_the_build_saying_to_build_again(copy_sample_docs, not_racy):
+    first = scan_corpus(copy_sample_docs)
+    again = scan_corpus(copy_sample_docs, known=folder.Known(first.seen, first.signatures))
+    (copy_sample_docs / PAYMENTS).unlink()
+    with pytest.raises(ConfigError, match=f"{PAYMENTS} changed while the build was reading the folder"):
+        again.files[PAYMENTS]
 
 
 def test_a_changed_page_is_looked_at_again_for_its_generator_syntax(tmp_path, not_racy):
