@@ -6,6 +6,7 @@ import random
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from corpus.models import BuildRun, Corpus
@@ -47,7 +48,7 @@ def volume(django_db_setup, django_db_blocker):
     """100 complete runs over 10 builds of one corpus; the last two have 1,000 case results each. Made once
     for the module (committed, each test's own writes roll back) and deleted after it: made per test, it
     was most of the fast tier's time in this file."""
-    with django_db_blocker.unblock():
+    with django_db_blocker.unblock(), transaction.atomic():  # a failure part way leaves nothing behind
         made = _volume()
     yield made
     with django_db_blocker.unblock():
