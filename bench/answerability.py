@@ -185,11 +185,13 @@ def main(argv=None) -> int:
     from django.core.management import call_command
     from tqdm import tqdm
 
-    from corpus.serving import active_index, embedder_for
+    from corpus.serving import active_index, corpus_cards, embedder_for, resolve
+    from corpus.serving.elsewhere import judged_among_corpora
     from retrieval.search.coverage import COVERAGE_DEPTH, coverage_of, evidence, hit_text
     from retrieval.search.engine import SearchRequest, search
     from retrieval.search.filters import plan_filters
     from retrieval.search.ranking import rank
+    from retrieval.search.routing import affinity
 
     call_command("migrate", verbosity=0)
     corpora = (*cross_corpus.CORPORA, HELD_OUT) if args.held_out else cross_corpus.CORPORA
@@ -197,7 +199,9 @@ def main(argv=None) -> int:
         cross_corpus._build(name, source, description, args.provider)
     questions = question_sets(corpora)
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    counts_together: dict[tuple[str, str], Counter] = defaultdict(Counter)  # the corpora served together
     costs: dict[str, list[float]] = {"search": [], "verdict": []}
+    shares: dict[str, dict[str, float]] = {}  # the question's share of list_corpora's evidence, per corpus
     dump = open(args.dump, "w", encoding="utf-8") if args.dump else None  # noqa: SIM115
     try:
         for kind, name, query, filters in tqdm(questions, desc="questions", unit="q", file=sys.stderr,
@@ -213,17 +217,36 @@ def main(argv=None) -> int:
             again = time.thread_time()
             found = evidence(index, query, top, ranking.query_vector, texts if len(texts) == len(top) else None)
             coverage = coverage_of(found)
+            together = judged_among_corpora(resolve(name), query, coverage, ranking.query_vector)
+            counts_together[(kind, name)][together.verdict] += 1
+            counts_together[(kind, "all")][together.verdict] += 1
             costs["search"].append(searched - started)
             costs["verdict"].append(time.thread_time() - again)
             counts[(kind, name)][coverage.verdict] += 1
             counts[(kind, "all")][coverage.verdict] += 1
             if dump:
+                if query not in shares:
+                    shares[query] = {card.name: card.score for card in corpus_cards(query)}
+                affinities = {other: affinity(active_index(other), ranking.query_vector)
+                              for other, *_rest in corpora} if ranking.query_vector is not None else {}
                 dump.write(json.dumps({"set": kind, "corpus": name, "query": query, **asdict(found),
-                                       "score": coverage.score, "verdict": coverage.verdict}) + "\n")
+                                       "score": coverage.score, "verdict": coverage.verdict,
+                                       "shares": shares[query], "affinities": affinities,
+                                       "together": together.verdict}) + "\n")
     finally:
         if dump:
             dump.close()
     print(f"# provider {args.provider}; {len(questions)} questions")
+    _table("each corpus alone (its own hits)", counts)
+    _table("the corpora served together (a closer corpus of the server counts: `elsewhere`)", counts_together)
+    search_ms, verdict_ms = (1000 * float(np.median(costs[k])) for k in ("search", "verdict"))
+    print(f"# CPU per question, median: the whole search {search_ms:.2f} ms, of which the verdict "
+          f"{verdict_ms:.2f} ms ({100 * verdict_ms / search_ms:.1f}%)")
+    return 0
+
+
+def _table(title: str, counts: dict[tuple[str, str], Counter]) -> None:
+    print(f"# {title}")
     print(f"{'set':<14} {'corpus':<7} {'n':>5} | {'covered':>8} {'partial':>8} {'not cov.':>8} | goal")
     for kind in ("answerable", "out-of-domain", "near-miss"):
         for name in ("all", *sorted({n for k, n in counts if k == kind and n != "all"})):
@@ -234,10 +257,6 @@ def main(argv=None) -> int:
             pct = {v: 100.0 * c[v] / n for v in ("covered", "partial", "not_covered")}
             print(f"{kind:<14} {name:<7} {n:>5} | {pct['covered']:>7.1f}% {pct['partial']:>7.1f}% "
                   f"{pct['not_covered']:>7.1f}% | {GOALS[kind] if name == 'all' else ''}")
-    search_ms, verdict_ms = (1000 * float(np.median(costs[k])) for k in ("search", "verdict"))
-    print(f"# CPU per question, median: the whole search {search_ms:.2f} ms, of which the verdict "
-          f"{verdict_ms:.2f} ms ({100 * verdict_ms / search_ms:.1f}%)")
-    return 0
 
 
 if __name__ == "__main__":

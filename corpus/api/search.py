@@ -72,6 +72,8 @@ class CoverageOut(Schema):
         description="Whether the corpus answers the question, judged from how well the best hits match it.")
     score: float = Field(ge=0, le=1, description="How well the best hits match the question, 0 to 1.")
     notice: str | None = Field(None, description="For partial and not_covered: what to do with the hits.")
+    elsewhere: str | None = Field(None, description="Another corpus of this server that is closer to the "
+                                                    "question: search that one (the verdict is then not_covered).")
 
 
 class SearchOut(Schema):

@@ -8,6 +8,7 @@ once, and every call only reads (the query log is the surface's step, from what 
 - operations.py  search, read, documents of one corpus (`corpus_search`, `corpus_read`, ...)
 - corpora.py     search across corpora (`corpora_search`), routed, merged by score
 - catalog.py     list_corpora's cards and the ranking of corpora for a query
+- elsewhere.py   a search's coverage verdict judged against the server's other corpora
 - warm.py        `serve_warm`: a serving process loads its builds before taking requests, then watches
 """
 

@@ -201,33 +201,39 @@ def _remember_pointers(corpora: Sequence[Corpus]) -> None:
             STATE.remember_if_old("pointer", corpus.name, (build.index_path, thresholds_of(corpus)))
 
 
+def routing_profile(name: str, index: Index, description: str = "") -> Any:
+    """What the corpus's words are ranked by (retrieval/corpus_summary.py), made once per build and description."""
+    from retrieval.corpus_summary import CorpusProfile, summarize
+
+    key = (name, str(index.path), description)
+    profile = STATE.routes.get(key)
+    if profile is None:
+        metadata = index.metadata
+        built = metadata.corpus_description if metadata.corpus_description != metadata.corpus else ""
+        summary = metadata.extra.get("summary") or summarize(metadata.files)
+        profile = CorpusProfile(name, description or built, tuple(t for t in metadata.files.values() if t),
+                                tuple(summary.get("terms", ())), _lexicon_of(index.path))
+        with STATE.lock:
+            if len(STATE.routes) > 4096:
+                STATE.routes.clear()
+            STATE.routes[key] = profile
+    return profile
+
+
 def _routed(query: str, corpora: Sequence[Corpus], indexes: Sequence[tuple[str, Index]],
             vectors: Sequence[Any]) -> list[int]:
     """Positions of the corpora whose ranking a search across them runs (retrieval/search/routing.py): the
     DOCSMCP_SEARCH_ROUTE_TOP that best match the query, by their chunks' best cosine for a semantic model's
     corpora, by their pages' words (the lexicon) for the others."""
-    from retrieval.corpus_summary import CorpusProfile, match_scores, profile_scores, summarize
+    from retrieval.corpus_summary import match_scores, profile_scores
     from retrieval.format.lexicon import query_terms
     from retrieval.search.routing import affinity, route
 
     keep = settings.DOCSMCP_SEARCH_ROUTE_TOP
     if keep <= 0 or len(indexes) <= keep:
         return list(range(len(indexes)))
-    profiles = []
-    for corpus, (name, index) in zip(corpora, indexes, strict=True):
-        key = (name, str(index.path), corpus.description)
-        profile = STATE.routes.get(key)
-        if profile is None:
-            metadata = index.metadata
-            built = metadata.corpus_description if metadata.corpus_description != metadata.corpus else ""
-            summary = metadata.extra.get("summary") or summarize(metadata.files)
-            profile = CorpusProfile(name, corpus.description or built, tuple(t for t in metadata.files.values() if t),
-                                    tuple(summary.get("terms", ())), _lexicon_of(index.path))
-            with STATE.lock:
-                if len(STATE.routes) > 4096:
-                    STATE.routes.clear()
-                STATE.routes[key] = profile
-        profiles.append(profile)
+    profiles = [routing_profile(name, index, corpus.description)
+                for corpus, (name, index) in zip(corpora, indexes, strict=True)]
     models = [repr(sorted((index.metadata.embedding or {}).items())) for _name, index in indexes]
     affinities = [affinity(index, vector) for (_name, index), vector in zip(indexes, vectors, strict=True)]
     lexical = [None if p.lexicon is None else -math.inf if m is None else m

@@ -15,6 +15,7 @@ from retrieval.embeddings.base import EmbeddingProvider
 
 from .. import querylog
 from .active import Active, cursor_secret, embedder_for, freshness, resolve
+from .elsewhere import judged_among_corpora
 from .state import STATE
 
 if TYPE_CHECKING:
@@ -114,6 +115,9 @@ def corpus_search_batch(name: Served, requests: Sequence[SearchRequest], *, vers
     else:
         results = search_batch(index, requests, embedder=embedder, cursor_secret=cursor_secret(),
                                thresholds=active.thresholds)
+    results = [replace(result, coverage=judged_among_corpora(active, request.query, result.coverage,
+                                                             result.query_vector))
+               for request, result in zip(requests, results, strict=True)]
     fresh = freshness(index)
     batch = len(requests) > 1
     return [ServedSearch(result, index, request, fresh, batch)

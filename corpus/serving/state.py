@@ -49,7 +49,8 @@ class ServingState:
     def _reset(self) -> None:
         self.generation = 0
         # (table, key) -> (when, value): the active pointers ("pointer"), version lists ("versions"), the
-        # corpus count ("count"), the names a URL may serve ("served"), the default corpus ("pointer", None)
+        # corpus count ("count") and names ("names"), the names a URL may serve ("served"), the default corpus
+        # ("pointer", None)
         self.entries: dict[tuple[str, Any], tuple[float, Any]] = {}
         self.documents: dict[str, list[Any]] = {}  # build path -> its documents (a build never changes)
         self.summaries: dict[str, Any] = {}  # build path -> what list_corpora ranks it by

@@ -57,7 +57,8 @@ COVERAGE_DESCRIPTION = (
     " Each reply carries `coverage`: whether these docs answer the question (`covered`, `partial` or "
     "`not_covered`, with a score from 0 to 1 measuring how well the best hits match it). When it is "
     "`not_covered` the hits are only the closest pages: do not answer from them as if they covered the "
-    "question; say the docs do not cover it."
+    "question; say the docs do not cover it. `elsewhere`, when present, names another corpus of this server "
+    "that is closer to the question: search that one."
 )
 COVERAGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -67,6 +68,8 @@ COVERAGE_SCHEMA: dict[str, Any] = {
         "verdict": {"type": "string", "enum": ["covered", "partial", "not_covered"]},
         "score": {"type": "number", "minimum": 0, "maximum": 1},
         "notice": {"type": "string", "description": "What to do with hits that may not answer the question."},
+        "elsewhere": {"type": "string", "description": "Another corpus of this server that is closer to the "
+                                                       "question (then the verdict is not_covered)."},
     },
     "required": ["verdict", "score"],
 }

@@ -18,13 +18,17 @@ The two combine into one score in [0, 1] (`score_from`), calibrated on questions
 questions of other domains and near-miss questions (docs/search.md, docs/BENCHMARKS.md), and two
 thresholds cut it into `covered` / `partial` / `not_covered`. A corpus may set its own thresholds
 (settings {"coverage": {"covered": ..., "partial": ...}}).
+
+A server of several corpora knows one more thing: whether another of them holds the question better
+(`elsewhere`). A corpus's own evidence cannot tell a Python question from a Kubernetes one when both
+docs say "delete a file"; the other corpus beside it can.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -41,6 +45,9 @@ COVERED, PARTIAL, NOT_COVERED = "covered", "partial", "not_covered"
 VERDICTS = (COVERED, PARTIAL, NOT_COVERED)
 NOT_COVERED_NOTICE = ("These docs do not appear to cover this question; the closest pages are below. "
                       "Do not answer from them as if they did.")
+ELSEWHERE_NOTICE = ("These docs do not appear to cover this question: the corpus `{corpus}` on this server is "
+                    "closer to it, by meaning and by words; search that corpus instead. The closest pages here "
+                    "are below; do not answer from them as if they covered it.")
 PARTIAL_NOTICE = ("These docs may cover this question only in part: check that the pages below answer it "
                   "before relying on them, and say what they leave out.")
 COVERAGE_DEPTH = 5  # the first hits whose text is weighed
@@ -66,13 +73,18 @@ DEFAULT_THRESHOLDS = Thresholds(covered=0.5, partial=0.2)
 class Coverage:
     verdict: str
     score: float  # in [0, 1]: how well the best hits match the question
+    elsewhere: str | None = None  # another corpus of the server that holds the question better (`elsewhere`)
 
     @property
     def notice(self) -> str | None:
+        if self.elsewhere:
+            return ELSEWHERE_NOTICE.format(corpus=self.elsewhere)
         return {NOT_COVERED: NOT_COVERED_NOTICE, PARTIAL: PARTIAL_NOTICE}.get(self.verdict)
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"verdict": self.verdict, "score": self.score}
+        if self.elsewhere:
+            out["elsewhere"] = self.elsewhere
         if self.notice:
             out["notice"] = self.notice
         return out
@@ -94,6 +106,28 @@ def best_of(verdicts: Iterable[Coverage]) -> Coverage:
     """A search over several corpora covers the question when one of them does: the best verdict, or
     not covered when no corpus was searched."""
     return max(verdicts, key=lambda c: c.score, default=None) or Coverage(NOT_COVERED, 0.0)
+
+
+# Below this share of the corpora's word evidence (corpus_summary.rank_corpora) the words do not prefer the corpus.
+ELSEWHERE_SHARE = 0.5
+
+
+def elsewhere(coverage: Coverage, closeness: float, neighbours: dict[str, float],
+              share: Callable[[], float]) -> Coverage:
+    """`coverage` judged again on a server of several corpora: not covered, naming the other corpus, when
+    another corpus embedded by the same model holds a chunk closer to the question than any of this one's
+    (`closeness`, and each neighbour's best cosine: routing.affinity) and the question's words do not
+    prefer this corpus either (`share()`, its share of the word evidence among the corpora served, under
+    ELSEWHERE_SHARE). Both routers agreeing is what keeps a question the corpus answers from being sent
+    away: with the cosines alone 9.4% of the answerable questions were, with both 5.0% (docs/BENCHMARKS.md).
+    `share` is called only when a neighbour is closer, since ranking every corpus's words costs more. The
+    score stays what this corpus's hits earned: the verdict says the question belongs elsewhere."""
+    if not neighbours:
+        return coverage
+    closest = max(neighbours, key=lambda name: (neighbours[name], name))
+    if neighbours[closest] <= closeness or share() >= ELSEWHERE_SHARE:
+        return coverage
+    return Coverage(NOT_COVERED, coverage.score, closest)
 
 
 def verdict_of(score: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:

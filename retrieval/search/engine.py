@@ -98,6 +98,8 @@ class SearchResult:
     limit: int
     depth: int = DEFAULT_DEPTH  # candidates fused: every page of one search slices the same ranking
     coverage: Coverage | None = None  # whether the docs answer the question (retrieval/search/coverage.py)
+    # the question's semantic embedding (None: not embedded), for the verdict among a server's corpora
+    query_vector: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 def check_query(query: object) -> str:
@@ -166,6 +168,7 @@ def search(index: Index, request: SearchRequest, *, embedder: EmbeddingProvider 
         limit=limit,
         depth=depth,
         coverage=assess_ranking(index, query, ranking, thresholds, hits if offset == 0 else None),
+        query_vector=ranking.query_vector,
     )
 
 

@@ -266,6 +266,31 @@ def test_a_search_across_more_corpora_than_it_ranks_ranks_those_that_hold_the_an
     assert {"web", "cluster", "fastapi", "kubernetes"} <= {h["corpus"] for h in hits}
 
 
+def test_a_question_another_corpus_holds_is_not_covered_and_names_that_corpus(corpora, http, settings, tmp_path):
+    """Asked of the Kubernetes docs, a FastAPI question finds Kubernetes pages that share its words
+    ("inject", "configuration"); the FastAPI docs embedded by the same model beside them are closer to it,
+    by meaning and by words, so the verdict says so and names them. Only to a caller who may read them."""
+    from django.core.management import call_command
+
+    for name, pages in (("web", FASTAPI_PAGES), ("cluster", KUBE_PAGES)):
+        call_command("build_index", "--corpus", name, "--source", str(write_pages(tmp_path / name, pages)),
+                     "--embedding-provider", "local", "--full", "--no-progress", stdout=io.StringIO())
+    url = f"{corpora}/mcp/"
+    asked = {"query": "How do I inject a dependency into a route with Depends()?", "corpus": "cluster"}
+    found = parsed(call(http, url, "search_docs", asked))
+    assert found["hits"] and {h["chunk_id"].split("#")[0] for h in found["hits"]} <= set(KUBE_PAGES)
+    assert found["coverage"]["verdict"] == "not_covered" and found["coverage"]["elsewhere"] == "web"
+    assert "the corpus `web` on this server is closer to it" in found["coverage"]["notice"]
+
+    answered = parsed(call(http, url, "search_docs", {"query": "How does a Deployment roll out updates to its Pods?",
+                                                      "corpus": "cluster"}))
+    assert answered["coverage"]["verdict"] != "not_covered" and "elsewhere" not in answered["coverage"]
+
+    _row, key = create_api_key("cluster-only", ["read"], corpora=["cluster"])
+    alone = parsed(call(http, url, "search_docs", asked, key))
+    assert "elsewhere" not in alone["coverage"]  # `web` is not the key's to know of
+
+
 def test_list_corpora_follows_the_catalog_and_reads_it_once(corpora, http, tmp_path):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext

@@ -20,9 +20,11 @@ from retrieval.search.coverage import (
     NOT_COVERED,
     NOT_COVERED_NOTICE,
     PARTIAL,
+    Coverage,
     Evidence,
     Thresholds,
     coverage_of,
+    elsewhere,
     verdict_of,
 )
 from retrieval.search.engine import SearchRequest, search
@@ -138,3 +140,22 @@ def test_a_corpus_may_cut_the_score_its_own_way():
     assert verdict_of(0.5, Thresholds(covered=0.5, partial=0.2)) == COVERED
     with pytest.raises(ValueError, match="partial <= covered"):
         Thresholds(covered=0.2, partial=0.5)
+
+
+def test_another_corpus_closer_by_meaning_and_by_words_takes_the_question():
+    """The rule a server of several corpora applies (corpus/serving/elsewhere.py): both routers must agree
+    the question belongs to the other corpus before this one's hits are set aside, and its word share is
+    ranked only when a neighbour is closer."""
+    covered = Coverage(COVERED, 0.81)
+    asked: list[bool] = []
+
+    def share(value: float):
+        return lambda: asked.append(True) or value
+
+    moved = elsewhere(covered, 0.52, {"pydocs": 0.71, "sample": 0.40}, share(0.02))
+    assert (moved.verdict, moved.score, moved.elsewhere) == (NOT_COVERED, 0.81, "pydocs")
+    assert moved.as_dict()["elsewhere"] == "pydocs" and "`pydocs` on this server" in moved.as_dict()["notice"]
+    assert elsewhere(covered, 0.52, {"pydocs": 0.71}, share(0.6)) == covered  # the words prefer this corpus
+    asked.clear()
+    assert elsewhere(covered, 0.75, {"pydocs": 0.71}, share(0.0)) == covered and not asked
+    assert elsewhere(covered, 0.52, {}, share(0.0)) == covered
