@@ -103,9 +103,10 @@ class Evidence:
 
 
 def best_of(verdicts: Iterable[Coverage]) -> Coverage:
-    """A search over several corpora covers the question when one of them does: the best verdict, or
-    not covered when no corpus was searched."""
-    return max(verdicts, key=lambda c: c.score, default=None) or Coverage(NOT_COVERED, 0.0)
+    """A search over several corpora covers the question when one of them does: the best verdict (then
+    the best score), or not covered when no corpus was searched. Verdict first: a corpus that sent the
+    question `elsewhere` keeps its hits' score, which may top the verdict of the corpus it named."""
+    return max(verdicts, key=lambda c: (-VERDICTS.index(c.verdict), c.score), default=None) or Coverage(NOT_COVERED, 0.0)
 
 
 # Below this share of the corpora's word evidence (corpus_summary.rank_corpora) the words do not prefer the corpus.

@@ -23,6 +23,7 @@ from retrieval.search.coverage import (
     Coverage,
     Evidence,
     Thresholds,
+    best_of,
     coverage_of,
     elsewhere,
     verdict_of,
@@ -159,3 +160,11 @@ def test_another_corpus_closer_by_meaning_and_by_words_takes_the_question():
     asked.clear()
     assert elsewhere(covered, 0.75, {"pydocs": 0.71}, share(0.0)) == covered and not asked
     assert elsewhere(covered, 0.52, {}, share(0.0)) == covered
+
+
+def test_a_search_of_several_corpora_is_covered_when_one_corpus_covers_it():
+    sent_away = Coverage(NOT_COVERED, 0.81, "pydocs")  # the asked corpus's hits scored well, but belong elsewhere
+    answered = Coverage(COVERED, 0.64)
+    assert best_of([sent_away, answered]) == answered
+    assert best_of([Coverage(PARTIAL, 0.3), Coverage(PARTIAL, 0.4)]).score == 0.4
+    assert best_of([]).verdict == NOT_COVERED
