@@ -1,13 +1,14 @@
 """Whether another corpus of this server holds a question better than the one searched: the verdict's
-`elsewhere` (retrieval/search/coverage.py), from the two signals a search across corpora routes by.
+`elsewhere` (retrieval/search/coverage.py), from the two signals a search across corpora routes by; for a
+full-text build, the corpus's share of the question's words among them as one more input of its score.
 
 A corpus's own hits cannot tell a Python question from a Kubernetes one when both docs say "delete a file";
 the corpus beside it can. Nothing is compared on a server of one corpus (its cached count says so). On
 more, a search of a semantic corpus costs one matrix product per other corpus embedded by the same model
 (routing.affinity: 0.1 ms at 3.6k chunks, 2.4 ms at 124.5k), and a ranking of the compared corpora's words
-(list_corpora's, over their lexicons) only when one of them is closer. Only corpora the caller may read are
-compared or named, and at most MAX_NEIGHBOURS of them: on a larger server each corpus's own evidence
-decides, as on a server of one.
+(list_corpora's, over their lexicons) only when one of them is closer; a full-text search, that ranking
+alone. Only corpora the caller may read are compared or named, and at most MAX_NEIGHBOURS of them: on a
+larger server each corpus's own evidence decides, as on a server of one.
 """
 
 from __future__ import annotations
@@ -34,18 +35,21 @@ MAX_NEIGHBOURS = 20
 
 
 def judged_among_corpora(active: Active, query: str, coverage: Coverage | None, query_vector: Any) -> Coverage | None:
-    """`coverage` of a search of `active`, judged again against the other corpora this server serves."""
-    if coverage is None or query_vector is None or served_corpus_count() < 2:
+    """`coverage` of a search of `active`, judged again against the other corpora this server serves: a
+    semantic build's by `elsewhere`, a full-text build's by its share of the question's words among them
+    (coverage.with_word_share)."""
+    if coverage is None or served_corpus_count() < 2:
         return coverage
-    from retrieval.search.coverage import elsewhere
+    from retrieval.search.coverage import elsewhere, with_word_share
     from retrieval.search.routing import affinity
 
-    closeness = affinity(active.index, query_vector)
-    if closeness is None:  # full text or word-hash vectors: no meaning to compare
-        return coverage
+    evidence = coverage.evidence
+    closeness = None if query_vector is None else affinity(active.index, query_vector)
+    if closeness is None and (evidence is None or evidence.cosine is not None):
+        return coverage  # word-hash vectors: neither meaning nor the full-text model to judge by
     head = active.name.partition("@")[0]
     names = [name for name in _served_names() if name != head and visible(name)]
-    if len(names) > MAX_NEIGHBOURS:
+    if not names or len(names) > MAX_NEIGHBOURS:
         return coverage
     model = _model(active.index)
     compared = {head: active.index}
@@ -56,8 +60,13 @@ def judged_among_corpora(active: Active, query: str, coverage: Coverage | None, 
         except (CorpusError, RetrievalError, DatabaseError) as exc:  # not served now: nothing to compare
             logger.info("corpus %s left out of the coverage verdict of %s: %s", name, active.name, exc)
             continue
-        if _model(index) == model and (value := affinity(index, query_vector)) is not None:
+        if closeness is None:
+            compared[name] = index
+        elif _model(index) == model and (value := affinity(index, query_vector)) is not None:
             neighbours[name], compared[name] = value, index
+    if closeness is None:
+        return with_word_share(coverage, _share(query, head, compared), active.thresholds) \
+            if len(compared) > 1 else coverage
     return elsewhere(coverage, closeness, neighbours, lambda: _share(query, head, compared))
 
 

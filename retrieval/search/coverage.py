@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -70,10 +70,22 @@ DEFAULT_THRESHOLDS = Thresholds(covered=0.5, partial=0.2)
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """What the verdict is made of, for benchmarks and calibration."""
+
+    lexical: float  # the best hit's share of the question's term weight, in [0, 1]
+    cosine: float | None  # the best hit's cosine to the question; None without semantic vectors
+    terms: int  # the question's informative terms
+    runner_up: float = 0.0  # the second-best hit's share: an answered question's words recur in its pages
+    absent: float = 0.0  # the share of the question's term weight in terms the corpus never uses
+
+
+@dataclass(frozen=True)
 class Coverage:
     verdict: str
     score: float  # in [0, 1]: how well the best hits match the question
     elsewhere: str | None = None  # another corpus of the server that holds the question better (`elsewhere`)
+    evidence: Evidence | None = field(default=None, compare=False, repr=False)  # what the score was made of
 
     @property
     def notice(self) -> str | None:
@@ -88,18 +100,6 @@ class Coverage:
         if self.notice:
             out["notice"] = self.notice
         return out
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What the verdict is made of, for benchmarks and calibration."""
-
-    lexical: float  # the best hit's share of the question's term weight, in [0, 1]
-    cosine: float | None  # the best hit's cosine to the question; None without semantic vectors
-    terms: int  # the question's informative terms
-    runner_up: float = 0.0  # the second-best hit's share: an answered question's words recur in its pages
-    absent: float = 0.0  # the share of the question's term weight in terms the corpus never uses
-
 
 
 def best_of(verdicts: Iterable[Coverage]) -> Coverage:
@@ -128,7 +128,7 @@ def elsewhere(coverage: Coverage, closeness: float, neighbours: dict[str, float]
     closest = max(neighbours, key=lambda name: (neighbours[name], name))
     if neighbours[closest] <= closeness or share() >= ELSEWHERE_SHARE:
         return coverage
-    return Coverage(NOT_COVERED, coverage.score, closest)
+    return Coverage(NOT_COVERED, coverage.score, closest, coverage.evidence)
 
 
 def verdict_of(score: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
@@ -139,7 +139,21 @@ def verdict_of(score: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str
 
 def coverage_of(evidence: Evidence, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Coverage:
     score = round(score_from(evidence), 4)
-    return Coverage(verdict_of(score, thresholds), score)
+    return Coverage(verdict_of(score, thresholds), score, evidence=evidence)
+
+
+def with_word_share(coverage: Coverage, share: float, thresholds: Thresholds | None = None) -> Coverage:
+    """`coverage` of a full-text build scored again on a server of several corpora, where the corpus's share
+    of the question's word evidence among them (corpus_summary.rank_corpora) is one more input: a coding
+    question asked of the Kubernetes docs holds their words, but the Python docs beside them hold more
+    (SHARED_LEXICAL_MODEL; docs/BENCHMARKS.md). Semantic builds are judged by `elsewhere` instead."""
+    evidence = coverage.evidence
+    if evidence is None or evidence.cosine is not None or not evidence.terms:
+        return coverage
+    features = (*features_of(evidence), max(math.log(max(share, 1e-6)), -12.0))
+    z = sum(w * x for w, x in zip(SHARED_LEXICAL_MODEL, features, strict=False)) + SHARED_LEXICAL_MODEL[-1]
+    score = round(1.0 / (1.0 + math.exp(-z)), 4)
+    return Coverage(verdict_of(score, thresholds or DEFAULT_THRESHOLDS), score, coverage.elsewhere, evidence)
 
 
 def score_from(evidence: Evidence) -> float:
@@ -166,6 +180,9 @@ def features_of(evidence: Evidence) -> tuple[float, ...]:
 # Logistic models of P(the docs answer the question), fitted by bench/answerability.py --fit:
 # (lexical, log(1 + terms), runner-up, absent, bias) and the same with the cosine before the bias.
 LEXICAL_MODEL = (3.406, 1.257, 2.363, -4.495, -3.991)
+# The lexical model with log(the corpus's share of the word evidence among the server's corpora) before the
+# bias, fitted on the same questions with the three corpora served together.
+SHARED_LEXICAL_MODEL = (2.598, 1.210, 1.876, -5.035, 0.378, -2.756)
 SEMANTIC_MODEL = (2.889, 0.467, 0.341, -5.016, 11.078, -6.583)
 
 

@@ -291,6 +291,32 @@ def test_a_question_another_corpus_holds_is_not_covered_and_names_that_corpus(co
     assert "elsewhere" not in alone["coverage"]  # `web` is not the key's to know of
 
 
+def test_a_full_text_corpus_is_judged_with_its_share_of_the_question_words(corpora, http, tmp_path):
+    """Two full-text corpora beside the word-hash ones: a search of one is scored with its share of the
+    question's word evidence among the server's corpora (coverage.with_word_share), so a payments
+    question asked of a few Kubernetes pages scores lower than those pages alone would score it."""
+    import shutil
+
+    from django.core.management import call_command
+
+    from corpus.models import Corpus
+    from retrieval.search.engine import SearchRequest, search
+    from retrieval.search.index import Index
+    from tests.conftest import ROOT, SAMPLE_DOCS
+
+    for name, source in (("payments-text", SAMPLE_DOCS), ("kube-text", ROOT / "tests/corpora/sitegen/hugo/content/docs")):
+        shutil.copytree(source, tmp_path / name)
+        call_command("build_index", "--corpus", name, "--source", str(tmp_path / name), "--embedding-provider",
+                     "none", "--full", "--no-progress", stdout=io.StringIO())
+    url, query = f"{corpora}/mcp/", "How do I retry a failed request with backoff?"
+    asked = parsed(call(http, url, "search_docs", {"query": query, "corpus": "kube-text"}))["coverage"]
+    alone = search(Index(Path(Corpus.objects.get(name="kube-text").active_build.index_path)), SearchRequest(query),
+                   cursor_secret=b"test").coverage
+    assert asked["verdict"] == "not_covered" and asked["score"] < alone.score
+    assert parsed(call(http, url, "search_docs", {"query": query, "corpus": "payments-text"}))["coverage"][
+        "verdict"] == "covered"
+
+
 def test_list_corpora_follows_the_catalog_and_reads_it_once(corpora, http, tmp_path):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext

@@ -27,6 +27,7 @@ from retrieval.search.coverage import (
     coverage_of,
     elsewhere,
     verdict_of,
+    with_word_share,
 )
 from retrieval.search.engine import SearchRequest, search
 from retrieval.search.index import Index
@@ -168,3 +169,19 @@ def test_a_search_of_several_corpora_is_covered_when_one_corpus_covers_it():
     assert best_of([sent_away, answered]) == answered
     assert best_of([Coverage(PARTIAL, 0.3), Coverage(PARTIAL, 0.4)]).score == 0.4
     assert best_of([]).verdict == NOT_COVERED
+
+
+def test_a_full_text_corpus_beside_others_weighs_its_share_of_the_question_words(fts_index):
+    """On a server of several full-text corpora (corpus/serving/elsewhere.py) the score takes one more
+    input: how much of the question's word evidence this corpus holds among them. Python coding questions
+    use the sample's words ("list", "file", "key"); when the corpus beside it holds far more of them, most
+    are no longer covered here, and the sample's own questions, whose words it holds, stay covered."""
+    alone = [search(fts_index, SearchRequest(q), cursor_secret=SECRET).coverage for q in CODING]
+    beside_python_docs = [with_word_share(c, share=0.001) for c in alone]
+    assert _share([c.verdict for c in beside_python_docs], NOT_COVERED) > _share([c.verdict for c in alone],
+                                                                                  NOT_COVERED)
+    assert _share([c.verdict for c in beside_python_docs], NOT_COVERED) >= 0.75
+    own = [search(fts_index, SearchRequest(q, f), cursor_secret=SECRET).coverage for q, f in ANSWERED]
+    assert _share([with_word_share(c, share=0.95).verdict for c in own], COVERED) >= 0.85
+    semantic = Coverage(COVERED, 0.9, evidence=Evidence(lexical=0.2, cosine=0.7, terms=3))
+    assert with_word_share(semantic, share=0.0) == semantic  # judged by `elsewhere` instead
