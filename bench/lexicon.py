@@ -43,12 +43,12 @@ def main(argv: list[str] | None = None) -> int:
 
     boot()
     from retrieval.corpus_summary import page_text_scores
-    from retrieval.format.layout import open_tables
+    from retrieval.format.layout import open_datasets
     from retrieval.format.lexicon import lexicon_files, lexicon_from_tables, query_terms
 
     terms = query_terms(args.query)
     for build in args.builds:
-        chunks, documents = open_tables(build)
+        chunks, documents = open_datasets(build)
         runs = [timed(lexicon_from_tables, chunks, documents) for _ in range(args.repeat)]
         lexicon = runs[-1][0]
         size = sum(len(data) for data in lexicon_files(lexicon).values())

@@ -58,20 +58,19 @@ def preload_model() -> bool:
     return True
 
 
-# What Lance and LanceDB say at every fork of a process that imported them; preload_index_libraries
-# makes sure that forking is safe for what the master holds (nothing opened, no runtime started).
-_FORK_WARNINGS = (("lance is not fork-safe", UserWarning), ("lancedb fork support is experimental", RuntimeWarning))
+# What Lance says at every fork of a process that imported it; preload_index_libraries makes sure that
+# forking is safe for what the master holds (nothing opened, no runtime started).
+_FORK_WARNINGS = (("lance is not fork-safe", UserWarning),)
 
 
 def preload_index_libraries() -> None:
-    """In gunicorn's master, before the fork: imports Lance, LanceDB and Arrow, which every worker
-    imports to warm its corpora, so the workers share their modules and their libraries' relocated
-    pages (about 30 MiB a worker, docs/BENCHMARKS.md) instead of each making its own.
+    """In gunicorn's master, before the fork: imports Lance and Arrow, which every worker imports to
+    warm its corpora, so the workers share their modules and their libraries' relocated pages (about
+    30 MiB a worker, docs/BENCHMARKS.md) instead of each making its own. Not LanceDB: a worker reads
+    every table through Lance's datasets and never imports it (retrieval/search/index.py).
 
-    Importing opens no table and starts neither library's runtime: those start on first use, in
-    each worker after the fork. The one thing an import starts is LanceDB's background event loop
-    thread; it is stopped here, so the master forks with no thread of its own (LanceDB starts a
-    fresh loop in each child, from its own at-fork hook).
+    Importing opens no dataset and starts no runtime and no thread: Lance's runtime starts on first use,
+    in each worker after the fork.
     """
     import warnings
 
@@ -80,22 +79,6 @@ def preload_index_libraries() -> None:
     from retrieval.storage import load_engine
 
     load_engine()
-    _stop_lancedb_loop()
-
-
-def _stop_lancedb_loop() -> None:
-    try:
-        from lancedb.background_loop import LOOP
-    except ImportError:  # another LanceDB: nothing known to stop
-        return
-    thread = getattr(LOOP, "thread", None)
-    loop = getattr(LOOP, "loop", None)
-    if thread is None or loop is None or not thread.is_alive():
-        return
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(timeout=5)
-    if not thread.is_alive():
-        loop.close()
 
 
 def freeze_for_fork() -> None:

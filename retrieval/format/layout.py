@@ -1,5 +1,6 @@
-"""How a build lays out its LanceDB tables: the names, schemas and column conventions that the build
-writes and the search engine reads. Both sides import them from here, so neither imports the other."""
+"""How a build lays out its tables (written through LanceDB, read as Lance datasets): the names, schemas
+and column conventions that the build writes and the search engine reads. Both sides import them from
+here, so neither imports the other."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from retrieval import storage
 CHUNKS_TABLE = "chunks"
 DOCUMENTS_TABLE = "documents"
 TAXONOMY_PREFIX = "m_"
+FULL_TEXT_INDEX_TYPES = frozenset({"Inverted", "FTS"})  # as Lance names LanceDB's full-text index
 
 
 def taxonomy_column(key: str) -> str:
@@ -24,17 +26,29 @@ def sql_string(value: str) -> str:
 
 
 def open_tables(directory: storage.Location) -> tuple:
-    """(chunks, documents) of the build at `directory`: the one place a build's tables are opened,
-    so LanceDB loads only when something reads them."""
+    """(chunks, documents) of the build at `directory` as LanceDB tables: what a build writes and indexes
+    through. Reading a finished build needs only `table_dataset`."""
     db = storage.connect(storage.join(directory, "lancedb"))
     return db.open_table(CHUNKS_TABLE), db.open_table(DOCUMENTS_TABLE)
 
 
 def table_dataset(directory: storage.Location, table: str):
-    """One of the build's tables as a Lance dataset: what a patch and its carried-over mapped files need,
-    without a LanceDB connection, whose import alone (its REST namespace models) costs more than a
-    one-page patch."""
+    """One of the build's tables as a Lance dataset (LanceDB keeps each table as `lancedb/<table>.lance`):
+    how serving, a patch and the mapped files read a finished build, without LanceDB, whose import alone
+    (its REST namespace models) costs more than a one-page patch and whose library a serving worker
+    would otherwise map (docs/BENCHMARKS.md)."""
     return storage.dataset(storage.join(directory, "lancedb", f"{table}.lance"))
+
+
+def open_datasets(directory: storage.Location) -> tuple:
+    """(chunks, documents) of the build at `directory` as Lance datasets."""
+    return table_dataset(directory, CHUNKS_TABLE), table_dataset(directory, DOCUMENTS_TABLE)
+
+
+def full_text_columns(dataset) -> frozenset[str]:
+    """The columns of a table (a Lance dataset) that have a full-text index."""
+    return frozenset(name for index in dataset.describe_indices() if index.index_type in FULL_TEXT_INDEX_TYPES
+                     for name in index.field_names)
 
 
 BASE_CHUNK_SCHEMA = pa.schema([

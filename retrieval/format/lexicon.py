@@ -74,7 +74,7 @@ class TermCounts:
 def lexicon_from_tables(chunks, documents) -> Lexicon:
     """Counts, per term, the chunks whose title, heading, text or identifiers hold it, and the pages holding
     it in any of their chunks (each chunk and each page once)."""
-    counts = term_counts(chunks.search().select(LEXICON_COLUMNS).limit(None).to_batches(READ_CHUNKS))
+    counts = term_counts(chunks.to_batches(columns=LEXICON_COLUMNS, batch_size=READ_CHUNKS))
     return Lexicon(counts.hashes, counts.pages.astype(np.uint32), documents.count_rows(),
                    counts.chunks.astype(np.uint32), chunks.count_rows())
 

@@ -1,7 +1,7 @@
 """What a serving process holds of a build, written by the build as files that processes map.
 
 A search needs every chunk's light columns (the catalog), its vector and its text in memory.
-Read from the LanceDB tables they are decoded into each process's private heap: three gunicorn
+Read from the tables they are decoded into each process's private heap: three gunicorn
 workers held three copies (at 124.5k chunks about 100 MB each). Written once by the build into
 `mapped/` as an Arrow IPC file and NumPy arrays, they are mapped read-only (`pa.memory_map`,
 `np.load(mmap_mode="r")`): the page cache holds each page once for every process on the host,
@@ -52,7 +52,7 @@ from retrieval.errors import IndexUnavailable
 from retrieval.memory import release_unused_memory
 from retrieval.storage import Location
 
-from .layout import open_tables, taxonomy_column
+from .layout import open_datasets, taxonomy_column
 from .lexicon import CHUNKS_FILE, lexicon_files, lexicon_from_tables
 from .linkgraph import PageLinks, resolve_links
 from .npyfiles import map_array, npy_bytes
@@ -179,7 +179,7 @@ def compress_blocks(columns: Iterable[pa.Array]) -> tuple[pa.Array, np.ndarray]:
 
 
 def read_held(chunks, documents, columns: list[str], dims: int, content_in_memory_chars: int | None = None) -> Held:
-    """Reads what a search holds from a build's LanceDB tables (`chunks`, `documents`), into memory.
+    """Reads what a search holds from a build's tables (`chunks`, `documents`, Lance datasets), into memory.
 
     The catalog, then the vectors, then the chunk text, each load's temporary buffers given back
     before the next: decoding goes through 80-200 MB of Lance buffers, and taking the largest of
@@ -188,7 +188,7 @@ def read_held(chunks, documents, columns: list[str], dims: int, content_in_memor
     """
     present = set(chunks.schema.names)
     wanted = [*CATALOG_COLUMNS, *(c for c in PRIOR_COLUMNS if c in present), *columns]
-    catalog, rowids = sorted_catalog(chunks.search().with_row_id(True).select(wanted).limit(None).to_arrow())
+    catalog, rowids = sorted_catalog(chunks.to_table(columns=wanted, with_row_id=True))
     release_unused_memory()
     codes, scales = _read_vectors(chunks, rowids, dims) if dims else (
         np.zeros((len(rowids), 0), np.int8), np.zeros(len(rowids), np.float32))
@@ -204,7 +204,7 @@ def page_tables(documents, paths: pa.Array) -> tuple[Pages, PageLinks | None]:
     """The documents table's pages by page code, and the links between them (None when the table stores
     none). `paths` are the catalog's distinct file paths: a page's code is its position there."""
     columns = ["filepath", *(["links"] if "links" in documents.schema.names else [])]
-    return pages_from_rows(documents.search().with_row_id(True).select(columns).limit(None).to_arrow(), paths)
+    return pages_from_rows(documents.to_table(columns=columns, with_row_id=True), paths)
 
 
 def pages_from_rows(found: pa.Table, paths: pa.Array) -> tuple[Pages, PageLinks | None]:
@@ -225,7 +225,7 @@ def _read_vectors(chunks, rowids: np.ndarray, dims: int) -> tuple[np.ndarray, np
     """Streams the float32 vector column into preallocated int8 codes in catalog order, so the
     column is never held whole."""
     codes, scales = np.zeros((len(rowids), dims), np.int8), np.zeros(len(rowids), np.float32)
-    for batch in chunks.search().with_row_id(True).select(["vector"]).limit(None).to_batches():
+    for batch in chunks.to_batches(columns=["vector"], with_row_id=True):
         rows = np.searchsorted(rowids, batch.column("_rowid").to_numpy().astype(np.uint64))
         flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
         codes[rows], scales[rows] = quantize(np.asarray(flat, dtype=np.float32).reshape(-1, dims))
@@ -240,7 +240,7 @@ def _read_texts(chunks, documents, rowids: np.ndarray, limit: int) -> tuple[pa.A
     ID; the scan is in catalog order unless the table's fragments were reordered (compaction),
     and then the text is read by row ID instead.
     """
-    sizes = documents.search().select(["size"]).limit(None).to_arrow()["size"]
+    sizes = documents.to_table(columns=["size"])["size"]
     compressed = (pc.sum(sizes).as_py() or 0) > limit
     try:
         return _held_texts(_scanned_texts(chunks, rowids), compressed)
@@ -257,7 +257,7 @@ def _held_texts(columns: Iterator[pa.Array], compressed: bool) -> tuple[pa.Array
 
 def _scanned_texts(chunks, rowids: np.ndarray) -> Iterator[pa.Array]:
     expected = 0
-    for batch in chunks.search().with_row_id(True).select(["content"]).limit(None).to_batches():
+    for batch in chunks.to_batches(columns=["content"], with_row_id=True):
         found = batch.column("_rowid").to_numpy().astype(np.uint64)
         if not np.array_equal(found, rowids[expected:expected + len(found)]):
             raise _OutOfOrder
@@ -271,7 +271,7 @@ def _taken_texts(chunks, rowids: np.ndarray) -> Iterator[pa.Array]:
     """Chunk text in catalog order, READ_CHUNKS rows at a time, so the column is never held whole."""
     for start in range(0, len(rowids), READ_CHUNKS):
         wanted = rowids[start:start + READ_CHUNKS].tolist()
-        found = chunks.take_row_ids(wanted).select(["content"]).with_row_id().to_arrow()
+        found = chunks._take_rows(wanted, columns=["content", "_rowid"])  # Lance's take by row ID
         if found.num_rows != len(wanted):
             raise IndexUnavailable(f"{len(wanted) - found.num_rows} chunks have no text row")
         order = np.argsort(found["_rowid"].to_numpy())  # catalog positions ascend with row IDs
@@ -309,7 +309,7 @@ def write_mapped_from_tables(directory: Location, taxonomy: list[str], dims: int
     """The build's last stage: the mapped files, read back from the finished tables, whose row IDs
     (after a patch or a copy too) are the ones a server will see."""
     progress("mapped", 0, 1)
-    chunks, documents = open_tables(directory)
+    chunks, documents = open_datasets(directory)
     write_mapped(directory, read_held(chunks, documents, [taxonomy_column(key) for key in taxonomy], dims))
     for name, data in lexicon_files(lexicon_from_tables(chunks, documents)).items():
         _write(storage.join(directory, MAPPED_DIR), name, data)

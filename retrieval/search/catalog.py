@@ -1,6 +1,6 @@
 """The light columns of every chunk, held in memory once per opened build.
 
-Full-text legs ask LanceDB for row IDs and scores only: projecting `chunk_id` makes Lance read
+Full-text legs ask Lance for row IDs and scores only: projecting `chunk_id` makes Lance read
 the data file after the index lookup, which costs more than the lookup itself (2 ms vs 0.3 ms
 on a small table). Row IDs are mapped to positions in this catalog, which carries everything a
 hit needs except its content. At 124k chunks the catalog is 21 MB of Arrow buffers, with the

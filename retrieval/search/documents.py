@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from retrieval.errors import InvalidArgument, InvalidChunkId, NotFound
 from retrieval.format.layout import sql_string
 
-from .aio import LOOP
 from .index import Index
 from .reading import reads_index
 
@@ -169,12 +168,7 @@ def check_int(name: str, value: object, low: int, high: int | None = None) -> in
 
 @reads_index
 def _select(index: Index, where: str, columns: list[str]) -> list[dict]:
-    table = index.async_chunks()
-
-    async def _run():
-        return await table.query().where(where).select(columns).to_arrow()
-
-    return LOOP.run(_run()).to_pylist()
+    return index.chunks.to_table(columns=columns, filter=where).to_pylist()
 
 
 def _record(index: Index, row: dict) -> ChunkRecord:
@@ -228,8 +222,7 @@ def render_chunk_window(window: ChunkWindow) -> str:
 @reads_index
 def _document_row(index: Index, path: str, columns: list[str]) -> dict:
     check_document_path(path)
-    rows = (index.documents.search().where(f"filepath = {sql_string(path)}").select(columns)
-            .limit(1).to_arrow().to_pylist())
+    rows = index.documents.to_table(columns=columns, filter=f"filepath = {sql_string(path)}", limit=1).to_pylist()
     if not rows:
         raise NotFound(f"Document '{path}' not found. Use list_documents to see the available documents.")
     return rows[0]
@@ -245,7 +238,7 @@ def list_documents(index: Index, limit: int = 100, offset: int = 0) -> DocumentP
     """Documents ordered by path, `limit` from `offset`, with the total for paging."""
     limit = check_int("limit", limit, 1, 1000)
     offset = check_int("offset", offset, 0)
-    rows = index.documents.search().select(["filepath", "title", "size", "chunk_count"]).limit(None).to_arrow()
+    rows = index.documents.to_table(columns=["filepath", "title", "size", "chunk_count"])
     rows = sorted(rows.to_pylist(), key=lambda r: r["filepath"])
     page = [DocumentSummary(r["filepath"], r["title"] or "", int(r["size"]), int(r["chunk_count"]))
             for r in rows[offset: offset + limit]]
@@ -255,7 +248,7 @@ def list_documents(index: Index, limit: int = 100, offset: int = 0) -> DocumentP
 @reads_index
 def all_documents(index: Index) -> list[DocumentSummary]:
     """Every document of the build, ordered by path: what a listing of the whole corpus pages through."""
-    rows = index.documents.search().select(["filepath", "title", "size", "chunk_count"]).limit(None).to_arrow()
+    rows = index.documents.to_table(columns=["filepath", "title", "size", "chunk_count"])
     return [DocumentSummary(r["filepath"], r["title"] or "", int(r["size"]), int(r["chunk_count"]))
             for r in sorted(rows.to_pylist(), key=lambda r: r["filepath"])]
 
@@ -266,8 +259,8 @@ def read_documents(index: Index, paths: list[str]) -> list[Document]:
     if not paths:
         return []
     where = "filepath IN (" + ", ".join(sql_string(p) for p in paths) + ")"
-    rows = (index.documents.search().where(where).select(["filepath", "title", "content", "size", "chunk_count"])
-            .limit(None).to_arrow().to_pylist())
+    rows = index.documents.to_table(columns=["filepath", "title", "content", "size", "chunk_count"],
+                                    filter=where).to_pylist()
     found = {r["filepath"]: r for r in rows}
     return [Document(r["filepath"], r["title"] or "", r["content"], int(r["size"]), int(r["chunk_count"]))
             for r in (found.get(p) for p in paths) if r is not None]

@@ -1,7 +1,7 @@
 """Hybrid search over one opened build: the engine call behind every search tool.
 
 One search: validate the request and filters, plan the `WHERE` (auto-include applied), run
-the full-text legs concurrently on the LanceDB loop while this thread embeds the query and
+the full-text legs concurrently on the leg pool (Lance) while this thread embeds the query and
 runs the vector leg, fuse by reciprocal rank, collapse language variants when the manifest
 asks for it, cut the page, and dress the page's hits (content, snippet, metadata).
 

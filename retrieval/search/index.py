@@ -1,4 +1,4 @@
-"""An opened build: its metadata and LanceDB tables, its mapped catalog, vectors and chunk text.
+"""An opened build: its metadata and tables (as Lance datasets), its mapped catalog, vectors and chunk text.
 
 Opened once per process and kept by `index_cache.INDEXES`; builds are immutable, so a request still
 holding an old build's `Index` finishes on it while newer requests get the new one.
@@ -15,7 +15,13 @@ import pyarrow as pa
 from retrieval import storage
 from retrieval.corpus_summary import Lexicon
 from retrieval.errors import IndexUnavailable
-from retrieval.format.layout import CHUNKS_TABLE, DOCUMENTS_TABLE, open_tables, taxonomy_column
+from retrieval.format.layout import (
+    CHUNKS_TABLE,
+    DOCUMENTS_TABLE,
+    full_text_columns,
+    table_dataset,
+    taxonomy_column,
+)
 from retrieval.format.lexicon import read_lexicon
 from retrieval.format.linkgraph import PageLinks
 from retrieval.format.mapped import (
@@ -29,7 +35,6 @@ from retrieval.format.mapped import (
 from retrieval.format.metadata import BuildMetadata, read_metadata
 from retrieval.storage import Location
 
-from .aio import LOOP
 from .catalog import Catalog
 from .reading import reads_index
 from .texts import CompressedTexts
@@ -47,13 +52,11 @@ class Index:
         self.path = storage.as_location(path)
         self.content_in_memory_chars = content_in_memory_chars
         self.metadata: BuildMetadata = read_metadata(self.path)
-        self._tables: tuple | None = None
-        self._tables_lock = threading.Lock()
         self._lock = threading.Lock()
         self._vectors: Vectors | None = None
         self._catalog: Catalog | None = None
-        self._async_chunks = None
         self._datasets: dict[str, object] = {}
+        self._datasets_lock = threading.Lock()
         self._content: pa.Array | CompressedTexts | None = None
         self.mapped = False  # whether the held arrays are the build's mapped files (shared by the host's processes)
         self._masks: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -66,23 +69,14 @@ class Index:
 
     @property
     def chunks(self):
-        return self._opened()[0]
+        """The chunks table as a Lance dataset, opened on first use: what a tools/list needs (the
+        metadata) opens no table."""
+        return self.dataset(CHUNKS_TABLE)
 
     @property
     def documents(self):
-        return self._opened()[1]
-
-    def _opened(self) -> tuple:
-        """The chunks and documents tables, opened on first use: what a tools/list needs (the
-        metadata) costs no LanceDB import and no table open."""
-        if self._tables is None:
-            with self._tables_lock:
-                if self._tables is None:
-                    try:
-                        self._tables = open_tables(self.path)
-                    except Exception as exc:
-                        raise IndexUnavailable(f"index at {self.path} cannot be opened: {exc}") from exc
-        return self._tables
+        """The documents table as a Lance dataset, opened on first use."""
+        return self.dataset(DOCUMENTS_TABLE)
 
     @property
     def build_id(self) -> str:
@@ -104,16 +98,14 @@ class Index:
     def fts_columns(self) -> frozenset[str]:
         """Columns with a full-text index: builds made before the title was indexed lack it."""
         if self._fts_columns is None:
-            self._fts_columns = frozenset(c for i in self.chunks.list_indices()
-                                          if i.index_type == "FTS" for c in i.columns)
+            self._fts_columns = full_text_columns(self.chunks)
         return self._fts_columns
 
     @property
     def has_page_text(self) -> bool:
         """Whether whole pages have a full-text index (builds made before it lack one)."""
         if self._page_text is None:
-            self._page_text = any(i.index_type == "FTS" and "content" in i.columns
-                                  for i in self.documents.list_indices())
+            self._page_text = "content" in full_text_columns(self.documents)
         return self._page_text
 
     def document_pages(self, rowids: np.ndarray) -> np.ndarray:
@@ -128,27 +120,17 @@ class Index:
         at = np.minimum(np.searchsorted(known, rowids), len(known) - 1)
         return np.where(known[at] == rowids, codes[at], -1)
 
-    def async_chunks(self):
-        """The chunks table through LanceDB's async API, opened on the process's private loop."""
-        if self._async_chunks is None:
-            with self._lock:
-                if self._async_chunks is None:
-                    async def _open():
-                        db = await storage.connect_async(storage.join(self.path, "lancedb"))
-                        return await db.open_table(CHUNKS_TABLE)
-
-                    self._async_chunks = LOOP.run(_open())
-        return self._async_chunks
-
     def dataset(self, table: str = CHUNKS_TABLE):
-        """A table as a Lance dataset, which the full-text legs query (retrieval/search/legs.py)."""
+        """A table as a Lance dataset (retrieval/format/layout.py): the full-text legs query it
+        (retrieval/search/legs.py), filters and reads by row ID scan it. Serving never imports LanceDB,
+        which builds write through: its library would be about 70 MiB more in every worker."""
         found = self._datasets.get(table)
         if found is None:
-            with self._lock:
+            with self._datasets_lock:  # not `_lock`: loading, which holds that, opens the tables
                 found = self._datasets.get(table)
                 if found is None:
                     try:
-                        found = storage.dataset(storage.join(self.path, "lancedb", f"{table}.lance"))
+                        found = table_dataset(self.path, table)
                     except Exception as exc:
                         raise IndexUnavailable(f"index at {self.path} cannot be opened: {exc}") from exc
                     self._datasets[table] = found
@@ -241,7 +223,7 @@ class Index:
     def filter_mask(self, where: str | None) -> np.ndarray | None:
         """Boolean mask over catalog positions for a WHERE clause (None: no filter), LRU-cached.
 
-        The clause is evaluated by LanceDB, so the vector leg filters with exactly the semantics
+        The clause is evaluated by Lance, so the vector leg filters with exactly the semantics
         the full-text legs push down. The clause must come from retrieval.search.filters, never from input.
         """
         if where is None:
@@ -253,12 +235,7 @@ class Index:
                     self._masks.move_to_end(where)
             return mask
         catalog = self.catalog()
-        table = self.async_chunks()
-
-        async def _scan():
-            return await table.query().where(where).with_row_id().select([]).to_arrow()
-
-        rowids = LOOP.run(_scan())["_rowid"].to_numpy()
+        rowids = self.chunks.to_table(columns=[], filter=where, with_row_id=True)["_rowid"].to_numpy()
         mask = np.zeros(len(catalog), dtype=bool)
         mask[catalog.positions(rowids)] = True
         mask.flags.writeable = False
@@ -287,7 +264,8 @@ def check_index(path: Location) -> None:
     try:
         path = storage.as_location(path)
         read_metadata(path)
-        tables = set(storage.connect(storage.join(path, "lancedb")).list_tables().tables)
+        tables = {name.removesuffix(".lance") for name in storage.list_children(storage.join(path, "lancedb"))
+                  if name.endswith(".lance")}
     except Exception as exc:
         raise IndexUnavailable(f"index at {path} cannot be read: {exc}") from exc
     missing = sorted({CHUNKS_TABLE, DOCUMENTS_TABLE} - tables)

@@ -1,4 +1,4 @@
-"""One search's ranking: the legs run (full text on the LanceDB loop, the vector leg in this thread),
+"""One search's ranking: the legs run (full text on the leg pool, the vector leg in this thread),
 fused by reciprocal rank, rescored by the priors and language variants collapsed; no paging and no
 hit dressing, so benchmarks time it alone.
 

@@ -1,6 +1,6 @@
 """Where builds and stores live: a local directory or an object store (`s3://bucket/prefix`).
 
-Plain Python on pyarrow's filesystems and LanceDB's `storage_options`; imports no other
+Plain Python on pyarrow's filesystems and Lance's (and LanceDB's) `storage_options`; imports no other
 subpackage of `retrieval`, so ingest, search, embeddings and the chunk store can all use it.
 
 May import: `retrieval.errors`.
@@ -22,7 +22,6 @@ from .uri import (
     as_location,
     configure,
     connect,
-    connect_async,
     dataset,
     is_remote,
     join,
@@ -32,6 +31,6 @@ from .uri import (
 )
 
 __all__ = [
-    "Location", "as_location", "configure", "connect", "connect_async", "copy_tree", "dataset", "delete_file", "delete_tree", "exists", "is_remote", "join",
+    "Location", "as_location", "configure", "connect", "copy_tree", "dataset", "delete_file", "delete_tree", "exists", "is_remote", "join",
     "list_children", "list_tree", "load_engine", "name_of", "read_bytes", "require_bucket", "storage_options", "write_bytes",
 ]

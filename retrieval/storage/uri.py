@@ -77,14 +77,14 @@ def storage_options(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def load_engine() -> None:
-    """Imports LanceDB and Lance ahead of the first table opened (about 0.7 s): a serving worker that pins
-    no corpus calls it while it starts, so that its first search does not pay for them."""
+    """Imports Lance (and with it Arrow) ahead of the first dataset opened: a serving worker that pins no
+    corpus calls it while it starts, so that its first search does not pay for it. Not LanceDB: serving
+    reads every table through Lance's datasets (`dataset`); only builds write through LanceDB (`connect`)."""
     import lance.query  # noqa: F401
-    import lancedb  # noqa: F401
 
 
 def connect(location: Location, **kwargs):
-    """A LanceDB connection to a local directory or an object-store prefix."""
+    """A LanceDB connection to a local directory or an object-store prefix: what builds write through."""
     import lancedb  # here, so reading a setting never pays for LanceDB
 
     if is_remote(location):
@@ -92,17 +92,10 @@ def connect(location: Location, **kwargs):
     return lancedb.connect(location, **kwargs)
 
 
-async def connect_async(location: Location, **kwargs):
-    import lancedb
-
-    if is_remote(location):
-        return await lancedb.connect_async(str(location), storage_options=storage_options(), **kwargs)
-    return await lancedb.connect_async(location, **kwargs)
-
-
 def dataset(location: Location):
-    """A Lance dataset (one table's directory) on a local path or an object-store prefix; the
-    search legs query it directly (retrieval/search/pool.py says why)."""
+    """A Lance dataset (one table's directory) on a local path or an object-store prefix: how a serving
+    process reads a build's tables, by filter, by row ID and by full text, without LanceDB, whose own
+    Rust library and Python modules would cost each worker about 70 MiB (docs/BENCHMARKS.md)."""
     import lance
 
     if is_remote(location):

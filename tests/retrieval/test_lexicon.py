@@ -3,6 +3,7 @@ page and per chunk, spelt exactly as a question's words are."""
 
 from __future__ import annotations
 
+import lance
 import lancedb
 import pyarrow as pa
 
@@ -19,12 +20,12 @@ CHUNKS = [  # (page, title, heading, text, identifiers)
 
 def _tables(tmp_path, chunks):
     db = lancedb.connect(str(tmp_path))
-    table = db.create_table("chunks", pa.table({
+    db.create_table("chunks", pa.table({
         "filepath": [c[0] for c in chunks], "title": [c[1] for c in chunks], "heading": [c[2] for c in chunks],
         "content": [c[3] for c in chunks], "ident": [c[4] for c in chunks]}))
     pages = sorted({c[0] for c in chunks})
-    documents = db.create_table("documents", pa.table({"filepath": pages}))
-    return table, documents
+    db.create_table("documents", pa.table({"filepath": pages}))
+    return lance.dataset(tmp_path / "chunks.lance"), lance.dataset(tmp_path / "documents.lance")
 
 
 def _expected(chunks) -> tuple[dict[str, int], dict[str, int]]:

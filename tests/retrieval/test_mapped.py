@@ -85,9 +85,9 @@ def test_the_build_resolves_page_links_once_and_a_build_without_them_resolves_th
     for name in (DOCUMENT_ROWIDS_FILE, DOCUMENT_PAGES_FILE, LINK_STARTS_FILE, LINK_TARGETS_FILE):
         (earlier / MAPPED_DIR / name).unlink()
     new, old = Index(sample_build), Index(earlier)
-    assert new.page_links() is not None and new.mapped and not new._tables  # nothing read from a table
+    assert new.page_links() is not None and new.mapped and not new._datasets  # nothing read from a table
     assert _hits(old) == _hits(new)
-    assert old._tables  # read from the documents table
+    assert "documents" in old._datasets  # read from the documents table
     links_new, links_old = new.page_links(), old.page_links()
     assert links_new.targets.tolist() == links_old.targets.tolist() and len(links_new.targets)
     assert links_new.starts.tolist() == links_old.starts.tolist()

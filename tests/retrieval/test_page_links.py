@@ -176,7 +176,7 @@ def _ids(index: Index, query: str) -> list[str]:
 
 def test_the_build_stores_each_pages_links_and_the_search_resolves_them(budgets):
     index = Index(budgets / "build")
-    rows = index.documents.search().select(["filepath", "links"]).limit(None).to_arrow().to_pylist()
+    rows = index.documents.to_table(columns=["filepath", "links"]).to_pylist()
     assert {r["filepath"]: r["links"] for r in rows} == {
         "concepts/budgets.md": [], "tasks/drain.md": ["concepts/budgets"], "tasks/set-budget.md": ["docs/concepts/budgets"]}
     names = index.catalog().table["filepath"].chunk(0).dictionary.to_pylist()
@@ -264,4 +264,4 @@ def test_warming_resolves_the_links_even_when_its_searches_find_nothing(budgets,
     monkeypatch.setattr(index_module, "page_tables", lambda *a: resolved.append(a) or real(*a))
     assert _ids(index, QUESTION)[0] == "concepts/budgets.md#limiting-voluntary-disruptions"
     assert resolved == []
-    assert index._tables
+    assert {"chunks", "documents"} <= set(index._datasets)  # opened while warming

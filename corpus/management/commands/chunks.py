@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from corpus.errors import CorpusError
 from corpus.serving import active_index
+from retrieval.format.layout import sql_string
 
 
 class Command(BaseCommand):
@@ -19,11 +20,10 @@ class Command(BaseCommand):
             index = active_index(options["corpus"])
         except CorpusError as exc:
             raise CommandError(str(exc)) from exc
-        query = index.chunks.search().select(["chunk_id", "filepath", "heading", "start_line", "end_line",
-                                              "chunk_index", "content"]).limit(None)
-        if options["file"]:
-            query = query.where(f"filepath = '{options['file'].replace(chr(39), chr(39) * 2)}'")
-        rows = sorted(query.to_list(), key=lambda r: (r["filepath"], r["chunk_index"]))
+        where = f"filepath = {sql_string(options['file'])}" if options["file"] else None
+        found = index.chunks.to_table(columns=["chunk_id", "filepath", "heading", "start_line", "end_line",
+                                               "chunk_index", "content"], filter=where)
+        rows = sorted(found.to_pylist(), key=lambda r: (r["filepath"], r["chunk_index"]))
         if options["file"] and not rows:
             raise CommandError(f"no chunks for file {options['file']!r} in build {index.build_id}")
         items = [{"chunk_id": r["chunk_id"], "heading": r["heading"], "lines": [r["start_line"], r["end_line"]],
