@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from retrieval.boot import boot
+# Keep the compiled modules and pytest's rewritten tests (in __pycache__/, ignored by git) even where the
+# environment sets PYTHONDONTWRITEBYTECODE: without them every xdist worker compiles the project and
+# rewrites every test module's asserts again on every run, 7-8 s of each worker's collection.
+sys.dont_write_bytecode = False
+
+from retrieval.boot import boot  # noqa: E402
 
 pytest_plugins = ["tests.tiers"]  # the slow marker and the fast tier's check
 boot()  # tests run the engine as the server and the build worker do
