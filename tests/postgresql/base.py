@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from django.db.backends.postgresql import base, operations
 
+from tests.postgresql.creation import DatabaseCreation
+
 
 class DatabaseOperations(operations.DatabaseOperations):
     def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
@@ -20,3 +22,4 @@ class DatabaseOperations(operations.DatabaseOperations):
 
 class DatabaseWrapper(base.DatabaseWrapper):
     ops_class = DatabaseOperations
+    creation_class = DatabaseCreation
