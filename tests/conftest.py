@@ -4,18 +4,38 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from retrieval.boot import boot
+# Keep the compiled modules and pytest's rewritten tests (in __pycache__/, ignored by git) even where the
+# environment sets PYTHONDONTWRITEBYTECODE: without them every xdist worker compiles the project and
+# rewrites every test module's asserts again on every run, 7-8 s of each worker's collection.
+sys.dont_write_bytecode = False
+
+from retrieval.boot import boot  # noqa: E402
 
 pytest_plugins = ["tests.tiers"]  # the slow marker and the fast tier's check
 boot()  # tests run the engine as the server and the build worker do
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = ROOT / "corpus" / "sample_docs"
 ARTIFACTS = ROOT / "test-artifacts"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`-n` without `--dist` shares the tests by work stealing rather than xdist's default `load`: `load` hands
+    each worker its share in batches, and the worker left with a batch of slow tests at the end ran on alone
+    for 7 to 30 s of the fast tier while the other core idled. Work stealing lets the idle worker take half
+    of what the other has left, and keeps each worker's share in collection order, so a module's tests (and
+    its module-scoped fixtures) mostly stay on one worker."""
+    if config.getvalue("dist") == "load" and not any(arg.startswith("--dist") for arg in config.invocation_params.args):
+        from xdist.scheduler import WorkStealingScheduling
+
+        return WorkStealingScheduling(config, log)
+    return None
 
 
 @pytest.fixture(autouse=True)

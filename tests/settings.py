@@ -25,3 +25,6 @@ DOCSMCP_QUERY_LOG_DAYS = 0
 # paid for every admin user a test makes and every login it tries. The site's list follows, so stored
 # hashes of every kind still verify, and OAuth client secrets keep their own hasher (listed last).
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", *PASSWORD_HASHERS]  # noqa: F405
+# Transactional tests flush by deleting rows rather than truncating tables (tests/postgresql/base.py).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
+    DATABASES["default"]["ENGINE"] = "tests.postgresql"  # noqa: F405

@@ -11,6 +11,7 @@ from corpus.apikeys import create_api_key
 from evals.models import EvalRun
 from evals.services import suite_import
 from tests.api_helpers import assert_error, call
+from tests.evals.sample_cases import two_of_each_category
 
 
 @pytest.fixture
@@ -22,8 +23,8 @@ SAMPLE_SUITE = Path(__file__).resolve().parents[2] / "corpus" / "sample_docs_eva
 
 
 @pytest.fixture
-def suite(sample_corpus):
-    return suite_import(name="sample-suite", path=SAMPLE_SUITE, corpus=sample_corpus)
+def suite(sample_corpus, tmp_path):
+    return suite_import(name="sample-suite", path=two_of_each_category(tmp_path), corpus=sample_corpus)
 
 
 def trigger(client, body=None, key=None):

@@ -19,6 +19,7 @@ from evals.models import EvalCase, EvalResult, EvalRun, EvalSuite
 from evals.selectors import compare_runs, latest_scores_for_builds, suite_export
 from evals.services import eval_request, eval_run, eval_start, suite_import
 from evals.targets import Target
+from tests.evals.sample_cases import two_of_each_category
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_SUITE = ROOT / "corpus" / "sample_docs_eval.json"
@@ -631,10 +632,11 @@ def test_http_run_matches_the_in_process_run(sample_corpus, live_server, setting
 # --- doors: command, task, admin ---------------------------------------------------------------
 
 
-def test_run_eval_command_imports_runs_and_compares(sample_corpus):
+def test_run_eval_command_imports_runs_and_compares(sample_corpus, tmp_path):
     out = StringIO()
-    call_command("run_eval", "--corpus", "sample", "--suite", "sample-eval", "--cases", str(SAMPLE_SUITE),
-                 "--no-progress", stdout=out, stderr=StringIO())
+    cases = two_of_each_category(tmp_path)
+    call_command("run_eval", "--corpus", "sample", "--suite", "sample-eval", "--cases", str(cases), "--no-progress",
+                 stdout=out, stderr=StringIO())
     first = EvalRun.objects.get()
     assert first.status == EvalRun.COMPLETE and first.requested_by == "manage.py"
     assert f"run {first.pk} complete: suite sample-eval on sample" in out.getvalue()
@@ -675,8 +677,8 @@ def test_eval_suite_command_imports_and_exports(fake_corpus, tmp_path):
     assert len(read_cases(target)) == EvalSuite.objects.get(name="s1").cases.count()
 
 
-def test_celery_task_runs_a_queued_run(sample_corpus, django_capture_on_commit_callbacks):
-    suite = suite_import(name="sample", path=SAMPLE_SUITE, corpus=sample_corpus)
+def test_celery_task_runs_a_queued_run(sample_corpus, django_capture_on_commit_callbacks, tmp_path):
+    suite = suite_import(name="sample", path=two_of_each_category(tmp_path), corpus=sample_corpus)
     with django_capture_on_commit_callbacks(execute=True):
         run = eval_start(corpus=sample_corpus, suite=suite)
         assert run.status == EvalRun.QUEUED
@@ -688,8 +690,8 @@ def test_celery_task_runs_a_queued_run(sample_corpus, django_capture_on_commit_c
 
 
 def test_admin_action_runs_a_suite_against_the_active_build(sample_corpus, admin_client,
-                                                            django_capture_on_commit_callbacks):
-    suite = suite_import(name="sample", path=SAMPLE_SUITE, corpus=sample_corpus)
+                                                            django_capture_on_commit_callbacks, tmp_path):
+    suite = suite_import(name="sample", path=two_of_each_category(tmp_path), corpus=sample_corpus)
     unbuilt = Corpus.objects.create(name="unbuilt", source_dir="/x")
     orphan = suite_import(name="orphan", text='[{"query": "x", "expectedChunkId": "a.md#x"}]', corpus=unbuilt)
     with django_capture_on_commit_callbacks(execute=True):
@@ -702,8 +704,8 @@ def test_admin_action_runs_a_suite_against_the_active_build(sample_corpus, admin
     assert "Orphan: corpus" in text and "has no active build" in text  # the admin capitalises messages
 
 
-def test_admin_pages_render(sample_corpus, admin_client):
-    suite = suite_import(name="sample", path=SAMPLE_SUITE, corpus=sample_corpus)
+def test_admin_pages_render(sample_corpus, admin_client, tmp_path):
+    suite = suite_import(name="sample", path=two_of_each_category(tmp_path), corpus=sample_corpus)
     run = eval_run(corpus=sample_corpus, suite=suite)
     result = run.results.first()
     for url in ["/admin/evals/evalsuite/", f"/admin/evals/evalsuite/{suite.pk}/change/", "/admin/evals/evalcase/",
@@ -717,10 +719,11 @@ def test_admin_pages_render(sample_corpus, admin_client):
     assert len(export.content.decode().splitlines()) == suite.cases.count()
 
 
-def test_build_list_shows_eval_scores_when_the_corpus_admin_opts_in(sample_corpus, admin_client, monkeypatch):
+def test_build_list_shows_eval_scores_when_the_corpus_admin_opts_in(sample_corpus, admin_client, monkeypatch,
+                                                                    tmp_path):
     from django.contrib import admin as django_admin
 
-    suite = suite_import(name="sample", path=SAMPLE_SUITE, corpus=sample_corpus)
+    suite = suite_import(name="sample", path=two_of_each_category(tmp_path), corpus=sample_corpus)
     run = eval_run(corpus=sample_corpus, suite=suite)
     build_admin = django_admin.site._registry[BuildRun]
     # the one line corpus/admin.py adds to BuildRunAdmin
