@@ -198,6 +198,8 @@ def main(argv=None) -> int:
     for name, source, _cases, description in corpora:
         cross_corpus._build(name, source, description, args.provider)
     questions = question_sets(corpora)
+    for name, *_rest in corpora:  # every corpus open, as serve's warming leaves a worker (the verdict among them)
+        active_index(name)
     counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
     counts_together: dict[tuple[str, str], Counter] = defaultdict(Counter)  # the corpora served together
     costs: dict[str, list[float]] = {"search": [], "verdict": []}

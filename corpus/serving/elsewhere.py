@@ -7,8 +7,8 @@ the corpus beside it can. Nothing is compared on a server of one corpus (its cac
 more, a search of a semantic corpus costs one matrix product per other corpus embedded by the same model
 (routing.affinity: 0.1 ms at 3.6k chunks, 2.4 ms at 124.5k), and a ranking of the compared corpora's words
 (list_corpora's, over their lexicons) only when one of them is closer; a full-text search, that ranking
-alone. Only corpora the caller may read are compared or named, and at most MAX_NEIGHBOURS of them: on a
-larger server each corpus's own evidence decides, as on a server of one.
+alone. Only corpora the caller may read and this process has open are compared or named, and at most
+MAX_NEIGHBOURS of them: on a larger server each corpus's own evidence decides, as on a server of one.
 """
 
 from __future__ import annotations
@@ -48,7 +48,9 @@ def judged_among_corpora(active: Active, query: str, coverage: Coverage | None, 
     if closeness is None and (evidence is None or evidence.cosine is not None):
         return coverage  # word-hash vectors: neither meaning nor the full-text model to judge by
     head = active.name.partition("@")[0]
-    names = [name for name in _served_names() if name != head and visible(name)]
+    # only those this process has open: judging one corpus's search never opens another (a server of more
+    # corpora than its memory budget holds opens each on first use, docs/corpora.md)
+    names = [name for name in _served_names() if name != head and visible(name) and STATE.indexes.loaded(name)]
     if not names or len(names) > MAX_NEIGHBOURS:
         return coverage
     model = _model(active.index)
