@@ -134,10 +134,13 @@ def _publishing_to(url: str):
     saved = {key: app.conf[key] for key in keys}
 
     def reset() -> None:
+        import kombu.pools
+
         if app._pool is not None:
             app._pool.force_close_all()
         app._pool = None
         app.amqp._producer_pool = None
+        kombu.pools.reset()  # its producer pools are shared by connection URL and hold the pool closed above
 
     reset()
     app.conf.update(task_always_eager=False, broker_url=url, broker_transport_options=redis_transport_options)
