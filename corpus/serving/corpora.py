@@ -17,7 +17,6 @@ from retrieval.embeddings.base import EmbeddingProvider
 from .. import querylog
 from ..models import Corpus
 from .active import cursor_secret, embedder_for, freshness, resolve, thresholds_of
-from .catalog import _lexicon_of
 from .state import STATE
 
 if TYPE_CHECKING:
@@ -202,7 +201,8 @@ def _remember_pointers(corpora: Sequence[Corpus]) -> None:
 
 
 def routing_profile(name: str, index: Index, description: str = "") -> Any:
-    """What the corpus's words are ranked by (retrieval/corpus_summary.py), made once per build and description."""
+    """What the corpus's words are ranked by (retrieval/corpus_summary.py), made once per build and description;
+    its lexicon is the opened build's, which the coverage verdict already holds."""
     from retrieval.corpus_summary import CorpusProfile, summarize
 
     key = (name, str(index.path), description)
@@ -212,7 +212,7 @@ def routing_profile(name: str, index: Index, description: str = "") -> Any:
         built = metadata.corpus_description if metadata.corpus_description != metadata.corpus else ""
         summary = metadata.extra.get("summary") or summarize(metadata.files)
         profile = CorpusProfile(name, description or built, tuple(t for t in metadata.files.values() if t),
-                                tuple(summary.get("terms", ())), _lexicon_of(index.path))
+                                tuple(summary.get("terms", ())), index.lexicon())
         with STATE.lock:
             if len(STATE.routes) > 4096:
                 STATE.routes.clear()

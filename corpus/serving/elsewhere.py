@@ -43,16 +43,16 @@ def judged_among_corpora(active: Active, query: str, coverage: Coverage | None, 
     from retrieval.search.coverage import elsewhere, with_word_share
     from retrieval.search.routing import affinity
 
-    evidence = coverage.evidence
-    closeness = None if query_vector is None else affinity(active.index, query_vector)
-    if closeness is None and (evidence is None or evidence.cosine is not None):
-        return coverage  # word-hash vectors: neither meaning nor the full-text model to judge by
     head = active.name.partition("@")[0]
     # only those this process has open: judging one corpus's search never opens another (a server of more
     # corpora than its memory budget holds opens each on first use, docs/corpora.md)
     names = [name for name in _served_names() if name != head and visible(name) and STATE.indexes.loaded(name)]
     if not names or len(names) > MAX_NEIGHBOURS:
         return coverage
+    evidence = coverage.evidence
+    closeness = None if query_vector is None else affinity(active.index, query_vector)
+    if closeness is None and (evidence is None or evidence.cosine is not None):
+        return coverage  # word-hash vectors: neither meaning nor the full-text model to judge by
     model = _model(active.index)
     compared = {head: active.index}
     neighbours = {}
