@@ -73,7 +73,7 @@ def _pointer(key: str | None, load: Any) -> Any:
                                       "since it started; retry shortly") from exc
         _outage(exc, "serving the last known active builds")
         return cached
-    return STATE.remember("pointer", key, value, began)
+    return STATE.remember("pointer", key, value, began, load)
 
 
 def _outage(exc: DatabaseError, doing: str) -> None:
@@ -160,7 +160,7 @@ def version_choices(name: str | None) -> tuple[str, list[str]]:
     except DatabaseError as exc:  # the versions last seen (none offered when none were)
         _outage(exc, "offering the last known versions")
         return known
-    return STATE.remember("versions", name, value, began)
+    return STATE.remember("versions", name, value, began, lambda: version_labels(name))
 
 
 def serving_name(name: str | None, version: str | None = None) -> str | None:
@@ -189,7 +189,7 @@ def check_served(name: str) -> None:
             raise  # each surface's table answers it 503: a name never served cannot be told from a missing one
         _outage(exc, "passing the corpora this process has served")
         return
-    STATE.remember("served", name, True, began)
+    STATE.remember("served", name, True, began, lambda: bool(corpus_get(name)))
 
 
 def build_location(index_path: str) -> Location:
@@ -265,12 +265,16 @@ def served_corpus_count() -> int:
         return cached
     began = STATE.began()
     try:
-        value = Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, version_of__isnull=True,
-                                      active_build__isnull=False).count()
+        value = _count_served()
     except DatabaseError as exc:
         if cached is None:
             _outage(exc, "the number of corpora served is unknown")
             raise
         _outage(exc, "counting the corpora as last seen")
         return cached
-    return STATE.remember("count", None, value, began)
+    return STATE.remember("count", None, value, began, _count_served)
+
+
+def _count_served() -> int:
+    return Corpus.objects.filter(kind=Corpus.KIND_MARKDOWN, version_of__isnull=True,
+                                 active_build__isnull=False).count()

@@ -94,9 +94,13 @@ def _served_names() -> list[str]:
         return cached
     began = STATE.began()
     try:
-        with limited_to(None):
-            names = [corpus.name for corpus in served_corpora()]
+        names = _list_served()
     except DatabaseError as exc:
         logger.info("served corpora not listed for the coverage verdict: %s", exc)
         return cached or []
-    return STATE.remember("names", None, names, began)
+    return STATE.remember("names", None, names, began, _list_served)
+
+
+def _list_served() -> list[str]:
+    with limited_to(None):
+        return [corpus.name for corpus in served_corpora()]

@@ -141,14 +141,17 @@ def _watch(interval: float) -> None:
 
 
 def watch_once() -> None:
-    """One look at the active builds: a loaded corpus whose build changed starts warming the new one in the
-    background (IndexCache); a corpus not loaded opens its new build on its first use, not here."""
-    remember_default(build=False)  # kept current where no request asked for it
-    try:
-        for name in served_corpus_names():
-            if STATE.indexes.loaded(name):
-                active_index(name)
-    except Exception as exc:  # the database may be down: requests keep the last known builds
-        logger.debug("activation watcher: %s", exc)
-    finally:
-        close_old_connections()
+    """One look at the active builds: what requests read since the last look is loaded again ahead of them
+    (STATE.refresh), and a loaded corpus whose build changed starts warming the new one in the background
+    (IndexCache); a corpus not loaded opens its new build on its first use, not here."""
+    with STATE.watching():
+        try:
+            STATE.refresh()
+            remember_default(build=False)  # kept current where no request asked for it
+            for name in served_corpus_names():
+                if STATE.indexes.loaded(name):
+                    active_index(name)
+        except Exception as exc:  # the database may be down: requests keep the last known builds
+            logger.debug("activation watcher: %s", exc)
+        finally:
+            close_old_connections()

@@ -96,9 +96,15 @@ class Index:
 
     @property
     def fts_columns(self) -> frozenset[str]:
-        """Columns with a full-text index: builds made before the title was indexed lack it."""
+        """Columns with a full-text index that a query should search: builds made before the title was
+        indexed lack it, and `keywords` counts only where some page has keywords. A build without any
+        (most are: authors add them one page at a time) would otherwise pay for a fourth field in every
+        full-text query that can add nothing to any score."""
         if self._fts_columns is None:
-            self._fts_columns = full_text_columns(self.chunks)
+            columns = full_text_columns(self.chunks)
+            if "keywords" in columns and not self.chunks.count_rows(filter="keywords != ''"):
+                columns -= {"keywords"}
+            self._fts_columns = columns
         return self._fts_columns
 
     @property

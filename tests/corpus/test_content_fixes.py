@@ -400,6 +400,16 @@ def test_a_content_fix_on_a_git_source_is_applied_as_a_patch(tmp_path, settings,
     assert "+++ b/guides/throttling.md" in patch and "+## Rate limit errors (429)" in patch and "outline" not in patch
 
 
+def test_keywords_are_searched_only_in_a_build_where_a_page_has_some(api_docs, tmp_path):
+    plain = build(api_docs, tmp_path / "plain")
+    assert "keywords" not in Index(plain).fts_columns
+    assert "guides/throttling.md" not in top_files(plain, "backpressure")
+    (api_docs / "guides/throttling.md").write_text("---\nkeywords: [backpressure]\n---\n" + THROTTLING)
+    tagged = build(api_docs, tmp_path / "tagged")
+    assert "keywords" in Index(tagged).fts_columns
+    assert top_files(tagged, "backpressure")[0] == "guides/throttling.md"
+
+
 def test_a_build_without_the_keywords_index_is_searched_without_it(api_docs, tmp_path):
     (api_docs / "guides/throttling.md").write_text("---\nkeywords: [rate limit]\n---\n" + THROTTLING)
     out = build(api_docs, tmp_path / "build")

@@ -15,6 +15,7 @@ from corpus.errors import CorpusError
 from corpus.execution import build_activate
 from corpus.models import BuildRun, Corpus
 from corpus.serving import POINTER_TTL, STATE, active_index, corpora_search, known_active_paths
+from corpus.serving.warm import watch_once
 from retrieval.search.engine import SearchRequest
 
 HEADERS = {"HTTP_ACCEPT": "application/json, text/event-stream", "HTTP_MCP_PROTOCOL_VERSION": "2025-06-18"}
@@ -81,6 +82,38 @@ def test_another_workers_activation_is_served_once_the_pointer_is_a_ttl_old(seco
     held_clock[0] += POINTER_TTL - 0.01
     assert known_active_paths()["sample"] == first and active_index("sample").path.name != "second-build"
     held_clock[0] += 0.01
+    assert active_index("sample").path.name == "second-build"
+
+
+@pytest.mark.django_db(transaction=True)  # the watcher's pass closes a connection in a test's transaction
+def test_the_watcher_loads_what_requests_read_so_they_read_no_row_past_the_ttl(sample_corpus, client, settings,
+                                                                              held_clock, django_assert_num_queries):
+    """With the activation watcher running, requests never wait on the database for a lookup it refreshes;
+    should it stall, the requests load their lookups themselves again."""
+    settings.MCP_RATE_LIMIT_PER_MINUTE = 0
+    _search(client, "/mcp/")
+    held_clock[0] += POINTER_TTL
+    watch_once()
+    held_clock[0] += POINTER_TTL * 1.5
+    with django_assert_num_queries(0):
+        assert _search(client, "/mcp/")["structuredContent"]["hits"]
+    held_clock[0] += POINTER_TTL
+    with CaptureQueriesContext(connection) as queries:
+        assert _search(client, "/mcp/")["structuredContent"]["hits"]
+    assert queries.captured_queries
+
+
+@pytest.mark.django_db(transaction=True)  # the watcher's pass closes a connection in a test's transaction
+def test_the_watcher_serves_another_workers_activation_before_any_request_asks(second_build, client, settings,
+                                                                                held_clock, django_assert_num_queries):
+    settings.MCP_RATE_LIMIT_PER_MINUTE = 0
+    _search(client, "/mcp/")
+    Corpus.objects.filter(name="sample").update(active_build=second_build)  # as another process activates
+    held_clock[0] += POINTER_TTL
+    watch_once()
+    assert known_active_paths()["sample"] == second_build.index_path
+    with django_assert_num_queries(0):
+        assert _search(client, "/mcp/")["structuredContent"]["hits"]
     assert active_index("sample").path.name == "second-build"
 
 
