@@ -12,11 +12,20 @@ from pathlib import Path
 
 import pytest
 
+from tests.source_trees import forget, parse, walk
+
 ROOT = Path(__file__).resolve().parent.parent
 # The layer order, stated once: each floor may import only the floors before it (docs/architecture.md).
 # The engine is plain Python; the floor under the apps (common) is what every app shares; the site is the top.
 LAYERS = ("retrieval", "common", "corpus", "mcp_endpoint", "evals", "insights", "docsmcp_site")
 APPS = LAYERS
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _trees():
+    """The project's trees are parsed once for all the tests here, and dropped after them (tests/source_trees.py)."""
+    yield
+    forget()
 
 
 def _module_name(path: Path) -> str:
@@ -28,7 +37,7 @@ def _import_statements(path: Path):
     """(module, imported names) per import in the file, relative imports resolved; `import a` is (a, [])."""
     module = _module_name(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in walk(path.read_text(), str(path)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, []
@@ -63,8 +72,7 @@ def graph() -> dict[str, set[str]]:
 def test_nothing_in_retrieval_imports_django():
     offenders = []
     for path in (ROOT / "retrieval").rglob("*.py"):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
+        for node in walk(path.read_text(), str(path)):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] == "django"]
@@ -90,8 +98,10 @@ def _environment_readers(*packages: str) -> set[str]:
     readers = set()
     for package in packages:
         for path in (ROOT / package).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.Attribute) and ast.unparse(node) in ("os.environ", "os.getenv"):
+            for node in walk(path.read_text(), str(path)):
+                # unparsed only when the name can match: unparsing every attribute of the code took seconds
+                if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") \
+                        and ast.unparse(node) in ("os.environ", "os.getenv"):
                     readers.add(str(path.relative_to(ROOT)))
     return readers
 
@@ -130,7 +140,7 @@ def _allow_lists() -> dict[str, list[str] | None]:
     lists = {}
     for package in GOVERNED:
         init = ROOT.joinpath(*package.split("."), "__init__.py")
-        lists[package] = parse_allow_list(ast.get_docstring(ast.parse(init.read_text())) or "")
+        lists[package] = parse_allow_list(ast.get_docstring(parse(init.read_text(), str(init))) or "")
     return lists
 
 
@@ -319,9 +329,8 @@ def test_every_surface_checks_api_keys_through_one_function():
         source = path.read_text()
         if "authenticate" not in source:
             continue
-        tree = ast.parse(source)
         imported = {name for base, names in _import_statements(path) if base == "corpus.apikeys" for name in names}
-        for node in ast.walk(tree):
+        for node in walk(source, str(path)):
             if not isinstance(node, ast.Call):
                 continue
             function = node.func

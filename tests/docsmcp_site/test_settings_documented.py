@@ -26,6 +26,7 @@ from django.core.exceptions import ImproperlyConfigured
 import docsmcp_site.settings as site_settings
 from docsmcp_site.settings.env import env, env_bool, env_choice, env_float, env_int, env_list, env_str
 from docsmcp_site.settings.registry import BY_NAME, COMPUTED, KINDS, SECTIONS, SETTINGS
+from tests.source_trees import forget, parse, walk
 
 # The module (the package's star imports bind `env` to the function).
 env_module = importlib.import_module("docsmcp_site.settings.env")
@@ -46,11 +47,18 @@ PREFIXED = re.compile(r"(DOCSMCP|MCP|CITELOOM)_")
 READS_ENVIRONMENT = re.compile(r"environ|getenv|\b(env|given)\(")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _trees():
+    """The project's trees are parsed once for all the tests here, and dropped after them (tests/source_trees.py)."""
+    yield
+    forget()
+
+
 def variables_read(source: str) -> set[str]:
     """Names read from the environment: os.environ.get("X"), os.getenv("X"), os.environ["X"],
     "X" in os.environ, environ.get("X"), `name == "X"` over os.environ's items, and env("X")."""
     names = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in walk(source):
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
             called = ast.unparse(node.func)
             if called in ("os.environ.get", "os.getenv", "environ.get", "env", "given"):
@@ -93,7 +101,7 @@ def test_the_settings_modules_read_through_env_alone():
     """env(NAME) is the one way in: a module calling env_int("X", 3) itself would repeat a default and read a
     variable the registry may not hold."""
     imported = {alias.name for path in SETTINGS_DIR.glob("*.py") if path.name != "env.py"
-                for node in ast.walk(ast.parse(path.read_text()))
+                for node in walk(path.read_text())
                 if isinstance(node, ast.ImportFrom) and node.module == "docsmcp_site.settings.env"
                 for alias in node.names}
     assert imported == {"env", "given"}
@@ -137,7 +145,7 @@ def test_every_variable_of_the_projects_prefixes_named_in_the_code_is_registered
     an error message telling the operator what to raise) is a setting of the registry."""
     sources = {path: path.read_text() for app in (*APPS, "retrieval") for path in (ROOT / app).rglob("*.py")}
     named = {node.value: str(path.relative_to(ROOT)) for path, source in sources.items() if PREFIXED.search(source)
-             for node in ast.walk(ast.parse(source))
+             for node in walk(source)
              if isinstance(node, ast.Constant) and isinstance(node.value, str)
              and re.fullmatch(r"(DOCSMCP|MCP|CITELOOM)_[A-Z0-9_]+", node.value)}
     assert len(named) > 20  # the parse still sees the code
@@ -192,7 +200,7 @@ def test_settings_docs_runs_from_a_checkout(tmp_path):
 
 def settings_read(source: str) -> set[str]:
     """Names the code reads as `settings.NAME` (django.conf's settings, the apps' one way in)."""
-    return {node.attr for node in ast.walk(ast.parse(source))
+    return {node.attr for node in walk(source)
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "settings"
             and node.attr.isupper()}
 
@@ -212,7 +220,7 @@ def test_every_setting_the_apps_read_is_defined_once_in_the_settings():
 def test_each_setting_is_assigned_in_one_settings_module_and_no_app_repeats_a_default():
     assigned: dict[str, list[str]] = {}
     for path in (ROOT / "docsmcp_site" / "settings").glob("*.py"):
-        for node in ast.parse(path.read_text()).body:
+        for node in parse(path.read_text()).body:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
                 node, ast.AnnAssign) else []
             for target in targets:
@@ -221,7 +229,7 @@ def test_each_setting_is_assigned_in_one_settings_module_and_no_app_repeats_a_de
     assert len(assigned) > 60
     assert {name: files for name, files in assigned.items() if len(files) > 1} == {}
     defaults = [f"{path.relative_to(ROOT)}: {ast.unparse(node)}" for app in APPS for path in (ROOT / app).rglob("*.py")
-                for node in ast.walk(ast.parse(path.read_text()))
+                for node in walk(path.read_text())
                 if isinstance(node, ast.Call) and ast.unparse(node.func) == "getattr" and len(node.args) == 3
                 and ast.unparse(node.args[0]) == "settings"]
     assert defaults == []
@@ -252,7 +260,7 @@ def settings_types(sources: list[str]) -> dict[str, type]:
         return None
 
     for source in sources:
-        for node in ast.parse(source).body:
+        for node in parse(source).body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                     and (kind := made(node.value)) is not None:
                 types[node.targets[0].id] = kind
@@ -273,7 +281,7 @@ def retyped(source: str, types: dict[str, type]) -> list[str]:
         return None
 
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in walk(source):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1:
             argument = node.args[0]
             inner = argument.values[0] if isinstance(argument, ast.BoolOp) else argument
