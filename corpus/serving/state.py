@@ -114,8 +114,9 @@ class ServingState:
         database error (the requests keep serving it) and dropped otherwise (the next request loads it
         and reports what is wrong). Returns how many were loaded."""
         with self.lock:
-            wanted = [(k, self.reloaders[k]) for k in self.read if k in self.reloaders and k in self.entries]
+            read = list(self.read)  # one step: requests add to the set while this runs, without the lock
             self.read.clear()
+            wanted = [(k, self.reloaders[k]) for k in read if k in self.reloaders and k in self.entries]
         for key, reload in wanted:
             began = self.began()
             try:
