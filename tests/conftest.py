@@ -201,3 +201,13 @@ def held_clock():
     yield now
     STATE.clock = time.monotonic
     STATE.forget(process=True)
+
+
+@pytest.fixture(scope="module")
+def source_trees():
+    """The project's syntax trees, parsed once for a module of tests that reads the code and dropped after it
+    (tests/source_trees.py)."""
+    from tests.source_trees import forget
+
+    yield
+    forget()

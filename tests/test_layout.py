@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.source_trees import forget, parse, walk
+from tests.source_trees import parse, walk
 
 ROOT = Path(__file__).resolve().parent.parent
 # The layer order, stated once: each floor may import only the floors before it (docs/architecture.md).
@@ -21,11 +21,7 @@ LAYERS = ("retrieval", "common", "corpus", "mcp_endpoint", "evals", "insights", 
 APPS = LAYERS
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _trees():
-    """The project's trees are parsed once for all the tests here, and dropped after them (tests/source_trees.py)."""
-    yield
-    forget()
+pytestmark = pytest.mark.usefixtures("source_trees")  # parsed once for this module
 
 
 def _module_name(path: Path) -> str:

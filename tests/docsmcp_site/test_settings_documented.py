@@ -26,7 +26,7 @@ from django.core.exceptions import ImproperlyConfigured
 import docsmcp_site.settings as site_settings
 from docsmcp_site.settings.env import env, env_bool, env_choice, env_float, env_int, env_list, env_str
 from docsmcp_site.settings.registry import BY_NAME, COMPUTED, KINDS, SECTIONS, SETTINGS
-from tests.source_trees import forget, parse, walk
+from tests.source_trees import parse, walk
 
 # The module (the package's star imports bind `env` to the function).
 env_module = importlib.import_module("docsmcp_site.settings.env")
@@ -47,11 +47,7 @@ PREFIXED = re.compile(r"(DOCSMCP|MCP|CITELOOM)_")
 READS_ENVIRONMENT = re.compile(r"environ|getenv|\b(env|given)\(")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _trees():
-    """The project's trees are parsed once for all the tests here, and dropped after them (tests/source_trees.py)."""
-    yield
-    forget()
+pytestmark = pytest.mark.usefixtures("source_trees")  # parsed once for this module
 
 
 def variables_read(source: str) -> set[str]:
